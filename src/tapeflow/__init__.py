@@ -1,0 +1,39 @@
+"""tapeflow: write models eagerly like NumPy, run them as optimized graphs.
+
+The TensorFlow-2-style public surface. Everything is defined in the subpackages and registered
+here (``tapeflow.math.add`` etc. come from ``@export`` next to each op's definition).
+"""
+
+__version__ = "0.1.0"
+
+from tapeflow.framework import dtypes
+from tapeflow.framework.dtypes import (
+    DType,
+    as_dtype,
+    bool,
+    complex64,
+    complex128,
+    double,
+    float16,
+    float32,
+    float64,
+    half,
+    int8,
+    int16,
+    int32,
+    int64,
+    string,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+)
+from tapeflow.framework import errors, nest
+from tapeflow.framework.context import executing_eagerly, name_scope
+from tapeflow.framework.constant import constant, convert_to_tensor
+from tapeflow.framework.shapes import TensorShape
+from tapeflow.framework.tensor import Tensor, is_tensor
+from tapeflow.framework.variable import Variable, VariableAggregation, VariableSynchronization
+from tapeflow.framework.tape import GradientTape, UnconnectedGradients, custom_gradient
+
+from tapeflow import ops  # registers every op under tf.*, tf.math.*, tf.nn.*, ...

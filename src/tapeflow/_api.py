@@ -1,0 +1,45 @@
+"""``export``: declare an object's public TF names next to its definition.
+
+``@export("add", "math.add")`` makes it ``tapeflow.add`` and ``tapeflow.math.add``; namespaces
+that are not real subpackages (``math``, ``nn``, ``linalg``, ``random`` ...) are created on demand.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from collections.abc import Callable
+from typing import Any
+
+ROOT = "tapeflow"
+
+
+def _namespace(path: list[str]) -> Any:
+    obj = sys.modules[ROOT]
+    full = ROOT
+    for part in path:
+        full = f"{full}.{part}"
+        child = getattr(obj, part, None)
+        if child is None:
+            child = sys.modules.get(full) or types.ModuleType(full)
+            sys.modules[full] = child
+            setattr(obj, part, child)
+        obj = child
+    return obj
+
+
+def export(*names: str) -> Callable[[Any], Any]:
+    """Decorator registering `obj` under each dotted public name."""
+
+    def register(obj: Any) -> Any:
+        for name in names:
+            *path, leaf = name.split(".")
+            setattr(_namespace(path), leaf, obj)
+        return obj
+
+    return register
+
+
+def export_value(name: str, value: Any) -> None:
+    """Register a non-decoratable value (a constant, a dtype) under a public name."""
+    export(name)(value)

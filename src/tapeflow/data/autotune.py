@@ -1,0 +1,208 @@
+"""AUTOTUNE that explains itself.
+
+Every asynchronous stage (prefetch, parallel map, parallel interleave) keeps a `StageStats`:
+the knob values in force, what is buffered, and who waited on whom. The `Tuner` of one iterator
+adjusts the knobs marked AUTOTUNE within a CPU budget (cores) and a RAM budget (bytes), and
+`report()` says what it chose, why, and which stage is the bottleneck.
+
+Rules, kept simple enough to state in one line each:
+- parallelism grows by one when the consumer had to wait and every worker was busy, as long as
+  parallelism x (CPU share of a call) stays within the CPU budget (so sleeping/I-O-bound work
+  may use more threads than cores, CPU-bound work may not);
+- a prefetch buffer grows by one each time its consumer finds it empty, while the bytes
+  buffered by the whole pipeline stay within the RAM budget.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+
+AUTOTUNE = -1
+MAX_PARALLELISM = 64
+MAX_BUFFER = 256
+
+
+def default_cpu_budget() -> int:
+    """Cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def default_ram_budget() -> int:
+    """Half of the memory currently available (bytes)."""
+    try:
+        available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        available = 4 << 30
+    return max(available // 2, 64 << 20)
+
+
+@dataclass
+class StageStats:
+    """Measurements and knob values of one asynchronous stage of a running iterator."""
+
+    name: str
+    parallelism: int = 1
+    parallelism_autotuned: bool = False
+    buffer_size: int = 1
+    buffer_autotuned: bool = False
+    elements: int = 0
+    buffered_elements: int = 0
+    buffered_bytes: int = 0
+    peak_buffered_bytes: int = 0
+    consumer_wait_s: float = 0.0
+    busy_s: float = 0.0
+    cpu_s: float = 0.0
+    started: float = field(default_factory=time.perf_counter)
+    notes: list = field(default_factory=list)
+
+    def add_buffered(self, n_elements: int, n_bytes: int) -> None:
+        self.buffered_elements += n_elements
+        self.buffered_bytes += n_bytes
+        if self.buffered_bytes > self.peak_buffered_bytes:
+            self.peak_buffered_bytes = self.buffered_bytes
+
+    def record_call(self, wall_s: float, cpu_s: float) -> None:
+        self.busy_s += wall_s
+        self.cpu_s += cpu_s
+
+    @property
+    def cpu_share(self) -> float:
+        """Fraction of a worker's busy time spent on a CPU (1.0 for pure compute)."""
+        return self.cpu_s / self.busy_s if self.busy_s > 0 else 1.0
+
+    @property
+    def lifetime_s(self) -> float:
+        return max(time.perf_counter() - self.started, 1e-9)
+
+
+class Tuner:
+    """Holds the budgets and stage stats of one iterator and applies the tuning rules."""
+
+    def __init__(self, cpu_budget: int | None = None, ram_budget: int | None = None,
+                 thread_cap: int | None = None):
+        self.cpu_budget = cpu_budget or default_cpu_budget()
+        self.ram_budget = ram_budget or default_ram_budget()
+        self.thread_cap = thread_cap or MAX_PARALLELISM
+        self.stages: list[StageStats] = []
+        self.consumer_wait_s = 0.0
+        self.elements = 0
+        self.started = time.perf_counter()
+        self._lock = threading.Lock()
+
+    def stage(self, name: str, **knobs) -> StageStats:
+        stats = StageStats(name, **knobs)
+        with self._lock:
+            self.stages.append(stats)
+        return stats
+
+    def initial_parallelism(self) -> int:
+        return max(1, min(self.cpu_budget, self.thread_cap))
+
+    def parallelism_cap(self, stats: StageStats) -> int:
+        """Most workers the CPU budget allows given the measured CPU share of a call."""
+        share = max(stats.cpu_share, 1.0 / MAX_PARALLELISM)
+        return max(1, min(int(self.cpu_budget / share), self.thread_cap, MAX_PARALLELISM))
+
+    def maybe_grow_parallelism(self, stats: StageStats, busy_workers: int) -> bool:
+        """Called when a consumer waited; True when one more worker should start."""
+        if not stats.parallelism_autotuned or busy_workers < stats.parallelism:
+            return False
+        if stats.parallelism >= self.parallelism_cap(stats):
+            return False
+        stats.parallelism += 1
+        return True
+
+    def maybe_grow_buffer(self, stats: StageStats) -> bool:
+        """Called when a consumer found a buffer empty; True when the buffer grew."""
+        if not stats.buffer_autotuned or stats.buffer_size >= MAX_BUFFER:
+            return False
+        per_element = stats.peak_buffered_bytes / max(stats.buffer_size, 1)
+        if self.buffered_bytes() + per_element > self.ram_budget:
+            if "RAM budget reached" not in stats.notes:
+                stats.notes.append("RAM budget reached")
+            return False
+        stats.buffer_size += 1
+        return True
+
+    def buffered_bytes(self) -> int:
+        return sum(s.buffered_bytes for s in self.stages)
+
+    def report(self) -> AutotuneReport:
+        return AutotuneReport.build(self)
+
+
+@dataclass
+class AutotuneReport:
+    """What the autotuner chose and where the time goes; `print(report)` for a table."""
+
+    cpu_budget: int
+    ram_budget: int
+    elapsed_s: float
+    elements: int
+    consumer_wait_s: float
+    stages: list
+    bottleneck: str
+
+    @classmethod
+    def build(cls, tuner: Tuner) -> AutotuneReport:
+        elapsed = time.perf_counter() - tuner.started
+        return cls(tuner.cpu_budget, tuner.ram_budget, elapsed, tuner.elements,
+                   tuner.consumer_wait_s, list(tuner.stages), _bottleneck(tuner, elapsed))
+
+    def __str__(self) -> str:
+        lines = [
+            f"tf.data autotune report: {self.elements} elements in {self.elapsed_s:.3f} s, "
+            f"consumer waited {self.consumer_wait_s:.3f} s "
+            f"(CPU budget {self.cpu_budget} cores, RAM budget {self.ram_budget / 2**20:.0f} MiB)",
+            f"  {'stage':<36}{'parallelism':>13}{'buffer':>9}{'buffered':>12}{'peak':>12}"
+            f"{'waited on':>11}{'busy':>8}{'cpu':>6}",
+        ]
+        for s in self.stages:
+            par = f"{s.parallelism}{'*' if s.parallelism_autotuned else ''}"
+            buf = f"{s.buffer_size}{'*' if s.buffer_autotuned else ''}"
+            busy = s.busy_s / (s.lifetime_s * max(s.parallelism, 1))
+            lines.append(
+                f"  {s.name[:35]:<36}{par:>13}{buf:>9}{_size(s.buffered_bytes):>12}"
+                f"{_size(s.peak_buffered_bytes):>12}{s.consumer_wait_s:>10.3f}s"
+                f"{busy:>8.0%}{s.cpu_share:>6.0%}"
+                + (f"  ({'; '.join(s.notes)})" if s.notes else ""))
+        lines.append("  (* = chosen by AUTOTUNE; 'waited on' = time the next stage down spent "
+                     "waiting for this one; busy = worker utilisation; cpu = CPU share of work)")
+        lines.append(f"  bottleneck: {self.bottleneck}")
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def _bottleneck(tuner: Tuner, elapsed: float) -> str:
+    """The most upstream stage whose consumer waits for it a significant share of the time."""
+    if elapsed <= 0 or tuner.elements == 0:
+        return "nothing measured yet"
+    if tuner.consumer_wait_s < 0.1 * elapsed:
+        return ("the consumer (your training step): the input pipeline keeps up, it was waited "
+                f"on for {tuner.consumer_wait_s / elapsed:.0%} of the time")
+    waiting = [s for s in tuner.stages if s.consumer_wait_s >= 0.1 * s.lifetime_s]
+    if not waiting:
+        return ("the synchronous stages between the iterator and the first asynchronous stage "
+                "(consider .prefetch(AUTOTUNE) or num_parallel_calls)")
+    stage = waiting[-1]
+    busy = stage.busy_s / (stage.lifetime_s * max(stage.parallelism, 1))
+    hint = ""
+    if stage.parallelism_autotuned and stage.parallelism >= tuner.parallelism_cap(stage):
+        hint = " at the CPU budget"
+    return (f"{stage.name}: waited on for {stage.consumer_wait_s:.3f} s; workers {busy:.0%} busy "
+            f"at parallelism {stage.parallelism}{hint}")

@@ -1,0 +1,1 @@
+"""Core objects: dtypes, shapes, tensors, variables, dispatch, the gradient tape, errors."""

@@ -1,0 +1,76 @@
+"""Per-thread execution state: the graph being built (None when eager), active tapes, name scopes.
+
+Thread-local so that an input pipeline running ops on a worker thread never records onto the
+main thread's tape or adds nodes to the graph the main thread is tracing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+
+class _State(threading.local):
+    graph: Any = None          # the Graph being traced into, or None for eager execution
+    tapes: tuple = ()           # active GradientTapes, outermost first
+    name_scope: str = ""        # "outer/inner" (no trailing slash)
+    seed_offset: Any = None     # set by tf.data around per-element map calls (random op seeds)
+
+
+state = _State()
+
+# compat.v1.disable_eager_execution() installs a factory for a process-wide default graph.
+_global = {"eager_disabled": False, "default_graph": None}
+
+
+def executing_eagerly() -> bool:
+    """True when ops run immediately (TF's ``tf.executing_eagerly``)."""
+    return state.graph is None
+
+
+@contextlib.contextmanager
+def graph_scope(graph: Any) -> Iterator[Any]:
+    """Make `graph` the target of dispatched ops on this thread (None: eager)."""
+    previous = state.graph
+    state.graph = graph
+    try:
+        yield graph
+    finally:
+        state.graph = previous
+
+
+@contextlib.contextmanager
+def eager_scope() -> Iterator[None]:
+    """Run ops eagerly inside, even while a graph is being traced (``tf.init_scope``)."""
+    previous_graph, previous_tapes = state.graph, state.tapes
+    state.graph = None
+    state.tapes = ()
+    try:
+        yield
+    finally:
+        state.graph, state.tapes = previous_graph, previous_tapes
+
+
+@contextlib.contextmanager
+def name_scope(name: str | None) -> Iterator[str]:
+    """``tf.name_scope``: prefix for variable and op names created inside."""
+    previous = state.name_scope
+    if name is None or name == "":
+        new = previous
+    elif name.endswith("/"):
+        new = name[:-1]
+    else:
+        new = f"{previous}/{name}" if previous else name
+    state.name_scope = new
+    try:
+        yield new + "/" if new else ""
+    finally:
+        state.name_scope = previous
+
+
+def scoped_name(name: str) -> str:
+    """`name` prefixed with the current name scope."""
+    scope = state.name_scope
+    return f"{scope}/{name}" if scope else name

@@ -1,0 +1,240 @@
+"""The single entry point for every primitive op: ``apply(op, *inputs, **attrs)``.
+
+Eager: run the kernel on NumPy arrays now and wrap the result. Tracing: hand the op to the
+graph being built (``state.graph.apply``). Either way, active gradient tapes record the op,
+so gradients work the same in both modes.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from tapeflow.framework import dtypes as _dtypes
+from tapeflow.framework import errors
+from tapeflow.framework.context import state as _state
+from tapeflow.framework.tensor import EagerTensor, Tensor, wrap
+from tapeflow.framework.variable import Variable
+
+ShapeRule = Callable[..., Any]
+
+
+class Op:
+    """A primitive: kernel + shape/dtype rule + gradient rule + flags the compiler reads.
+
+    kernel(*arrays, **attrs) -> array | tuple of arrays      (plain NumPy, never sees Tensors)
+    shape(*specs, **attrs) -> spec | list of specs           spec = (shape tuple|None, DType)
+    grad(g, out, *inputs, **attrs) -> grad per input         (written in tapeflow ops)
+    """
+
+    __slots__ = ("name", "kernel", "shape_fn", "grad_fn", "elementwise", "stateful", "random",
+                 "same_dtype", "multi_output", "__dict__")
+
+    def __init__(self, name: str, kernel: Callable, *, shape: ShapeRule | None = None,
+                 grad: Callable | None = None, elementwise: bool = False,
+                 stateful: bool = False, random: bool = False, same_dtype: bool | None = None,
+                 multi_output: bool = False):
+        self.name = name
+        self.kernel = kernel
+        self.shape_fn = shape
+        self.grad_fn = grad
+        self.elementwise = elementwise
+        self.stateful = stateful or random
+        self.random = random
+        self.same_dtype = elementwise if same_dtype is None else same_dtype
+        self.multi_output = multi_output
+
+    def def_grad(self, fn: Callable) -> Callable:
+        """Decorator: attach the gradient rule (VJP) to this op."""
+        self.grad_fn = fn
+        return fn
+
+    def def_shape(self, fn: ShapeRule) -> ShapeRule:
+        """Decorator: attach the static shape/dtype rule to this op."""
+        self.shape_fn = fn
+        return fn
+
+    def __call__(self, *inputs, **attrs):
+        return apply(self, *inputs, **attrs)
+
+    def __repr__(self) -> str:
+        return f"<Op {self.name}>"
+
+
+REGISTRY: dict[str, Op] = {}
+
+
+def op(name: str, **flags) -> Callable[[Callable], Op]:
+    """Decorator turning a NumPy kernel into a registered primitive ``Op``.
+
+    Positional parameters of the kernel are tensor inputs; keyword-only ones are attributes.
+    """
+
+    def wrap_kernel(kernel: Callable) -> Op:
+        if name in REGISTRY:
+            raise ValueError(f"Op {name!r} is defined twice (one op, one place)")
+        o = Op(name, kernel, **flags)
+        o.__doc__ = kernel.__doc__
+        REGISTRY[name] = o
+        return o
+
+    return wrap_kernel
+
+
+def apply(op: Op, *inputs: Any, **attrs: Any):
+    """Run (eager) or record (tracing) `op` on `inputs`; record it on active tapes."""
+    graph = _state.graph
+    if graph is None:
+        try:
+            n = len(inputs)
+            if n == 2:
+                arrays = (inputs[0]._value, inputs[1]._value)
+            elif n == 1:
+                arrays = (inputs[0]._value,)
+            else:
+                arrays = tuple([x._value for x in inputs])
+        except AttributeError:
+            inputs, arrays = _convert_eager_inputs(op, inputs)
+        if op.same_dtype and len(arrays) > 1:
+            d0 = arrays[0].dtype
+            for a in arrays:
+                if a.dtype is not d0 and a.dtype != d0:
+                    _raise_dtype_mismatch(op, arrays)
+        try:
+            out = op.kernel(*arrays, **attrs)
+        except errors.OpError:
+            raise
+        except Exception as e:  # NumPy's errors become TF's, naming op, shapes and user line
+            raise _kernel_error(op, arrays, attrs, e) from e
+        if op.multi_output:
+            outs = tuple(wrap(o if type(o) is np.ndarray else np.asarray(o)) for o in out)
+        else:
+            outs = _new(EagerTensor)
+            outs._value = out if type(out) is np.ndarray else np.asarray(out)
+        if _state.tapes:
+            tensors = [x if type(x) is EagerTensor else wrap(a) for x, a in zip(inputs, arrays)]
+            _record(op, inputs, tensors, attrs, outs)
+        return outs
+    tensors, outs = graph.apply(op, inputs, attrs)
+    if _state.tapes:
+        _record(op, inputs, tensors, attrs, outs)
+    return outs
+
+
+_new = object.__new__
+
+
+def _read_grad(g, out, value):
+    return g
+
+
+def _record(op, inputs, tensors, attrs, outs) -> None:
+    if op.grad_fn is None:
+        return
+    tapes = _state.tapes
+    for x, t in zip(inputs, tensors):
+        if isinstance(x, Variable):
+            # the value read is a tensor derived from the variable, so gradients computed with
+            # it (higher order) stay connected to the variable on outer tapes
+            for tape in tapes:
+                tape._record(_read_grad, _NO_ATTRS, (x,), (t,), t, False)
+    for tape in tapes:
+        tape._record(op.grad_fn, attrs, tensors, tensors, outs, op.multi_output)
+
+
+_NO_ATTRS: dict = {}
+
+
+def _convert_eager_inputs(op: Op, inputs: tuple) -> tuple[tuple, list]:
+    from tapeflow.framework.constant import convert_to_tensor
+
+    hint = None
+    if op.same_dtype:
+        for x in inputs:
+            if isinstance(x, EagerTensor) or hasattr(x, "_value"):
+                hint = x.dtype
+                break
+    converted = []
+    for i, x in enumerate(inputs):
+        if isinstance(x, Tensor) and not isinstance(x, EagerTensor):
+            raise errors.InvalidArgumentError(
+                f"{op.name}: input {i} is a symbolic tensor from a graph ({x!r}) but the op runs "
+                f"eagerly. Return it from the traced function instead of leaking it.\n"
+                f"{errors.user_line()}")
+        if hasattr(x, "_value") and not isinstance(x, np.ndarray):
+            converted.append(x)
+        else:
+            converted.append(convert_to_tensor(x, dtype_hint=hint, _op_name=op.name))
+    return tuple(converted), [x._value for x in converted]
+
+
+def _raise_dtype_mismatch(op: Op, arrays: list) -> None:
+    names = ", ".join(_dtypes.from_numpy(a.dtype).name for a in arrays)
+    raise errors.InvalidArgumentError(
+        f"{op.name}: inputs must have the same dtype, got ({names}); tapeflow, like TensorFlow, "
+        f"never promotes silently: use tf.cast.\n{errors.user_line()}")
+
+
+def _kernel_error(op: Op, arrays: list, attrs: dict, e: Exception) -> Exception:
+    shapes = ", ".join(f"{_dtypes.from_numpy(a.dtype).name}{list(a.shape)}" for a in arrays)
+    shown = {k: v for k, v in attrs.items() if not callable(v) and not k.startswith("_")}
+    attr_txt = f" with {shown}" if shown else ""
+    msg = (f"{op.name} failed on inputs ({shapes}){attr_txt}: {e}\n{errors.user_line()}")
+    return errors.InvalidArgumentError(None, op.name, msg)
+
+
+def kernel_params(kernel: Callable) -> tuple[list[str], list[str]]:
+    """(input names, attribute names) of a kernel: positional params vs keyword-only."""
+    sig = inspect.signature(kernel)
+    ins = [p.name for p in sig.parameters.values()
+           if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)]
+    attrs = [p.name for p in sig.parameters.values() if p.kind == p.KEYWORD_ONLY]
+    return ins, attrs
+
+
+def probe_shape(op: Op, specs: list, attrs: dict):
+    """Default shape rule: run the kernel on zero arrays (unknown dims probed as 1 and 2).
+
+    Dims that differ between the probes depend on an unknown input dim and become None.
+    Stateful ops must define their own rule (probing would run their side effects).
+    """
+    if op.stateful:
+        raise TypeError(f"Op {op.name} is stateful and needs an explicit shape rule")
+    if any(shape is None for shape, _ in specs):
+        out = _probe(op, [((), d) for _, d in specs], attrs, 1)
+        return [(None, d) for _, d in out] if op.multi_output else (None, out[1])
+    results = []
+    for fill in (1, 2):
+        try:
+            results.append(_probe(op, specs, attrs, fill))
+        except Exception:
+            if fill == 1:
+                raise
+    if not op.multi_output:
+        results = [[r] for r in results]
+    merged = []
+    for outs in zip(*results):
+        (s0, d0) = outs[0]
+        if len(outs) > 1:
+            s1 = outs[1][0]
+            shape = None if len(s0) != len(s1) else tuple(a if a == b else None
+                                                          for a, b in zip(s0, s1))
+        else:
+            shape = s0
+        merged.append((shape, d0))
+    return merged if op.multi_output else merged[0]
+
+
+def _probe(op: Op, specs: list, attrs: dict, fill: int):
+    arrays = [np.zeros(tuple(fill if d is None else d for d in shape),
+                       dtype=dtype._np if dtype is not _dtypes.string else object)
+              for shape, dtype in specs]
+    with np.errstate(all="ignore"):
+        out = op.kernel(*arrays, **attrs)
+    if op.multi_output:
+        return [(np.shape(o), _dtypes.from_numpy(np.asarray(o).dtype)) for o in out]
+    out = np.asarray(out)
+    return (out.shape, _dtypes.from_numpy(out.dtype))

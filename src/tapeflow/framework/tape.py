@@ -1,0 +1,372 @@
+"""``tf.GradientTape``: records ops as they run (eager) or are traced, then replays them backward.
+
+Each recorded entry keeps the op's gradient rule, its attributes, the input tensors and the
+outputs. Gradient rules are written in tapeflow ops, so the backward pass is itself recorded by
+any outer tape (higher-order gradients) or traced into the graph being built.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from tapeflow.framework.context import state as _state
+from tapeflow.framework.nest import flatten, pack_sequence_as
+from tapeflow.framework.tensor import Tensor
+from tapeflow.framework.variable import Variable
+
+
+class UnconnectedGradients(enum.Enum):
+    NONE = "none"
+    ZERO = "zero"
+
+
+class _Entry:
+    __slots__ = ("grad_fn", "attrs", "keys", "inputs", "outs", "out_keys", "multi")
+
+    def __init__(self, grad_fn, attrs, keys, inputs, outs, out_keys, multi):
+        self.grad_fn = grad_fn
+        self.attrs = attrs
+        self.keys = keys
+        self.inputs = inputs
+        self.outs = outs
+        self.out_keys = out_keys
+        self.multi = multi
+
+
+def _differentiable(t) -> bool:
+    d = t.dtype
+    return d.is_floating or d.is_complex
+
+
+class GradientTape:
+    """Record operations for automatic differentiation (``tf.GradientTape``)."""
+
+    def __init__(self, persistent: bool = False, watch_accessed_variables: bool = True):
+        self._persistent = persistent
+        self._watch_accessed = watch_accessed_variables
+        self._entries: list[_Entry] = []
+        self._watched: set[int] = set()
+        self._watched_vars: dict[int, Variable] = {}
+        self._keep: list = []  # keeps watched objects alive so their ids stay unique
+        self._recording = False
+        self._used = False
+
+    # --- context management -------------------------------------------------------------
+    def __enter__(self) -> GradientTape:
+        self._push()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._pop()
+
+    def _push(self) -> None:
+        if self._recording:
+            raise ValueError("Tape is still recording, this can happen if you try to re-enter "
+                             "an already-active tape.")
+        self._recording = True
+        _state.tapes = _state.tapes + (self,)
+
+    def _pop(self) -> None:
+        self._recording = False
+        _state.tapes = tuple(t for t in _state.tapes if t is not self)
+
+    def stop_recording(self):
+        """Context manager: ops inside are not recorded on this tape."""
+        tape = self
+
+        class _Pause:
+            def __enter__(self_inner):
+                if not tape._recording:
+                    raise ValueError("Tape is not recording.")
+                tape._pop()
+
+            def __exit__(self_inner, *exc):
+                tape._push()
+
+        return _Pause()
+
+    def reset(self) -> None:
+        """Forget everything recorded so far."""
+        self._entries.clear()
+        self._watched.clear()
+        self._watched_vars.clear()
+        self._keep.clear()
+
+    # --- watching -----------------------------------------------------------------------
+    def watch(self, tensor: Any) -> None:
+        """Track `tensor` (or every tensor/variable in a nested structure)."""
+        for t in flatten(tensor):
+            if isinstance(t, Variable):
+                self._watch_var(t)
+            elif isinstance(t, Tensor):
+                if _differentiable(t):
+                    self._watched.add(id(t))
+                    self._keep.append(t)
+            else:
+                raise ValueError(f"Passed in object {t!r} of type {type(t).__name__!r}, not "
+                                 "tf.Tensor or tf.Variable, to GradientTape.watch")
+
+    def _watch_var(self, v: Variable) -> None:
+        if _differentiable(v):
+            self._watched.add(id(v))
+            self._watched_vars[id(v)] = v
+
+    def watched_variables(self) -> tuple:
+        return tuple(sorted(self._watched_vars.values(), key=lambda v: v._unique_id))
+
+    # --- recording (called by dispatch) -------------------------------------------------
+    def _record(self, grad_fn, attrs, inputs, tensors, outs, multi) -> None:
+        watched = self._watched
+        keys = [id(x) for x in inputs]
+        if self._watch_accessed:
+            for x in inputs:
+                if isinstance(x, Variable) and x._trainable and id(x) not in watched:
+                    self._watch_var(x)
+        for k in keys:
+            if k in watched:
+                break
+        else:
+            return
+        out_list = outs if multi else (outs,)
+        out_keys = []
+        for o in out_list:
+            k = id(o)
+            out_keys.append(k)
+            if _differentiable(o):
+                watched.add(k)
+        self._entries.append(_Entry(grad_fn, attrs, keys, tensors, outs, out_keys, multi))
+
+    def _record_custom(self, grad_fn, inputs, tensors, outs, multi) -> None:
+        self._record(grad_fn, {}, inputs, tensors, outs, multi)
+
+    # --- differentiation ----------------------------------------------------------------
+    def gradient(self, target: Any, sources: Any, output_gradients: Any = None,
+                 unconnected_gradients: Any = UnconnectedGradients.NONE):
+        """d(sum of targets)/d(each source), in the structure of `sources`."""
+        if self._used and not self._persistent:
+            raise RuntimeError("A non-persistent GradientTape can only be used to compute one "
+                               "set of gradients (or jacobians)")
+        if self._recording and not self._persistent:
+            pass  # TF allows it (it records the gradient ops too); so do we
+        result = self._gradient(target, sources, output_gradients, unconnected_gradients)
+        if not self._persistent:
+            self._used = True
+            self._entries = []
+        return result
+
+    def _gradient(self, target, sources, output_gradients, unconnected_gradients):
+        from tapeflow.ops import array_ops, math_ops
+
+        unconnected = UnconnectedGradients(
+            unconnected_gradients.value if isinstance(unconnected_gradients, UnconnectedGradients)
+            else str(unconnected_gradients).lower())
+        flat_sources = flatten(sources)
+        for s in flat_sources:
+            if not isinstance(s, (Tensor, Variable)):
+                raise ValueError(f"GradientTape.gradient: sources must be tensors or variables, "
+                                 f"got {type(s).__name__}")
+        flat_targets = flatten(target)
+        if output_gradients is None:
+            flat_out_grads = [None] * len(flat_targets)
+        else:
+            flat_out_grads = flatten(output_gradients)
+            if len(flat_out_grads) != len(flat_targets):
+                raise ValueError(f"output_gradients has {len(flat_out_grads)} entries but there "
+                                 f"are {len(flat_targets)} targets")
+
+        grads: dict[int, Any] = {}
+        for t, og in zip(flat_targets, flat_out_grads):
+            if t is None:
+                continue
+            if isinstance(t, Variable):
+                t = t.read_value()
+            if og is None:
+                og = array_ops.ones_like(t)
+            elif not isinstance(og, Tensor):
+                og = math_ops.cast(og, t.dtype)
+            _accumulate(grads, id(t), og)
+
+        source_keys = {id(s) for s in flat_sources}
+        entries = self._relevant(list(self._entries), source_keys)
+
+        def take(k):  # a source that is also an intermediate keeps its gradient for the end
+            return grads.get(k) if k in source_keys else grads.pop(k, None)
+
+        for e in reversed(entries):
+            if e.multi:
+                gs = [take(k) for k in e.out_keys]
+                if all(g is None for g in gs):
+                    continue
+                gs = tuple(array_ops.zeros_like(o) if g is None else g
+                           for g, o in zip(gs, e.outs))
+            else:
+                gs = take(e.out_keys[0])
+                if gs is None:
+                    continue
+            in_grads = e.grad_fn(gs, e.outs, *e.inputs, **e.attrs)
+            if len(e.inputs) == 1 and not isinstance(in_grads, (tuple, list)):
+                in_grads = (in_grads,)
+            for key, x, g in zip(e.keys, e.inputs, in_grads):
+                if g is not None and key in self._watched and _differentiable(x):
+                    _accumulate(grads, key, g)
+        out = []
+        for s in flat_sources:
+            g = grads.get(id(s))
+            if g is None and unconnected is UnconnectedGradients.ZERO:
+                g = array_ops.zeros(s.shape, dtype=s.dtype)
+            out.append(g)
+        return pack_sequence_as(sources, out)
+
+    def _relevant(self, entries: list, source_keys: set) -> list:
+        """Entries on some path from a source (forward reachability)."""
+        reach = set(source_keys)
+        kept = []
+        for e in entries:
+            for k in e.keys:
+                if k in reach:
+                    kept.append(e)
+                    reach.update(e.out_keys)
+                    break
+        return kept
+
+    def jacobian(self, target: Any, sources: Any, unconnected_gradients: Any =
+                 UnconnectedGradients.NONE, parallel_iterations: Any = None,
+                 experimental_use_pfor: bool = True):
+        """Full Jacobian d target[i...] / d source[j...], shaped target.shape + source.shape."""
+        from tapeflow.ops import array_ops
+
+        if self._used and not self._persistent:
+            raise RuntimeError("A non-persistent GradientTape can only be used to compute one "
+                               "set of gradients (or jacobians)")
+        target_shape = [int(d) for d in target.shape]
+        n = int(np.prod(target_shape)) if target_shape else 1
+        flat_sources = flatten(sources)
+        rows: list[list] = [[] for _ in flat_sources]
+        for i in range(n):
+            onehot = np.zeros(n, dtype=target.dtype.as_numpy_dtype)
+            onehot[i] = 1
+            seed = array_ops.reshape(onehot, target_shape)
+            gs = self._gradient(target, flat_sources, seed, unconnected_gradients)
+            for j, g in enumerate(gs):
+                rows[j].append(g)
+        out = []
+        for s, gl in zip(flat_sources, rows):
+            if all(g is None for g in gl):
+                out.append(None)
+                continue
+            gl = [array_ops.zeros(s.shape, s.dtype) if g is None else g for g in gl]
+            stacked = array_ops.stack(gl)
+            out.append(array_ops.reshape(stacked, target_shape + [int(d) for d in s.shape]))
+        if not self._persistent:
+            self._used = True
+            self._entries = []
+        return pack_sequence_as(sources, out)
+
+    def batch_jacobian(self, target: Any, source: Any, unconnected_gradients: Any =
+                       UnconnectedGradients.NONE, parallel_iterations: Any = None,
+                       experimental_use_pfor: bool = True):
+        """Per-example Jacobian: [b, *target_rest, *source_rest] for batch-independent maps."""
+        from tapeflow.ops import array_ops
+
+        jac = self.jacobian(target, source, unconnected_gradients)
+        if jac is None:
+            return None
+        t_shape = [int(d) for d in target.shape]
+        s_shape = [int(d) for d in source.shape]
+        b = t_shape[0]
+        if s_shape[0] != b:
+            raise ValueError(f"batch_jacobian: target batch {b} != source batch {s_shape[0]}")
+        t_rest, s_rest = t_shape[1:], s_shape[1:]
+        tn, sn = int(np.prod(t_rest)), int(np.prod(s_rest))
+        j = array_ops.reshape(jac, [b, tn, b, sn])
+        j = array_ops.transpose(j, [0, 2, 1, 3])
+        j = array_ops.reshape(j, [b * b, tn, sn])
+        idx = [i * b + i for i in range(b)]
+        diag = array_ops.gather(j, idx)
+        return array_ops.reshape(diag, [b] + t_rest + s_rest)
+
+
+def _accumulate(grads: dict, key: int, g: Any) -> None:
+    prev = grads.get(key)
+    if prev is None:
+        grads[key] = g
+    else:
+        from tapeflow.ops import math_ops
+
+        grads[key] = math_ops.add(prev, g)
+
+
+def custom_gradient(f: Callable | None = None):
+    """``tf.custom_gradient``: f returns (y, grad_fn); grad_fn(dy) gives gradients of inputs.
+
+    If f reads trainable variables, grad_fn must accept ``variables=`` and return
+    (input_grads, variable_grads), as in TF.
+    """
+    if f is None:
+        return custom_gradient
+
+    @functools.wraps(f)
+    def wrapper(*args, **kwargs):
+        outer = _state.tapes
+        probe = GradientTape(watch_accessed_variables=True)
+        _state.tapes = ()
+        try:
+            probe._push()
+            try:
+                y, grad_fn = f(*args, **kwargs)
+            finally:
+                probe._pop()
+        finally:
+            _state.tapes = outer
+        if not outer:
+            return y
+        variables = list(probe.watched_variables())
+        takes_vars = "variables" in inspect.signature(grad_fn).parameters or any(
+            p.kind == p.VAR_KEYWORD for p in inspect.signature(grad_fn).parameters.values())
+        tensor_args = [a for a in flatten(list(args)) if isinstance(a, (Tensor, Variable))]
+        flat_y = flatten(y)
+        multi = len(flat_y) != 1 or isinstance(y, (list, tuple))
+        n_args = len(tensor_args)
+
+        def backward(g, outs, *inputs):
+            dys = list(g) if multi else [g]
+            if takes_vars and variables:
+                gx, gv = grad_fn(*dys, variables=variables)
+            else:
+                gx, gv = grad_fn(*dys), []
+            gx = list(gx) if isinstance(gx, (list, tuple)) else [gx]
+            if len(gx) != n_args:
+                raise ValueError(f"custom_gradient: grad_fn returned {len(gx)} gradients for "
+                                 f"{n_args} tensor inputs")
+            return tuple(gx) + tuple(gv)
+
+        inputs = tensor_args + variables
+        tensors = [a.read_value() if isinstance(a, Variable) else a for a in inputs]
+        outs = tuple(flat_y) if multi else flat_y[0]
+        for tape in outer:
+            tape._record_custom(backward, inputs, tensors, outs, multi)
+        return y
+
+    return wrapper
+
+
+def stop_recording():
+    """Pause all active tapes (used for non-differentiable bookkeeping)."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def pause():
+        saved = _state.tapes
+        _state.tapes = ()
+        try:
+            yield
+        finally:
+            _state.tapes = saved
+
+    return pause()

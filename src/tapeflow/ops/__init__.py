@@ -1,0 +1,14 @@
+"""The op library. Importing this package registers every op and its public names."""
+
+from tapeflow.ops import (
+    array_ops,
+    control_flow_ops,
+    conv_ops,
+    linalg_ops,
+    math_ops,
+    nn_ops,
+    operators,
+    random_ops,
+    reduce_ops,
+    state_ops,
+)

@@ -1,0 +1,1 @@
+"""conv_ops: see issue #2."""

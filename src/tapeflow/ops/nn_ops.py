@@ -1,0 +1,1 @@
+"""nn_ops: see issue #2."""

@@ -1,0 +1,126 @@
+"""Python operators on Tensor and Variable (``+``, ``@``, ``<``, ``[]`` ...), bound to ops.
+
+The hot arithmetic operators call ``apply`` directly so ``a + b`` costs one Python frame more
+than the kernel; the rest look their op function up by name.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from tapeflow.framework.dispatch import apply
+from tapeflow.framework.tensor import Tensor
+from tapeflow.framework.variable import Variable
+from tapeflow.ops import linalg_ops, math_ops
+
+_add, _sub, _mul = math_ops._add, math_ops._sub, math_ops._mul
+
+
+def __add__(x, y):
+    return apply(_add, x, y)
+
+
+def __radd__(x, y):
+    return apply(_add, y, x)
+
+
+def __sub__(x, y):
+    return apply(_sub, x, y)
+
+
+def __rsub__(x, y):
+    return apply(_sub, y, x)
+
+
+def __mul__(x, y):
+    return apply(_mul, x, y)
+
+
+def __rmul__(x, y):
+    return apply(_mul, y, x)
+
+
+def __truediv__(x, y):
+    return math_ops.truediv(x, y)
+
+
+def __rtruediv__(x, y):
+    return math_ops.truediv(y, x)
+
+
+def __neg__(x):
+    return apply(math_ops._neg, x)
+
+
+def __matmul__(x, y):
+    return linalg_ops.matmul(x, y)
+
+
+def __rmatmul__(x, y):
+    return linalg_ops.matmul(y, x)
+
+
+def _named(module: str, fname: str, reflected: bool = False):
+    """Operator that calls ``tapeflow.ops.<module>.<fname>`` (resolved on first use)."""
+    cache = []
+
+    def resolve():
+        if not cache:
+            cache.append(getattr(importlib.import_module(f"tapeflow.ops.{module}"), fname))
+        return cache[0]
+
+    if reflected:
+        def method(x, y):
+            return resolve()(y, x)
+    else:
+        def method(x, *args):
+            return resolve()(x, *args)
+    method.__name__ = fname
+    return method
+
+
+_OPERATORS = {
+    "__add__": __add__, "__radd__": __radd__, "__sub__": __sub__, "__rsub__": __rsub__,
+    "__mul__": __mul__, "__rmul__": __rmul__, "__truediv__": __truediv__,
+    "__rtruediv__": __rtruediv__, "__neg__": __neg__, "__matmul__": __matmul__,
+    "__rmatmul__": __rmatmul__,
+    "__floordiv__": _named("math_ops", "floordiv"),
+    "__rfloordiv__": _named("math_ops", "floordiv", reflected=True),
+    "__mod__": _named("math_ops", "floormod"),
+    "__rmod__": _named("math_ops", "floormod", reflected=True),
+    "__pow__": _named("math_ops", "pow"),
+    "__rpow__": _named("math_ops", "pow", reflected=True),
+    "__abs__": _named("math_ops", "abs"),
+    "__pos__": lambda x: x,
+    "__invert__": _named("math_ops", "logical_not"),
+    "__and__": _named("math_ops", "logical_and"),
+    "__rand__": _named("math_ops", "logical_and", reflected=True),
+    "__or__": _named("math_ops", "logical_or"),
+    "__ror__": _named("math_ops", "logical_or", reflected=True),
+    "__xor__": _named("math_ops", "logical_xor"),
+    "__lt__": _named("math_ops", "less"),
+    "__le__": _named("math_ops", "less_equal"),
+    "__gt__": _named("math_ops", "greater"),
+    "__ge__": _named("math_ops", "greater_equal"),
+    "__getitem__": _named("array_ops", "slice_by_index"),
+}
+
+
+def _eq(x, y):
+    if y is None:
+        return False
+    return math_ops.equal(x, y)
+
+
+def _ne(x, y):
+    if y is None:
+        return True
+    return math_ops.not_equal(x, y)
+
+
+for _cls in (Tensor, Variable):
+    for _name, _fn in _OPERATORS.items():
+        setattr(_cls, _name, _fn)
+    _cls.__eq__ = _eq
+    _cls.__ne__ = _ne
+    _cls.__hash__ = lambda self: id(self)

@@ -1,0 +1,1 @@
+"""random_ops: see issue #2."""
