@@ -104,7 +104,7 @@ def apply(op: Op, *inputs: Any, **attrs: Any):
                 if a.dtype is not d0 and a.dtype != d0:
                     _raise_dtype_mismatch(op, arrays)
         try:
-            out = op.kernel(*arrays, **attrs)
+            out = op.kernel(*arrays, **attrs) if attrs else op.kernel(*arrays)
         except errors.OpError:
             raise
         except Exception as e:  # NumPy's errors become TF's, naming op, shapes and user line
