@@ -6,7 +6,11 @@ here (``tapeflow.math.add`` etc. come from ``@export`` next to each op's definit
 
 __version__ = "0.1.0"
 
-from tapeflow.framework import dtypes
+from tapeflow import ops  # registers every op under tf.*, tf.math.*, tf.nn.*, ...
+from tapeflow.framework import dtypes, errors, nest
+from tapeflow.framework.constant import constant, convert_to_tensor
+from tapeflow.framework.context import eager_scope as init_scope
+from tapeflow.framework.context import executing_eagerly, name_scope
 from tapeflow.framework.dtypes import (
     DType,
     as_dtype,
@@ -28,12 +32,9 @@ from tapeflow.framework.dtypes import (
     uint32,
     uint64,
 )
-from tapeflow.framework import errors, nest
-from tapeflow.framework.context import executing_eagerly, name_scope
-from tapeflow.framework.constant import constant, convert_to_tensor
+from tapeflow.framework.module import Module
 from tapeflow.framework.shapes import TensorShape
-from tapeflow.framework.tensor import Tensor, is_tensor
-from tapeflow.framework.variable import Variable, VariableAggregation, VariableSynchronization
 from tapeflow.framework.tape import GradientTape, UnconnectedGradients, custom_gradient
-
-from tapeflow import ops  # registers every op under tf.*, tf.math.*, tf.nn.*, ...
+from tapeflow.framework.tensor import Tensor, is_tensor
+from tapeflow.framework.tensor_spec import TensorSpec
+from tapeflow.framework.variable import Variable, VariableAggregation, VariableSynchronization

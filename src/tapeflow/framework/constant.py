@@ -90,8 +90,8 @@ def _unwrap_nested(v: Any):
     return v
 
 
-def convert_to_tensor(value: Any, dtype: Any = None, dtype_hint: Any = None, name: str | None = None,
-                      _op_name: str | None = None) -> Tensor:
+def convert_to_tensor(value: Any, dtype: Any = None, dtype_hint: Any = None,
+                      name: str | None = None, _op_name: str | None = None) -> Tensor:
     """``tf.convert_to_tensor``: tensors pass through; values become constants."""
     if dtype is not None:
         dtype = _dtypes.as_dtype(dtype)

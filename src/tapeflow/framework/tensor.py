@@ -136,7 +136,8 @@ class EagerTensor(Tensor):
 
 def _np_str(v: np.ndarray) -> str:
     if v.dtype == object:
-        v = np.vectorize(lambda s: s if isinstance(s, bytes) else str(s).encode())(v) if v.size else v
+        as_bytes = np.vectorize(lambda s: s if isinstance(s, bytes) else str(s).encode())
+        v = as_bytes(v) if v.size else v
     return np.array2string(v) if v.ndim else str(v[()])
 
 

@@ -34,8 +34,9 @@ class Variable:
 
     __array_priority__ = 100
 
-    def __init__(self, initial_value: Any = None, trainable: bool = True, validate_shape: bool = True,
-                 caching_device: Any = None, name: str | None = None, variable_def: Any = None,
+    def __init__(self, initial_value: Any = None, trainable: bool = True,
+                 validate_shape: bool = True, caching_device: Any = None, name: str | None = None,
+                 variable_def: Any = None,
                  dtype: Any = None, import_scope: Any = None, constraint: Any = None,
                  synchronization: Any = None, aggregation: Any = None, shape: Any = None,
                  experimental_enable_variable_lifting: bool = True):
