@@ -9,7 +9,7 @@ from tapeflow.framework.shapes import TensorShape, as_shape
 
 
 class TensorSpec:
-    """Describes a tensor: `shape` (dims may be None) and `dtype`; used by signatures and datasets."""
+    """A tensor's `shape` (dims may be None) and `dtype`; used by signatures and datasets."""
 
     __slots__ = ("_shape", "_dtype", "_name")
 
