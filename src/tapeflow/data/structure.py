@@ -92,7 +92,7 @@ def _describe(s: Any) -> str:
 
 
 def to_array(value: Any, dtype: Any = None) -> np.ndarray:
-    """One leaf to a NumPy array with TF's conversion rules (Python float -> float32, str -> bytes)."""
+    """One leaf to a NumPy array by TF rules (Python float -> float32, str -> bytes)."""
     if isinstance(value, EagerTensor):
         arr = value._value
         if dtype is not None and arr.dtype != _dtypes.as_dtype(dtype)._np:
@@ -126,13 +126,15 @@ def to_user(element: Any) -> Any:
     return map_structure(_wrap_leaf, element)
 
 
-def _wrap_leaf(a: Any) -> EagerTensor:
-    return wrap(a if isinstance(a, np.ndarray) else np.asarray(a))
+def _wrap_leaf(a: Any) -> Any:
+    if isinstance(a, np.ndarray):
+        return wrap(a)
+    return a if hasattr(a, "_iterate") else wrap(np.asarray(a))  # nested datasets (window)
 
 
 def to_numpy(element: Any) -> Any:
     """Internal element -> what `as_numpy_iterator` yields (scalars as NumPy scalars, as TF)."""
-    return map_structure(lambda a: a[()] if a.ndim == 0 else a, element)
+    return map_structure(lambda a: a[()] if getattr(a, "ndim", 1) == 0 else a, element)
 
 
 def spec_of(element: Any) -> Any:
@@ -168,6 +170,8 @@ def nbytes(element: Any) -> int:
     """Memory held by an element's arrays (strings counted by their byte length)."""
     total = 0
     for a in flatten(element):
+        if not isinstance(a, np.ndarray):
+            continue
         if a.dtype == object:
             total += sum(len(s) for s in a.flat if isinstance(s, (bytes, str))) + a.nbytes
         else:

@@ -48,8 +48,9 @@ def annotate(exc: BaseException, where: str) -> BaseException:
 class Buffer:
     """A bounded FIFO between producer threads and one consumer, counting bytes for autotune."""
 
-    def __init__(self, stats: StageStats, tuner: Tuner):
+    def __init__(self, stats: StageStats, tuner: Tuner, capacity: int | None = None):
         self._items: deque = deque()
+        self._capacity = capacity   # None: the stage's (autotuned) buffer_size
         self._cond = threading.Condition()
         self._closed = False
         self.stats = stats
@@ -63,7 +64,8 @@ class Buffer:
         """Add an element, waiting while full; False when the consumer has gone."""
         size = structure.nbytes(element)
         with self._cond:
-            while len(self._items) >= self.stats.buffer_size and not self._closed:
+            while len(self._items) >= (self._capacity or self.stats.buffer_size) \
+                    and not self._closed:
                 self._cond.wait()
             if self._closed:
                 return False
@@ -84,7 +86,8 @@ class Buffer:
         with self._cond:
             if not self._items:
                 start = time.perf_counter()
-                self.tuner.maybe_grow_buffer(self.stats)
+                if self._capacity is None:
+                    self.tuner.maybe_grow_buffer(self.stats)
                 while not self._items:
                     self._cond.wait()
                 self.stats.consumer_wait_s += time.perf_counter() - start
@@ -106,7 +109,9 @@ class Buffer:
         """Wake and release producers; they see `closed` and stop."""
         with self._cond:
             self._closed = True
-            self.stats.add_buffered(-len(self._items), -self.stats.buffered_bytes)
+            for element, size in self._items:
+                if element is not _END:
+                    self.stats.add_buffered(-1, -size)
             self._items.clear()
             self._cond.notify_all()
 

@@ -1,0 +1,16 @@
+"""`tf.data`: input pipelines with real background parallelism and a self-explaining AUTOTUNE."""
+
+from tapeflow.data import experimental
+from tapeflow.data.autotune import AUTOTUNE, AutotuneReport
+from tapeflow.data.batching import DatasetSpec
+from tapeflow.data.dataset import INFINITE as INFINITE_CARDINALITY
+from tapeflow.data.dataset import UNKNOWN as UNKNOWN_CARDINALITY
+from tapeflow.data.dataset import Dataset
+from tapeflow.data.iterator import DatasetIterator as Iterator
+from tapeflow.data.options import Options
+from tapeflow.data.py_function import py_function
+from tapeflow.data.readers import FixedLengthRecordDataset, TextLineDataset, TFRecordDataset
+
+__all__ = ["AUTOTUNE", "AutotuneReport", "Dataset", "DatasetSpec", "FixedLengthRecordDataset",
+           "INFINITE_CARDINALITY", "Iterator", "Options", "TFRecordDataset", "TextLineDataset",
+           "UNKNOWN_CARDINALITY", "experimental", "py_function"]

@@ -1,0 +1,168 @@
+"""`cache`: keep the elements of the first complete pass, in memory or in a file.
+
+An incomplete pass (the iterator was dropped early) leaves no cache behind, as in TF: a partial
+cache would silently truncate later epochs. The file format is our own, written without pickle:
+a header with the element nesting, then per leaf its dtype, shape and raw bytes. It is written
+to a temporary name and renamed on completion, so a crash never leaves a half file in place.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import threading
+from collections.abc import Iterator
+from typing import Any, BinaryIO
+
+import numpy as np
+
+from tapeflow.data import structure
+from tapeflow.data.dataset import Dataset
+from tapeflow.framework import errors
+
+_MAGIC = b"TFLOWCACHE1\n"
+
+
+class MemoryCacheDataset(Dataset):
+    def __init__(self, input_dataset: Dataset):
+        self._inputs = (input_dataset,)
+        self._cache: list | None = None
+        self._lock = threading.Lock()
+
+    def _iterate(self, ctx: Any) -> Iterator[Any]:
+        cached = self._cache
+        if cached is not None:
+            yield from cached
+            return
+        elements = []
+        source = self._inputs[0]._iterate(ctx)
+        try:
+            for element in source:
+                elements.append(element)
+                yield element
+        finally:
+            source.close()
+        with self._lock:
+            if self._cache is None:
+                self._cache = elements
+
+    def _compute_spec(self) -> Any:
+        return self._inputs[0].element_spec
+
+    def _cardinality(self) -> int:
+        return self._inputs[0]._cardinality()
+
+
+class FileCacheDataset(MemoryCacheDataset):
+    def __init__(self, input_dataset: Dataset, filename: str):
+        super().__init__(input_dataset)
+        self._path = filename + ".tfcache"
+
+    def _iterate(self, ctx: Any) -> Iterator[Any]:
+        if os.path.exists(self._path):
+            yield from read_cache(self._path)
+            return
+        tmp = f"{self._path}.tmp-{os.getpid()}-{threading.get_ident()}"
+        source = self._inputs[0]._iterate(ctx)
+        complete = False
+        try:
+            with open(tmp, "wb") as f:
+                f.write(_MAGIC)
+                header_written = False
+                for element in source:
+                    if not header_written:
+                        _write_header(f, element)
+                        header_written = True
+                    _write_element(f, element)
+                    yield element
+                if not header_written:
+                    _write_header(f, None)
+            complete = True
+        finally:
+            source.close()
+            if complete:
+                os.replace(tmp, self._path)
+            elif os.path.exists(tmp):
+                os.remove(tmp)
+
+
+def _describe(s: Any) -> Any:
+    if isinstance(s, dict):
+        return {"d": [[k, _describe(v)] for k, v in s.items()]}
+    if isinstance(s, tuple):
+        return {"t": [_describe(v) for v in s]}
+    return None
+
+
+def _template(d: Any) -> Any:
+    if d is None:
+        return 0
+    if "d" in d:
+        return {k: _template(v) for k, v in d["d"]}
+    return tuple(_template(v) for v in d["t"])
+
+
+def _write_header(f: BinaryIO, element: Any) -> None:
+    header = json.dumps({"structure": _describe(element), "empty": element is None}).encode()
+    f.write(struct.pack("<q", len(header)) + header)
+
+
+def _write_element(f: BinaryIO, element: Any) -> None:
+    for a in structure.flatten(element):
+        dtype = b"string" if a.dtype == object else a.dtype.str.encode()
+        f.write(struct.pack("<qq", len(dtype), a.ndim) + dtype)
+        f.write(np.asarray(a.shape, dtype="<i8").tobytes())
+        if a.dtype == object:
+            items = [s if isinstance(s, bytes) else str(s).encode() for s in a.ravel()]
+            f.write(np.asarray([len(s) for s in items], dtype="<i8").tobytes())
+            f.write(b"".join(items))
+        else:
+            f.write(np.ascontiguousarray(a).tobytes())
+
+
+def _read_exact(f: BinaryIO, n: int, path: str) -> bytes:
+    data = f.read(n)
+    if len(data) != n:
+        raise errors.DataLossError(f"cache file {path} is truncated at offset {f.tell()}")
+    return data
+
+
+def read_cache(path: str) -> Iterator[Any]:
+    """Elements stored by a completed file cache."""
+    with open(path, "rb") as f:
+        if f.read(len(_MAGIC)) != _MAGIC:
+            raise errors.DataLossError(f"{path} is not a tapeflow cache file")
+        (n,) = struct.unpack("<q", _read_exact(f, 8, path))
+        header = json.loads(_read_exact(f, n, path))
+        if header["empty"]:
+            return
+        template = _template(header["structure"])
+        n_leaves = len(structure.flatten(template))
+        while True:
+            head = f.read(16)
+            if not head:
+                return
+            leaves = []
+            for i in range(n_leaves):
+                if i:
+                    head = _read_exact(f, 16, path)
+                leaves.append(_read_leaf(f, head, path))
+            yield structure.pack_like(template, leaves)
+
+
+def _read_leaf(f: BinaryIO, head: bytes, path: str) -> np.ndarray:
+    n_dtype, ndim = struct.unpack("<qq", head)
+    dtype = _read_exact(f, n_dtype, path).decode()
+    shape = tuple(np.frombuffer(_read_exact(f, 8 * ndim, path), dtype="<i8"))
+    count = int(np.prod(shape)) if shape else 1
+    if dtype == "string":
+        lengths = np.frombuffer(_read_exact(f, 8 * count, path), dtype="<i8")
+        blob = _read_exact(f, int(lengths.sum()), path)
+        offsets = np.concatenate([[0], np.cumsum(lengths)])
+        out = np.empty(count, dtype=object)
+        for i in range(count):
+            out[i] = blob[offsets[i]:offsets[i + 1]]
+        return out.reshape(shape)
+    npd = np.dtype(dtype)
+    return np.frombuffer(_read_exact(f, count * npd.itemsize, path), dtype=npd).reshape(shape)

@@ -1,0 +1,34 @@
+"""`tf.data.experimental`: the names TF keeps there (AUTOTUNE, cardinality constants, readers)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tapeflow.data.autotune import AUTOTUNE
+from tapeflow.data.dataset import INFINITE as INFINITE_CARDINALITY
+from tapeflow.data.dataset import UNKNOWN as UNKNOWN_CARDINALITY
+from tapeflow.data.dataset import Dataset
+from tapeflow.data.options import AutotuneOptions as AutotuneOptions
+from tapeflow.data.options import OptimizationOptions as OptimizationOptions
+from tapeflow.data.options import ThreadingOptions as ThreadingOptions
+from tapeflow.data.readers import CsvDataset, make_csv_dataset
+
+
+def cardinality(dataset: Dataset) -> Any:
+    """`tf.data.experimental.cardinality(ds)`, same as `ds.cardinality()`."""
+    return dataset.cardinality()
+
+
+def sample_from_datasets(datasets: list, weights: Any = None, seed: int | None = None,
+                         stop_on_empty_dataset: bool = False) -> Dataset:
+    return Dataset.sample_from_datasets(datasets, weights, seed, stop_on_empty_dataset)
+
+
+def choose_from_datasets(datasets: list, choice_dataset: Dataset,
+                         stop_on_empty_dataset: bool = True) -> Dataset:
+    return Dataset.choose_from_datasets(datasets, choice_dataset, stop_on_empty_dataset)
+
+
+__all__ = ["AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "AutotuneOptions",
+           "OptimizationOptions", "ThreadingOptions", "CsvDataset", "make_csv_dataset",
+           "cardinality", "sample_from_datasets", "choose_from_datasets"]

@@ -1,0 +1,274 @@
+"""File readers as datasets: TFRecord, text lines, fixed-length records and CSV."""
+
+from __future__ import annotations
+
+import csv
+import io as _pyio
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from tapeflow.data import structure
+from tapeflow.data.autotune import AUTOTUNE
+from tapeflow.data.dataset import Dataset
+from tapeflow.framework import dtypes as _dtypes
+from tapeflow.framework import errors
+from tapeflow.framework.tensor_spec import TensorSpec
+from tapeflow.io import files, tfrecord
+
+
+def _filenames(filenames: Any) -> Dataset:
+    if isinstance(filenames, Dataset):
+        return filenames
+    names = structure.to_array(filenames)
+    if names.dtype != object:
+        raise TypeError(f"filenames must be strings, got dtype {names.dtype}\n"
+                        f"{errors.user_line()}")
+    return Dataset.from_tensor_slices(np.atleast_1d(names).ravel())
+
+
+def _decode(name: Any) -> str:
+    v = name.numpy() if hasattr(name, "numpy") else name
+    return v.decode() if isinstance(v, bytes) else str(v)
+
+
+class _FileReaderDataset(Dataset):
+    """Reads each file with `_records(path)`; several files at once if `num_parallel_reads`."""
+
+    def __init__(self, filenames: Any, num_parallel_reads: int | None):
+        files_ds = _filenames(filenames)
+        reader = self._file_dataset
+        if num_parallel_reads is None or int(num_parallel_reads) == 1:
+            self._impl = files_ds.flat_map(reader)
+        else:
+            n = int(num_parallel_reads)
+            cycle = None if n == AUTOTUNE else n
+            self._impl = files_ds.interleave(reader, cycle_length=cycle, num_parallel_calls=n,
+                                             deterministic=True)
+        self._inputs = (self._impl,)
+
+    def _file_dataset(self, name: Any) -> Dataset:
+        return _RecordsOfFile(self, _decode(name))
+
+    def _iterate(self, ctx: Any) -> Iterator[Any]:
+        return self._impl._iterate(ctx)
+
+    def _compute_spec(self) -> Any:
+        return TensorSpec([], _dtypes.string)
+
+    def _records(self, path: str) -> Iterator[bytes]:
+        raise NotImplementedError
+
+
+class _RecordsOfFile(Dataset):
+    """The records of one file as scalar string elements."""
+
+    def __init__(self, reader: _FileReaderDataset, path: str):
+        self._reader, self._path = reader, path
+
+    def _iterate(self, ctx: Any) -> Iterator[Any]:
+        for record in self._reader._records(self._path):
+            a = np.empty((), dtype=object)
+            a[()] = record
+            yield a
+
+    def _compute_spec(self) -> Any:
+        return TensorSpec([], _dtypes.string)
+
+
+class TFRecordDataset(_FileReaderDataset):
+    """The records of TFRecord files, CRC-checked; corruption raises DataLossError."""
+
+    def __init__(self, filenames: Any, compression_type: str | None = None,
+                 buffer_size: int | None = None, num_parallel_reads: int | None = None,
+                 name: str | None = None):
+        self._compression = compression_type or ""
+        super().__init__(filenames, num_parallel_reads)
+
+    def _records(self, path: str) -> Iterator[bytes]:
+        return tfrecord.tf_record_iterator(path, self._compression)
+
+
+class TextLineDataset(_FileReaderDataset):
+    """The lines of text files, without their line endings."""
+
+    def __init__(self, filenames: Any, compression_type: str | None = None,
+                 buffer_size: int | None = None, num_parallel_reads: int | None = None,
+                 name: str | None = None):
+        self._compression = compression_type or ""
+        super().__init__(filenames, num_parallel_reads)
+
+    def _records(self, path: str) -> Iterator[bytes]:
+        with files.open_compressed(path, self._compression) as f:
+            for line in f:
+                yield line.rstrip(b"\r\n")
+
+
+class FixedLengthRecordDataset(_FileReaderDataset):
+    """Records of `record_bytes` bytes, after `header_bytes` and before `footer_bytes`."""
+
+    def __init__(self, filenames: Any, record_bytes: int, header_bytes: int | None = None,
+                 footer_bytes: int | None = None, buffer_size: int | None = None,
+                 compression_type: str | None = None, num_parallel_reads: int | None = None,
+                 name: str | None = None):
+        self._record, self._header = int(record_bytes), int(header_bytes or 0)
+        self._footer, self._compression = int(footer_bytes or 0), compression_type or ""
+        super().__init__(filenames, num_parallel_reads)
+
+    def _records(self, path: str) -> Iterator[bytes]:
+        with files.open_compressed(path, self._compression) as f:
+            data = f.read()
+        body = data[self._header:len(data) - self._footer]
+        if len(body) % self._record:
+            raise errors.DataLossError(
+                f"{path}: {len(body)} bytes between header and footer is not a multiple of "
+                f"record_bytes={self._record}")
+        for i in range(0, len(body), self._record):
+            yield body[i:i + self._record]
+
+
+def _csv_default(d: Any) -> tuple[_dtypes.DType, Any]:
+    """(dtype, default value or None when required) from a record_defaults entry."""
+    if isinstance(d, _dtypes.DType) or isinstance(d, type):
+        return _dtypes.as_dtype(d), None
+    arr = structure.to_array(d)
+    if arr.size == 0:
+        return _dtypes.from_numpy(arr.dtype), None
+    return _dtypes.from_numpy(arr.dtype), arr.reshape(-1)[0]
+
+
+def _parse_field(text: str, dtype: _dtypes.DType, default: Any, na_value: str,
+                 where: str) -> np.ndarray:
+    if text == "" or text == na_value:
+        if default is None:
+            raise errors.InvalidArgumentError(f"{where}: field is empty and has no default")
+        return np.asarray(default, dtype=dtype._np)
+    try:
+        if dtype is _dtypes.string:
+            a = np.empty((), dtype=object)
+            a[()] = text.encode()
+            return a
+        if dtype.is_integer:
+            return np.asarray(int(text), dtype=dtype._np)
+        return np.asarray(float(text), dtype=dtype._np)
+    except ValueError:
+        raise errors.InvalidArgumentError(
+            f"{where}: cannot parse {text!r} as {dtype.name}") from None
+
+
+class CsvDataset(Dataset):
+    """`tf.data.experimental.CsvDataset`: each CSV row as a tuple of scalars."""
+
+    def __init__(self, filenames: Any, record_defaults: list, compression_type: str | None = None,
+                 buffer_size: int | None = None, header: bool = False, field_delim: str = ",",
+                 use_quote_delim: bool = True, na_value: str = "", select_cols: Any = None,
+                 exclude_cols: Any = None, name: str | None = None):
+        self._files = _filenames(filenames)
+        self._inputs = (self._files,)
+        self._defaults = [_csv_default(d) for d in record_defaults]
+        self._compression = compression_type or ""
+        self._header, self._delim = header, field_delim
+        self._quote, self._na = use_quote_delim, na_value
+        self._select = None if select_cols is None else [int(c) for c in select_cols]
+
+    def _iterate(self, ctx: Any) -> Iterator[Any]:
+        names = self._files._iterate(ctx)
+        try:
+            for name in names:
+                yield from self._rows(_decode(name))
+        finally:
+            names.close()
+
+    def _rows(self, path: str) -> Iterator[tuple]:
+        with files.open_compressed(path, self._compression) as f:
+            text = _pyio.TextIOWrapper(f, encoding="utf-8", newline="")
+            reader = csv.reader(text, delimiter=self._delim,
+                                quoting=csv.QUOTE_MINIMAL if self._quote else csv.QUOTE_NONE)
+            for line_no, row in enumerate(reader, 1):
+                if self._header and line_no == 1:
+                    continue
+                if not row:
+                    continue
+                if self._select is not None:
+                    row = [row[c] for c in self._select]
+                if len(row) != len(self._defaults):
+                    raise errors.InvalidArgumentError(
+                        f"{path}:{line_no}: expected {len(self._defaults)} fields, got {len(row)}")
+                yield tuple(_parse_field(v, dt, d, self._na, f"{path}:{line_no} column {i}")
+                            for i, (v, (dt, d)) in enumerate(zip(row, self._defaults)))
+
+    def _compute_spec(self) -> Any:
+        return tuple(TensorSpec([], dt) for dt, _ in self._defaults)
+
+
+def _infer_dtype(values: list) -> _dtypes.DType:
+    kinds = _dtypes.int32
+    for v in values:
+        if v == "":
+            continue
+        try:
+            int(v)
+            continue
+        except ValueError:
+            pass
+        try:
+            float(v)
+            kinds = _dtypes.float32
+        except ValueError:
+            return _dtypes.string
+    return kinds
+
+
+def make_csv_dataset(file_pattern: Any, batch_size: int, column_names: list | None = None,
+                     column_defaults: list | None = None, label_name: str | None = None,
+                     select_columns: list | None = None, field_delim: str = ",",
+                     use_quote_delim: bool = True, na_value: str = "", header: bool = True,
+                     num_epochs: int | None = None, shuffle: bool = True,
+                     shuffle_buffer_size: int = 10000, shuffle_seed: int | None = None,
+                     prefetch_buffer_size: int | None = None,
+                     num_parallel_reads: int | None = None, sloppy: bool = False,
+                     num_rows_for_inference: int = 100, compression_type: str | None = None,
+                     ignore_errors: bool = False) -> Dataset:
+    """Batches of `(features_dict, label)` (or `features_dict`) read from CSV files."""
+    paths = [_decode(p) for p in Dataset.list_files(file_pattern, shuffle=False)]
+    with files.open_compressed(paths[0], compression_type or "") as f:
+        text = _pyio.TextIOWrapper(f, encoding="utf-8", newline="")
+        rows = [r for _, r in zip(range(num_rows_for_inference + 1),
+                                  csv.reader(text, delimiter=field_delim))]
+    if column_names is None:
+        if not header:
+            raise ValueError("make_csv_dataset(): column_names are required when header=False")
+        column_names = rows[0]
+    data_rows = rows[1:] if header else rows
+    names = list(column_names)
+    selected = list(range(len(names))) if select_columns is None else [
+        c if isinstance(c, int) else names.index(c) for c in select_columns]
+    if column_defaults is None:
+        column_defaults = [_infer_dtype([r[i] for r in data_rows if i < len(r)])
+                           for i in selected]
+    defaults = []
+    for d in column_defaults:
+        dtype, value = _csv_default(d)
+        defaults.append([] if value is None else [value])
+        if value is None:
+            defaults[-1] = dtype
+    keys = [names[i] for i in selected]
+    if label_name is not None and label_name not in keys:
+        raise ValueError(f"make_csv_dataset(): label_name {label_name!r} is not one of {keys}")
+    ds: Dataset = CsvDataset(paths, defaults, compression_type, header=header,
+                             field_delim=field_delim, use_quote_delim=use_quote_delim,
+                             na_value=na_value, select_cols=selected)
+
+    def to_features(*fields: Any) -> Any:
+        features = dict(zip(keys, fields))
+        if label_name is None:
+            return features
+        label = features.pop(label_name)
+        return features, label
+
+    ds = ds.repeat(num_epochs)
+    if shuffle:
+        ds = ds.shuffle(shuffle_buffer_size, seed=shuffle_seed)
+    ds = ds.batch(batch_size).map(to_features)
+    return ds.prefetch(AUTOTUNE if prefetch_buffer_size is None else prefetch_buffer_size)

@@ -1,0 +1,1 @@
+"""`tf.io`: files, TFRecords and tf.train.Example parsing."""

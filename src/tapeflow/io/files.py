@@ -1,0 +1,96 @@
+"""Whole-file reads and writes as tensors (`tf.io.read_file`, `write_file`), and decompression."""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+from typing import Any, BinaryIO
+
+import numpy as np
+
+from tapeflow.framework import errors
+from tapeflow.framework.tensor import EagerTensor, wrap
+
+
+def _path(filename: Any) -> str:
+    if isinstance(filename, EagerTensor):
+        filename = filename.numpy()
+    return filename.decode() if isinstance(filename, bytes) else str(filename)
+
+
+def _string_scalar(data: bytes) -> EagerTensor:
+    a = np.empty((), dtype=object)
+    a[()] = data
+    return wrap(a)
+
+
+def read_file(filename: Any, name: str | None = None) -> EagerTensor:
+    """The bytes of a file as a scalar string tensor; NotFoundError names the path."""
+    path = _path(filename)
+    try:
+        with open(path, "rb") as f:
+            return _string_scalar(f.read())
+    except FileNotFoundError:
+        raise errors.NotFoundError(f"read_file: {path}: No such file or directory") from None
+
+
+def write_file(filename: Any, contents: Any, name: str | None = None) -> None:
+    """Write a scalar string tensor (or bytes) to a file."""
+    data = contents.numpy() if isinstance(contents, EagerTensor) else contents
+    if isinstance(data, str):
+        data = data.encode()
+    with open(_path(filename), "wb") as f:
+        f.write(data)
+
+
+class _ZlibReader:
+    """A file-like reader inflating a zlib stream chunk by chunk."""
+
+    def __init__(self, path: str):
+        self._f = open(path, "rb")
+        self._z = zlib.decompressobj()
+        self._buf = b""
+
+    def read(self, n: int = -1) -> bytes:
+        while n < 0 or len(self._buf) < n:
+            chunk = self._f.read(1 << 16)
+            if not chunk:
+                self._buf += self._z.flush()
+                break
+            self._buf += self._z.decompress(chunk)
+        if n < 0:
+            out, self._buf = self._buf, b""
+        else:
+            out, self._buf = self._buf[:n], self._buf[n:]
+        return out
+
+    def readable(self) -> bool:
+        return True
+
+    def __iter__(self):
+        return iter(self.read().splitlines(keepends=True))
+
+    def close(self) -> None:
+        self._f.close()
+
+    def __enter__(self) -> _ZlibReader:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def open_compressed(path: str, compression_type: str = "") -> BinaryIO:
+    """Open for binary reading, decompressing GZIP or ZLIB streams; NotFoundError if missing."""
+    kind = (compression_type or "").upper()
+    try:
+        if kind == "GZIP":
+            return gzip.open(path, "rb")
+        if kind == "ZLIB":
+            return _ZlibReader(path)
+        if kind:
+            raise errors.InvalidArgumentError(f"Unknown compression_type {compression_type!r}; "
+                                              f"use '', 'GZIP' or 'ZLIB'")
+        return open(path, "rb")
+    except FileNotFoundError:
+        raise errors.NotFoundError(f"{path}: No such file or directory") from None
