@@ -1,0 +1,138 @@
+"""Weight regularizers (``tf.keras.regularizers``): callables turning a weight into a loss term.
+
+``tf.keras.regularizers.l2(0.04)(W)`` is ``0.04 * sum(W**2)``; with ``W = ones((2, 2))`` that is
+0.16 (seed 004). Layers call them on their weights and collect the results in ``layer.losses``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tapeflow as tf
+
+
+def _factor(value: Any, name: str) -> float:
+    value = float(value)
+    if value < 0 or value != value:
+        raise ValueError(f"Regularizer: `{name}` must be a non-negative number, got {value}")
+    return value
+
+
+class Regularizer:
+    """Base class: ``__call__(x)`` returns a scalar penalty tensor."""
+
+    def __call__(self, x: Any):
+        return tf.constant(0.0)
+
+    def get_config(self) -> dict:
+        return {}
+
+    @classmethod
+    def from_config(cls, config: dict) -> Regularizer:
+        return cls(**config)
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_config().items())
+        return f"{type(self).__name__}({args})"
+
+
+def _as_tensor(x: Any):
+    return x.read_value() if hasattr(x, "read_value") else tf.convert_to_tensor(x)
+
+
+def _l1_term(factor: float, x):
+    return factor * tf.reduce_sum(tf.abs(x))
+
+
+def _l2_term(factor: float, x):
+    return factor * tf.reduce_sum(x * x)
+
+
+class L1(Regularizer):
+    """l1 * sum(|x|): pushes weights to exactly zero (sparsity)."""
+
+    def __init__(self, l1: float = 0.01):
+        self.l1 = _factor(l1, "l1")
+
+    def __call__(self, x: Any):
+        return _l1_term(self.l1, _as_tensor(x))
+
+    def get_config(self) -> dict:
+        return {"l1": self.l1}
+
+
+class L2(Regularizer):
+    """l2 * sum(x^2): weight decay."""
+
+    def __init__(self, l2: float = 0.01):
+        self.l2 = _factor(l2, "l2")
+
+    def __call__(self, x: Any):
+        return _l2_term(self.l2, _as_tensor(x))
+
+    def get_config(self) -> dict:
+        return {"l2": self.l2}
+
+
+class L1L2(Regularizer):
+    """l1 * sum(|x|) + l2 * sum(x^2)."""
+
+    def __init__(self, l1: float = 0.0, l2: float = 0.0):
+        self.l1 = _factor(l1, "l1")
+        self.l2 = _factor(l2, "l2")
+
+    def __call__(self, x: Any):
+        x = _as_tensor(x)
+        terms = []
+        if self.l1:
+            terms.append(_l1_term(self.l1, x))
+        if self.l2:
+            terms.append(_l2_term(self.l2, x))
+        if not terms:
+            return tf.zeros((), dtype=x.dtype)
+        return terms[0] + terms[1] if len(terms) == 2 else terms[0]
+
+    def get_config(self) -> dict:
+        return {"l1": self.l1, "l2": self.l2}
+
+
+def l1(l1: float = 0.01) -> L1:  # noqa: E741 - Keras's name
+    """``L1(l1)``."""
+    return L1(l1)
+
+
+def l2(l2: float = 0.01) -> L2:
+    """``L2(l2)``."""
+    return L2(l2)
+
+
+def l1_l2(l1: float = 0.01, l2: float = 0.01) -> L1L2:  # noqa: E741
+    """``L1L2(l1, l2)`` with Keras's defaults for the function form (0.01 each)."""
+    return L1L2(l1, l2)
+
+
+_BY_NAME = {"L1": L1, "L2": L2, "L1L2": L1L2, "l1": L1, "l2": L2, "l1_l2": L1L2}
+
+
+def serialize(regularizer: Regularizer) -> dict:
+    return {"class_name": type(regularizer).__name__, "config": regularizer.get_config()}
+
+
+def deserialize(config: dict) -> Regularizer:
+    name = config["class_name"]
+    if name not in _BY_NAME:
+        raise ValueError(f"Unknown regularizer: {name!r}. Known: {sorted(_BY_NAME)}")
+    return _BY_NAME[name].from_config(config.get("config", {}))
+
+
+def get(identifier: Any) -> Regularizer | Any:
+    """A regularizer from a name ("l2"), a config dict, an instance or a callable."""
+    if identifier is None or callable(identifier):
+        return identifier
+    if isinstance(identifier, str):
+        if identifier not in _BY_NAME:
+            raise ValueError(f"Unknown regularizer: {identifier!r}. Known: {sorted(_BY_NAME)}")
+        return _BY_NAME[identifier]()
+    if isinstance(identifier, dict):
+        return deserialize(identifier)
+    raise ValueError(f"Could not interpret regularizer identifier: {identifier!r}")
