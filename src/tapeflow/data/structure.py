@@ -98,6 +98,8 @@ def to_array(value: Any, dtype: Any = None) -> np.ndarray:
         if dtype is not None and arr.dtype != _dtypes.as_dtype(dtype)._np:
             arr = arr.astype(_dtypes.as_dtype(dtype)._np)
         return arr
+    if getattr(value, "_is_composite", False):   # SparseTensor travels as one unit
+        return value
     if isinstance(value, Tensor):
         raise TypeError(f"tf.data needs concrete values, got the symbolic tensor {value!r}")
     if isinstance(value, np.ndarray) and value.dtype.kind not in "USO" and dtype is None:
@@ -129,7 +131,9 @@ def to_user(element: Any) -> Any:
 def _wrap_leaf(a: Any) -> Any:
     if isinstance(a, np.ndarray):
         return wrap(a)
-    return a if hasattr(a, "_iterate") else wrap(np.asarray(a))  # nested datasets (window)
+    if hasattr(a, "_iterate") or getattr(a, "_is_composite", False):
+        return a  # nested datasets (window), sparse tensors
+    return wrap(np.asarray(a))
 
 
 def to_numpy(element: Any) -> Any:
@@ -139,7 +143,7 @@ def to_numpy(element: Any) -> Any:
 
 def spec_of(element: Any) -> Any:
     """The TensorSpec structure describing one concrete element."""
-    return map_structure(lambda a: TensorSpec(a.shape, _dtypes.from_numpy(a.dtype)), element)
+    return map_structure(lambda a: TensorSpec(a.shape, _dtypes.as_dtype(a.dtype)), element)
 
 
 def relax_specs(a: Any, b: Any) -> Any:
