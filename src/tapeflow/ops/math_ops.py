@@ -8,8 +8,10 @@ import numpy as np
 
 from tapeflow._api import export
 from tapeflow.framework import dtypes as _dtypes
+from tapeflow.framework.constant import convert_to_tensor
 from tapeflow.framework.dispatch import apply, op
-from tapeflow.framework.shape_rules import elementwise, same_as_first
+from tapeflow.framework.shape_rules import broadcast_shapes, elementwise, same_as_first, with_dtype
+from tapeflow.ops.array_ops import ones_like, zeros_like
 
 # --- gradient plumbing: reduce a broadcast gradient back to an input's shape -------------------
 
@@ -106,7 +108,7 @@ def _cast(x, *, dtype):
 
 @_cast.def_grad
 def _(g, out, x, *, dtype):
-    if not (x.dtype.is_floating or x.dtype.is_complex) or not (dtype.is_floating or dtype.is_complex):
+    if not x.dtype.is_differentiable or not dtype.is_differentiable:
         return None
     return cast(g, x.dtype)
 
@@ -141,8 +143,6 @@ def negative(x: Any, name: str | None = None):
 @export("cast", "dtypes.cast")
 def cast(x: Any, dtype: Any, name: str | None = None):
     """Convert `x` to `dtype` (float -> int truncates, as TF)."""
-    from tapeflow.framework.constant import convert_to_tensor
-
     dtype = _dtypes.as_dtype(dtype)
     if not hasattr(x, "dtype"):
         x = convert_to_tensor(x)
@@ -154,8 +154,6 @@ def cast(x: Any, dtype: Any, name: str | None = None):
 @export("math.truediv", "truediv")
 def truediv(x: Any, y: Any, name: str | None = None):
     """x / y; integer inputs are first cast to float (int32 -> float64, as TF)."""
-    from tapeflow.framework.constant import convert_to_tensor
-
     if not hasattr(x, "dtype"):
         x = convert_to_tensor(x, dtype_hint=getattr(y, "dtype", None))
     if not hasattr(y, "dtype"):
@@ -180,3 +178,307 @@ def _size_ratio_op(out, x):
 
 def _size_ratio(out, x):
     return apply(_size_ratio_op, out, x)
+
+
+# --- helpers shared by the ops below ----------------------------------------------------------
+
+
+def _as_pair(x: Any, y: Any) -> tuple:
+    """Convert Python values so that each side takes the other's dtype (``x + 1``, ``2 * x``)."""
+    if not hasattr(x, "dtype"):
+        x = convert_to_tensor(x, dtype_hint=getattr(y, "dtype", None))
+    if not hasattr(y, "dtype"):
+        y = convert_to_tensor(y, dtype_hint=x.dtype)
+    return x, y
+
+
+def _float_kernel(ufunc: Any) -> Any:
+    """A unary kernel for float/complex inputs only (TF has no integer sqrt, exp, sin ...)."""
+
+    def kernel(x):
+        if x.dtype.kind not in "fc":
+            raise TypeError(f"expects a floating point input, got {x.dtype}; use tf.cast first")
+        return ufunc(x)
+
+    kernel.__name__ = ufunc.__name__
+    return kernel
+
+
+def _bool_kernel(ufunc: Any) -> Any:
+    """A logical kernel: TF's logical ops only accept bool tensors."""
+
+    def kernel(*xs):
+        for x in xs:
+            if x.dtype.kind != "b":
+                raise TypeError(f"expects bool inputs, got {x.dtype}")
+        return ufunc(*xs)
+
+    kernel.__name__ = ufunc.__name__
+    return kernel
+
+
+_bool_rule = with_dtype(_dtypes.bool)
+
+
+# --- binary arithmetic (continued) ------------------------------------------------------------
+
+
+_floordiv = op("FloorDiv", elementwise=True, shape=elementwise)(np.floor_divide)
+_floormod = op("FloorMod", elementwise=True, shape=elementwise)(np.mod)
+
+
+@_floormod.def_grad
+def _(g, out, x, y):
+    return unbroadcast(g, x), unbroadcast(-g * floordiv(x, y), y)
+
+
+_pow = op("Pow", elementwise=True, shape=elementwise)(np.power)
+
+
+@_pow.def_grad
+def _(g, out, x, y):
+    gx = g * y * pow(x, y - 1)
+    # NOTE: d/dy x**y = x**y log x is only defined for x > 0; TF uses 0 elsewhere, so do we
+    safe_log = where(x > 0, log(where(x > 0, x, ones_like(x))), zeros_like(x))
+    return unbroadcast(gx, x), unbroadcast(g * out * safe_log, y)
+
+
+_maximum = op("Maximum", elementwise=True, shape=elementwise)(np.maximum)
+_minimum = op("Minimum", elementwise=True, shape=elementwise)(np.minimum)
+
+
+def _select_grads(g, x, y, x_wins):
+    zeros = zeros_like(g)
+    return unbroadcast(where(x_wins, g, zeros), x), unbroadcast(where(x_wins, zeros, g), y)
+
+
+@_maximum.def_grad
+def _(g, out, x, y):
+    return _select_grads(g, x, y, x >= y)  # ties go to x, as TF
+
+
+@_minimum.def_grad
+def _(g, out, x, y):
+    return _select_grads(g, x, y, x <= y)
+
+
+# --- unary math -------------------------------------------------------------------------------
+
+
+_abs = op("Abs", elementwise=True, shape=same_as_first)(np.abs)
+_sign = op("Sign", elementwise=True, shape=same_as_first)(np.sign)
+_square = op("Square", elementwise=True, shape=same_as_first)(np.square)
+_sqrt = op("Sqrt", elementwise=True, shape=same_as_first)(_float_kernel(np.sqrt))
+_rsqrt = op("Rsqrt", elementwise=True, shape=same_as_first)(
+    _float_kernel(lambda x: 1 / np.sqrt(x)))
+_reciprocal = op("Reciprocal", elementwise=True, shape=same_as_first)(
+    _float_kernel(np.reciprocal))
+_exp = op("Exp", elementwise=True, shape=same_as_first)(_float_kernel(np.exp))
+_log = op("Log", elementwise=True, shape=same_as_first)(_float_kernel(np.log))
+_log1p = op("Log1p", elementwise=True, shape=same_as_first)(_float_kernel(np.log1p))
+_sin = op("Sin", elementwise=True, shape=same_as_first)(_float_kernel(np.sin))
+_cos = op("Cos", elementwise=True, shape=same_as_first)(_float_kernel(np.cos))
+_tanh = op("Tanh", elementwise=True, shape=same_as_first)(_float_kernel(np.tanh))
+_floor = op("Floor", elementwise=True, shape=same_as_first)(_float_kernel(np.floor))
+_ceil = op("Ceil", elementwise=True, shape=same_as_first)(_float_kernel(np.ceil))
+_round = op("Round", elementwise=True, shape=same_as_first)(np.round)  # half to even, as TF
+
+
+@op("Sigmoid", elementwise=True, shape=same_as_first)
+def _sigmoid(x):
+    if x.dtype.kind not in "fc":
+        raise TypeError(f"expects a floating point input, got {x.dtype}; use tf.cast first")
+    # NOTE: 1 / (1 + exp(-x)) overflows for large negative x; split by sign to stay finite
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+
+
+_abs.def_grad(lambda g, out, x: g * sign(x))
+_sign.def_grad(lambda g, out, x: zeros_like(g))
+_square.def_grad(lambda g, out, x: g * (x + x))
+_sqrt.def_grad(lambda g, out, x: g * 0.5 / out)
+_rsqrt.def_grad(lambda g, out, x: g * -0.5 * out * out * out)
+_reciprocal.def_grad(lambda g, out, x: -g * out * out)
+_exp.def_grad(lambda g, out, x: g * out)
+_log.def_grad(lambda g, out, x: g / x)
+_log1p.def_grad(lambda g, out, x: g / (x + 1))
+_sin.def_grad(lambda g, out, x: g * cos(x))
+_cos.def_grad(lambda g, out, x: -g * sin(x))
+_tanh.def_grad(lambda g, out, x: g * (1 - out * out))
+_sigmoid.def_grad(lambda g, out, x: g * out * (1 - out))
+for _piecewise_constant in (_floor, _ceil, _round):
+    _piecewise_constant.def_grad(lambda g, out, x: zeros_like(g))
+
+
+# --- comparisons and logic (no gradients: outputs are bool) -----------------------------------
+
+
+_equal = op("Equal", elementwise=True, shape=_bool_rule)(np.equal)
+_not_equal = op("NotEqual", elementwise=True, shape=_bool_rule)(np.not_equal)
+_less = op("Less", elementwise=True, shape=_bool_rule)(np.less)
+_less_equal = op("LessEqual", elementwise=True, shape=_bool_rule)(np.less_equal)
+_greater = op("Greater", elementwise=True, shape=_bool_rule)(np.greater)
+_greater_equal = op("GreaterEqual", elementwise=True, shape=_bool_rule)(np.greater_equal)
+_logical_and = op("LogicalAnd", elementwise=True, shape=_bool_rule)(
+    _bool_kernel(np.logical_and))
+_logical_or = op("LogicalOr", elementwise=True, shape=_bool_rule)(_bool_kernel(np.logical_or))
+_logical_xor = op("LogicalXor", elementwise=True, shape=_bool_rule)(
+    _bool_kernel(np.logical_xor))
+_logical_not = op("LogicalNot", elementwise=True, shape=_bool_rule)(
+    _bool_kernel(np.logical_not))
+_is_nan = op("IsNan", elementwise=True, shape=_bool_rule)(_float_kernel(np.isnan))
+_is_inf = op("IsInf", elementwise=True, shape=_bool_rule)(_float_kernel(np.isinf))
+_is_finite = op("IsFinite", elementwise=True, shape=_bool_rule)(_float_kernel(np.isfinite))
+
+
+# --- where / select ---------------------------------------------------------------------------
+
+
+def _select_rule(cond, x, y):
+    return broadcast_shapes(cond[0], x[0], y[0], op="SelectV2"), x[1]
+
+
+@op("SelectV2", shape=_select_rule)
+def _select(cond, x, y):
+    if cond.dtype.kind != "b":
+        raise TypeError(f"condition must be bool, got {cond.dtype}")
+    if x.dtype != y.dtype:
+        raise TypeError(f"x and y must have the same dtype, got {x.dtype} and {y.dtype}")
+    return np.where(cond, x, y)
+
+
+@_select.def_grad
+def _(g, out, cond, x, y):
+    zeros = zeros_like(g)
+    return None, unbroadcast(where(cond, g, zeros), x), unbroadcast(where(cond, zeros, g), y)
+
+
+@op("Where", shape=lambda cond: (None if cond[0] is None else (None, len(cond[0])),
+                                 _dtypes.int64))
+def _where_indices(cond):
+    return np.argwhere(cond).astype(np.int64)
+
+
+# --- public API (continued) -------------------------------------------------------------------
+
+
+def _binary(o):
+    def run(x: Any, y: Any, name: str | None = None):
+        return apply(o, x, y)
+
+    return run
+
+
+def _unary(o):
+    def run(x: Any, name: str | None = None):
+        return apply(o, x)
+
+    return run
+
+
+def _public(fn, doc: str, *names: str):
+    """Give a generated op wrapper its TF name and docstring, and export it."""
+    fn.__name__ = fn.__qualname__ = names[0].rsplit(".", 1)[-1]
+    fn.__doc__ = doc
+    return export(*names)(fn)
+
+
+floordiv = _public(_binary(_floordiv), "x // y, rounding toward -inf.",
+                   "math.floordiv", "floordiv")
+floormod = _public(_binary(_floormod), "x mod y with the sign of y (Python's %).",
+                   "math.floormod", "math.mod", "floormod", "mod")
+pow = _public(_binary(_pow), "x ** y elementwise.", "math.pow", "pow")  # noqa: A001
+maximum = _public(_binary(_maximum), "Elementwise max; the gradient goes to x on ties.",
+                  "math.maximum", "maximum")
+minimum = _public(_binary(_minimum), "Elementwise min; the gradient goes to x on ties.",
+                  "math.minimum", "minimum")
+abs = _public(_unary(_abs), "|x| (gradient sign(x), 0 at 0).", "math.abs", "abs")  # noqa: A001
+sign = _public(_unary(_sign), "-1, 0 or 1.", "math.sign", "sign")
+square = _public(_unary(_square), "x * x.", "math.square", "square")
+sqrt = _public(_unary(_sqrt), "Square root (float inputs).", "math.sqrt", "sqrt")
+rsqrt = _public(_unary(_rsqrt), "1 / sqrt(x).", "math.rsqrt")
+reciprocal = _public(_unary(_reciprocal), "1 / x.", "math.reciprocal")
+exp = _public(_unary(_exp), "e ** x.", "math.exp", "exp")
+log = _public(_unary(_log), "Natural logarithm.", "math.log")
+log1p = _public(_unary(_log1p), "log(1 + x), accurate for small x.", "math.log1p")
+sin = _public(_unary(_sin), "Sine.", "math.sin", "sin")
+cos = _public(_unary(_cos), "Cosine.", "math.cos", "cos")
+tanh = _public(_unary(_tanh), "Hyperbolic tangent.", "math.tanh", "tanh", "nn.tanh")
+sigmoid = _public(_unary(_sigmoid), "1 / (1 + exp(-x)), stable for large |x|.",
+                  "math.sigmoid", "sigmoid", "nn.sigmoid")
+floor = _public(_unary(_floor), "Round down.", "math.floor", "floor")
+ceil = _public(_unary(_ceil), "Round up.", "math.ceil")
+round = _public(_unary(_round), "Round half to even.", "math.round", "round")  # noqa: A001
+equal = _public(_binary(_equal), "x == y elementwise (bool).", "math.equal", "equal")
+not_equal = _public(_binary(_not_equal), "x != y elementwise (bool).",
+                    "math.not_equal", "not_equal")
+less = _public(_binary(_less), "x < y elementwise (bool).", "math.less", "less")
+less_equal = _public(_binary(_less_equal), "x <= y elementwise (bool).",
+                     "math.less_equal", "less_equal")
+greater = _public(_binary(_greater), "x > y elementwise (bool).", "math.greater", "greater")
+greater_equal = _public(_binary(_greater_equal), "x >= y elementwise (bool).",
+                        "math.greater_equal", "greater_equal")
+logical_and = _public(_binary(_logical_and), "Elementwise AND of bool tensors.",
+                      "math.logical_and", "logical_and")
+logical_or = _public(_binary(_logical_or), "Elementwise OR of bool tensors.",
+                     "math.logical_or", "logical_or")
+logical_xor = _public(_binary(_logical_xor), "Elementwise XOR of bool tensors.",
+                      "math.logical_xor")
+logical_not = _public(_unary(_logical_not), "Elementwise NOT of a bool tensor.",
+                      "math.logical_not", "logical_not")
+is_nan = _public(_unary(_is_nan), "True where x is NaN.", "math.is_nan")
+is_inf = _public(_unary(_is_inf), "True where x is +-inf.", "math.is_inf")
+is_finite = _public(_unary(_is_finite), "True where x is neither NaN nor inf.",
+                    "math.is_finite")
+
+
+@export("where")
+def where(condition: Any, x: Any = None, y: Any = None, name: str | None = None):
+    """Pick x where condition holds, else y (broadcasting); with one argument, the true indices.
+
+    ``tf.where(c)`` returns an int64 [num_true, rank] tensor of coordinates.
+    """
+    if not hasattr(condition, "dtype"):
+        condition = convert_to_tensor(condition)
+    if x is None and y is None:
+        return apply(_where_indices, condition)
+    if x is None or y is None:
+        raise ValueError("tf.where: x and y must both be given or both be None")
+    x, y = _as_pair(x, y)
+    return apply(_select, condition, x, y)
+
+
+@export("clip_by_value")
+def clip_by_value(t: Any, clip_value_min: Any, clip_value_max: Any, name: str | None = None):
+    """Clamp to [min, max]; the gradient passes where t is inside the range."""
+    t, lo = _as_pair(t, clip_value_min)
+    return minimum(maximum(t, lo), _as_pair(t, clip_value_max)[1])
+
+
+@export("math.squared_difference")
+def squared_difference(x: Any, y: Any, name: str | None = None):
+    """(x - y) ** 2."""
+    d = subtract(x, y)
+    return d * d
+
+
+@export("math.divide_no_nan", "div_no_nan")
+def divide_no_nan(x: Any, y: Any, name: str | None = None):
+    """x / y, or 0 where y == 0 (also zero gradient there)."""
+    x, y = _as_pair(x, y)
+    nonzero = not_equal(y, 0)
+    safe_y = where(nonzero, y, ones_like(y))
+    return where(nonzero, truediv(x, safe_y), zeros_like(truediv(x, safe_y)))
+
+
+@export("math.add_n", "add_n")
+def add_n(inputs: Any, name: str | None = None):
+    """Sum of a list of same-shaped tensors."""
+    inputs = list(inputs)
+    if not inputs:
+        raise ValueError("tf.add_n needs at least one input")
+    total = convert_to_tensor(inputs[0])
+    for t in inputs[1:]:
+        total = add(total, t)
+    return total
+
