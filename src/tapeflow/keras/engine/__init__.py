@@ -1,0 +1,1 @@
+"""The Keras engine: Layer, Model, Sequential, the functional API and the training loop."""

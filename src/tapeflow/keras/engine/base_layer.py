@@ -1,0 +1,500 @@
+"""``tf.keras.layers.Layer``: state (weights) plus a computation (``call``), built lazily.
+
+A layer learns its input shape from its first call: ``__call__`` runs ``build(input_shape)``
+once inside the layer's name scope, so weights come out named ``dense/kernel:0``. Weights and
+sub-layers are found by walking the layer's attributes (and lists/dicts/tuples of them), so a
+subclassed model needs no registration calls. The ``training`` flag flows from the outermost
+call down to every sub-layer through a per-thread call context, even through a ``call`` that
+does not take ``training`` itself.
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from tapeflow.framework import dtypes as _dtypes
+from tapeflow.framework import nest
+from tapeflow.framework.constant import convert_to_tensor
+from tapeflow.framework.context import state as _state
+from tapeflow.framework.shapes import TensorShape, as_shape
+from tapeflow.framework.tensor import Tensor
+from tapeflow.framework.variable import Variable
+from tapeflow.keras import backend
+
+# Attributes the engine keeps for itself: never walked when gathering weights and sub-layers
+# (they point at other layers' graph nodes, not at owned state).
+_UNTRACKED = frozenset({
+    "_inbound_nodes", "_outbound_nodes", "_eager_losses", "_regularized", "_call_id",
+    "_batch_input_shape", "_compiled", "_history_nodes", "_input_specs", "_nodes_by_depth",
+    "_output_specs", "_train_fn", "_test_fn", "_predict_fn", "history", "stop_training",
+    "optimizer", "compiled_loss", "compiled_metrics", "_loss_spec", "_metric_specs",
+    "_callbacks_model", "inputs", "outputs", "_input_layers", "_output_layers",
+})
+
+_KNOWN_KWARGS = frozenset({"input_shape", "batch_input_shape", "batch_size", "input_dim",
+                           "weights", "activity_regularizer", "autocast", "dynamic"})
+
+
+class _CallContext(threading.local):
+    """What the outermost layer call decided, visible to the layers it calls."""
+
+    training: Any = None
+    depth: int = 0
+    call_id: int = 0
+
+
+_context = _CallContext()
+_call_ids = itertools.count(1)
+_signature_cache: dict[type, tuple[bool, bool, Any]] = {}
+
+
+def call_context() -> _CallContext:
+    """The per-thread call context (read by models and by layers such as Dropout)."""
+    return _context
+
+
+def _call_signature(cls: type) -> tuple[bool, bool, Any]:
+    """(call accepts `training`, call accepts `mask`, default of `training`) for a class."""
+    cached = _signature_cache.get(cls)
+    if cached is None:
+        params = inspect.signature(cls.call).parameters
+        has_kwargs = any(p.kind == p.VAR_KEYWORD for p in params.values())
+        training = params.get("training")
+        cached = ("training" in params or has_kwargs, "mask" in params,
+                  None if training is None or training.default is inspect.Parameter.empty
+                  else training.default)
+        _signature_cache[cls] = cached
+    return cached
+
+
+def _resolve_initializer(initializer: Any, dtype: _dtypes.DType) -> Any:
+    from tapeflow.keras import initializers
+
+    if initializer is None:
+        initializer = "glorot_uniform" if dtype.is_floating else "zeros"
+    return initializers.get(initializer)
+
+
+def _resolve_regularizer(regularizer: Any) -> Any:
+    if regularizer is None:
+        return None
+    from tapeflow.keras import regularizers
+
+    return regularizers.get(regularizer)
+
+
+def _resolve_constraint(constraint: Any) -> Any:
+    if constraint is None or callable(constraint):
+        return constraint
+    raise ValueError(f"add_weight: constraint must be a callable, got {constraint!r}")
+
+
+def _shape_of(x: Any) -> TensorShape:
+    return x.shape if isinstance(x.shape, TensorShape) else as_shape(x.shape)
+
+
+class Layer:
+    """Base class of every Keras layer and model.
+
+    Subclasses create weights in ``build(input_shape)`` with ``add_weight`` and compute in
+    ``call(inputs, training=None)``; calling the layer builds it on first use::
+
+        class Scale(Layer):
+            def build(self, input_shape):
+                self.w = self.add_weight("w", shape=(input_shape[-1],), initializer="ones")
+
+            def call(self, x):
+                return x * self.w
+    """
+
+    def __init__(self, trainable: bool = True, name: str | None = None, dtype: Any = None,
+                 dynamic: bool = False, **kwargs: Any):
+        unknown = set(kwargs) - _KNOWN_KWARGS
+        if unknown:
+            raise TypeError(f"{type(self).__name__}: keyword argument(s) not understood: "
+                            f"{sorted(unknown)}")
+        if name is None:
+            name = backend.unique_object_name(backend.to_snake_case(type(self).__name__))
+        elif not isinstance(name, str):
+            raise TypeError(f"Layer name must be a string, got {name!r}")
+        else:
+            backend.observe_object_name(name)
+        self._name = name
+        self._trainable = bool(trainable)
+        self._dtype = _dtypes.as_dtype(dtype if dtype is not None and not isinstance(dtype, dict)
+                                       else backend.floatx())
+        self._autocast = kwargs.get("autocast", True)
+        self.dynamic = dynamic
+        self.built = False
+        self.supports_masking = False
+        self.input_spec = None
+        self._own_weights: list[Variable] = []
+        self._regularized: list[tuple[Any, Variable]] = []
+        self._eager_losses: list[Any] = []
+        self._call_id = 0
+        self._inbound_nodes: list[Any] = []
+        self._outbound_nodes: list[Any] = []
+        self.activity_regularizer = _resolve_regularizer(kwargs.get("activity_regularizer"))
+        self._initial_weights = kwargs.get("weights")
+        batch_shape = kwargs.get("batch_input_shape")
+        if batch_shape is None and "input_shape" in kwargs:
+            batch_shape = (kwargs.get("batch_size"),) + tuple(kwargs["input_shape"])
+        elif batch_shape is None and "input_dim" in kwargs:
+            batch_shape = (kwargs.get("batch_size"), kwargs["input_dim"])
+        self._batch_input_shape = None if batch_shape is None else tuple(batch_shape)
+
+    # --- identity -------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def dtype(self) -> str:
+        """The dtype of the layer's weights, as a string (``'float32'``), as Keras gives it."""
+        return self._dtype.name
+
+    @property
+    def variable_dtype(self) -> str:
+        return self._dtype.name
+
+    @property
+    def compute_dtype(self) -> str:
+        return self._dtype.name
+
+    @property
+    def trainable(self) -> bool:
+        return self._trainable
+
+    @trainable.setter
+    def trainable(self, value: bool) -> None:
+        for layer in self._flatten_layers(include_self=True):
+            layer._trainable = bool(value)
+
+    # --- building -------------------------------------------------------------------
+    def build(self, input_shape: Any) -> None:
+        """Create the weights once the input shape is known (subclasses override)."""
+        self.built = True
+
+    def call(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
+        """The layer's computation (subclasses override); the base layer is the identity."""
+        return inputs
+
+    def _maybe_build(self, inputs: Any) -> None:
+        if self.built:
+            return
+        shapes = nest.map_structure(_shape_of, inputs)
+        previous = _state.name_scope
+        _state.name_scope = f"{previous}/{self._name}" if previous else self._name
+        try:
+            self.build(shapes)
+        finally:
+            _state.name_scope = previous
+        self.built = True
+        if self._initial_weights is not None:
+            self.set_weights(self._initial_weights)
+            self._initial_weights = None
+
+    def add_weight(self, name: str | None = None, shape: Any = None, dtype: Any = None,
+                   initializer: Any = None, regularizer: Any = None, trainable: bool | None = None,
+                   constraint: Any = None, use_resource: Any = None, synchronization: Any = None,
+                   aggregation: Any = None, **kwargs: Any) -> Variable:
+        """Create a variable owned by this layer, named ``<layer scope>/<name>:0``."""
+        shape = () if shape is None else tuple(as_shape(shape).as_list())
+        if any(d is None for d in shape):
+            raise ValueError(f"Layer {self._name}: add_weight({name!r}) needs a fully defined "
+                             f"shape, got {shape}")
+        dt = _dtypes.as_dtype(dtype) if dtype is not None else self._dtype
+        if trainable is None:
+            trainable = True
+        if synchronization == 3:  # VariableSynchronization.ON_READ: metric/statistic state
+            trainable = False
+        init = _resolve_initializer(initializer, dt)
+        variable = Variable(lambda: init(shape, dtype=dt), trainable=trainable,
+                            name=name or "Variable", dtype=dt,
+                            constraint=_resolve_constraint(constraint),
+                            synchronization=synchronization, aggregation=aggregation)
+        self._own_weights.append(variable)
+        reg = _resolve_regularizer(regularizer)
+        if reg is not None:
+            self._regularized.append((reg, variable))
+        return variable
+
+    # --- calling --------------------------------------------------------------------
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if args:
+            inputs, args = args[0], args[1:]
+        elif "inputs" in kwargs:
+            inputs = kwargs.pop("inputs")
+        else:
+            raise TypeError(f"Layer {self._name} was called without inputs")
+        flat = nest.flatten(inputs)
+        if any(getattr(x, "_is_keras_tensor", False) for x in flat):
+            from tapeflow.keras.engine import functional
+
+            return functional.symbolic_call(self, inputs, args, kwargs)
+        inputs = self._convert_inputs(inputs, flat)
+        accepts_training, accepts_mask, default_training = _call_signature(type(self))
+        ctx = _context
+        if "training" in kwargs:
+            training = kwargs["training"]
+            if training is None:
+                training = ctx.training if ctx.training is not None else default_training
+        else:
+            training = ctx.training if ctx.training is not None else default_training
+        if accepts_training:
+            if training is not None or "training" in kwargs:
+                kwargs["training"] = training
+        else:
+            kwargs.pop("training", None)
+        if not accepts_mask:
+            kwargs.pop("mask", None)
+        outer_training, outer_id = ctx.training, ctx.call_id
+        if ctx.depth == 0:
+            ctx.call_id = next(_call_ids)
+        if self._call_id != ctx.call_id:
+            self._eager_losses = []
+            self._call_id = ctx.call_id
+        previous_scope = _state.name_scope
+        ctx.depth += 1
+        ctx.training = training
+        try:
+            if not self.built:
+                self._maybe_build(inputs)
+            _state.name_scope = f"{previous_scope}/{self._name}" if previous_scope \
+                else self._name
+            outputs = self.call(inputs, *args, **kwargs)
+        finally:
+            _state.name_scope = previous_scope
+            ctx.depth -= 1
+            ctx.training = outer_training
+            if ctx.depth == 0:
+                ctx.call_id = outer_id
+        if self.activity_regularizer is not None:
+            self._add_activity_loss(outputs)
+        return outputs
+
+    def _convert_inputs(self, inputs: Any, flat: list) -> Any:
+        """NumPy/Python inputs become tensors; float inputs are cast to the layer's dtype."""
+        if all(isinstance(x, (Tensor, Variable)) and (not self._autocast or
+                                                      not x.dtype.is_floating or
+                                                      x.dtype is self._dtype) for x in flat):
+            return inputs
+
+        def convert(x: Any) -> Any:
+            if isinstance(x, (np.ndarray, float, int, np.generic)) or \
+                    (isinstance(x, list) and not isinstance(x, Tensor)):
+                x = convert_to_tensor(x)
+            if self._autocast and isinstance(x, (Tensor, Variable)) and x.dtype.is_floating \
+                    and x.dtype is not self._dtype:
+                from tapeflow.ops.math_ops import cast
+
+                x = cast(x, self._dtype)
+            return x
+
+        if isinstance(inputs, (np.ndarray, list)) and flat and not isinstance(
+                flat[0], (Tensor, Variable)):
+            return convert(inputs)
+        return nest.map_structure(convert, inputs)
+
+    def _add_activity_loss(self, outputs: Any) -> None:
+        for out in nest.flatten(outputs):
+            batch = out.shape[0] if out.shape.rank and out.shape[0] is not None else 1
+            self._eager_losses.append(self.activity_regularizer(out) / float(batch))
+
+    # --- losses ---------------------------------------------------------------------
+    def add_loss(self, losses: Any, **kwargs: Any) -> None:
+        """Add loss tensors (or zero-argument callables) to ``self.losses``."""
+        for loss in nest.flatten(losses):
+            if loss is None:
+                continue
+            if self._call_id != _context.call_id and _context.depth:
+                self._eager_losses = []
+                self._call_id = _context.call_id
+            self._eager_losses.append(loss)
+
+    @property
+    def losses(self) -> list:
+        """Losses added during the last call plus regularization losses (computed now)."""
+        out = []
+        for layer in self._flatten_layers(include_self=True):
+            for loss in layer._eager_losses:
+                out.append(loss() if callable(loss) else loss)
+            for reg, variable in layer._regularized:
+                out.append(reg(variable))
+        return out
+
+    # --- weights --------------------------------------------------------------------
+    def _tracked_values(self) -> Iterator[Any]:
+        """Variables and layers held by attributes, in assignment order, containers opened."""
+        stack = [v for k, v in reversed(list(vars(self).items())) if k not in _UNTRACKED]
+        while stack:
+            value = stack.pop()
+            if isinstance(value, (Layer, Variable)):
+                yield value
+            elif isinstance(value, dict):
+                stack.extend(reversed(list(value.values())))
+            elif isinstance(value, (list, tuple)):
+                stack.extend(reversed(value))
+
+    def _flatten_layers(self, include_self: bool = True, recursive: bool = True) -> list:
+        """This layer (optionally) and its sub-layers, depth first, each once."""
+        seen = {id(self)}
+        out = [self] if include_self else []
+
+        def visit(layer: Layer) -> None:
+            for value in layer._tracked_values():
+                if isinstance(value, Layer) and id(value) not in seen:
+                    seen.add(id(value))
+                    out.append(value)
+                    if recursive:
+                        visit(value)
+
+        visit(self)
+        return out
+
+    def _direct_variables(self) -> list:
+        seen = set()
+        out = []
+        for v in itertools.chain(self._own_weights, (x for x in self._tracked_values()
+                                                     if isinstance(x, Variable))):
+            if id(v) not in seen:
+                seen.add(id(v))
+                out.append(v)
+        return out
+
+    def _gather(self, want_trainable: bool) -> list:
+        seen: set[int] = set()
+        out = []
+
+        def visit(layer: Layer, parent_trainable: bool) -> None:
+            trainable = parent_trainable and layer._trainable
+            for v in layer._direct_variables():
+                if id(v) in seen:
+                    continue
+                is_trainable = trainable and v.trainable
+                if is_trainable == want_trainable:
+                    seen.add(id(v))
+                    out.append(v)
+            for sub in layer._flatten_layers(include_self=False, recursive=False):
+                visit(sub, trainable)
+
+        visit(self, True)
+        return out
+
+    @property
+    def trainable_weights(self) -> list:
+        return self._gather(True)
+
+    @property
+    def non_trainable_weights(self) -> list:
+        return self._gather(False)
+
+    @property
+    def weights(self) -> list:
+        """Trainable weights first, then non-trainable ones (Keras's order)."""
+        trainable = self.trainable_weights
+        ids = {id(v) for v in trainable}
+        return trainable + [v for v in self.non_trainable_weights if id(v) not in ids]
+
+    trainable_variables = trainable_weights
+    non_trainable_variables = non_trainable_weights
+    variables = weights
+
+    def get_weights(self) -> list[np.ndarray]:
+        """Copies of the weight values, in ``weights`` order."""
+        return [np.array(v._value, copy=True) for v in self.weights]
+
+    def set_weights(self, weights: list) -> None:
+        """Assign NumPy values to the weights, in ``weights`` order, checking every shape."""
+        params = self.weights
+        if len(params) != len(weights):
+            raise ValueError(
+                f"You called `set_weights(weights)` on layer {self._name!r} with a weight list of "
+                f"length {len(weights)}, but the layer was expecting {len(params)} weights.")
+        for variable, value in zip(params, weights):
+            value = np.asarray(value)
+            if tuple(variable.shape.as_list()) != value.shape:
+                raise ValueError(
+                    f"Layer {self._name!r} weight shape {tuple(variable.shape.as_list())} "
+                    f"({variable.name}) is not compatible with provided weight shape "
+                    f"{value.shape}.")
+        for variable, value in zip(params, weights):
+            variable.assign(np.asarray(value, dtype=variable.dtype.as_numpy_dtype))
+
+    def count_params(self) -> int:
+        """Number of scalars in all weights (trainable and not), as ``summary()`` counts."""
+        if not self.built:
+            raise ValueError(
+                f"You tried to call `count_params` on layer {self._name!r}, but the layer isn't "
+                f"built. You can build it manually via: `{self._name}.build(batch_input_shape)`.")
+        return int(sum(int(np.prod(v.shape.as_list())) for v in self.weights))
+
+    @property
+    def submodules(self) -> list:
+        return self._flatten_layers(include_self=False)
+
+    # --- shapes and config ----------------------------------------------------------
+    def compute_output_shape(self, input_shape: Any) -> Any:
+        """Output shape(s) for `input_shape`, found by running the layer symbolically."""
+        from tapeflow.keras.engine import functional
+
+        return functional.infer_output_shape(self, input_shape)
+
+    @property
+    def input(self) -> Any:
+        return self._node_attr("input_tensors", "input")
+
+    @property
+    def output(self) -> Any:
+        return self._node_attr("output_tensors", "output")
+
+    @property
+    def input_shape(self) -> Any:
+        return self._node_shape("input_tensors", "input")
+
+    @property
+    def output_shape(self) -> Any:
+        return self._node_shape("output_tensors", "output")
+
+    def _node_attr(self, attr: str, what: str) -> Any:
+        if not self._inbound_nodes:
+            raise AttributeError(f"Layer {self._name} is not connected, no {what} to return.")
+        if len(self._inbound_nodes) > 1:
+            raise AttributeError(f"Layer {self._name} has multiple inbound nodes, hence the "
+                                 f"notion of \"layer {what}\" is ill-defined.")
+        return getattr(self._inbound_nodes[0], attr)
+
+    def _node_shape(self, attr: str, what: str) -> Any:
+        if not self._inbound_nodes:
+            if what == "input" and self._batch_input_shape is not None:
+                return self._batch_input_shape
+            raise AttributeError(f"The layer {self._name!r} has never been called and thus has "
+                                 f"no defined {what} shape.")
+        shapes = {repr(nest.map_structure(lambda t: t.shape.as_tuple(),
+                                          getattr(node, attr)))
+                  for node in self._inbound_nodes}
+        if len(shapes) > 1:
+            raise AttributeError(f"The layer {self._name!r} has multiple inbound nodes with "
+                                 f"different {what} shapes.")
+        return nest.map_structure(lambda t: t.shape.as_tuple(),
+                                  getattr(self._inbound_nodes[0], attr))
+
+    def get_config(self) -> dict:
+        """The constructor arguments that rebuild this layer (subclasses extend it)."""
+        config = {"name": self._name, "trainable": self._trainable, "dtype": self.dtype}
+        if self._batch_input_shape is not None:
+            config["batch_input_shape"] = self._batch_input_shape
+        return config
+
+    @classmethod
+    def from_config(cls, config: dict) -> Layer:
+        return cls(**config)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__module__}.{type(self).__name__} name={self._name}>"
