@@ -59,7 +59,13 @@ class StageStats:
     busy_s: float = 0.0
     cpu_s: float = 0.0
     started: float = field(default_factory=time.perf_counter)
+    ended: float | None = None
     notes: list = field(default_factory=list)
+
+    def finish(self) -> None:
+        """Freeze the clock when the stage's iterator ends (reports stay meaningful after)."""
+        if self.ended is None:
+            self.ended = time.perf_counter()
 
     def add_buffered(self, n_elements: int, n_bytes: int) -> None:
         self.buffered_elements += n_elements
@@ -78,7 +84,8 @@ class StageStats:
 
     @property
     def lifetime_s(self) -> float:
-        return max(time.perf_counter() - self.started, 1e-9)
+        end = self.ended if self.ended is not None else time.perf_counter()
+        return max(end - self.started, 1e-9)
 
 
 class Tuner:
@@ -93,6 +100,7 @@ class Tuner:
         self.consumer_wait_s = 0.0
         self.elements = 0
         self.started = time.perf_counter()
+        self.ended: float | None = None
         self._lock = threading.Lock()
 
     def stage(self, name: str, **knobs) -> StageStats:
@@ -151,7 +159,7 @@ class AutotuneReport:
 
     @classmethod
     def build(cls, tuner: Tuner) -> AutotuneReport:
-        elapsed = time.perf_counter() - tuner.started
+        elapsed = (tuner.ended or time.perf_counter()) - tuner.started
         return cls(tuner.cpu_budget, tuner.ram_budget, elapsed, tuner.elements,
                    tuner.consumer_wait_s, list(tuner.stages), _bottleneck(tuner, elapsed))
 

@@ -223,6 +223,7 @@ class ParallelInterleaveDataset(InterleaveDataset):
             yield from interleave_order(open_next, cycle_length, self._block_length,
                                         deterministic)
         finally:
+            stats.finish()
             for feeder in futures:
                 feeder.close()
             source.close()

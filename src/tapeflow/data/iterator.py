@@ -62,9 +62,13 @@ class DatasetIterator:
 
     def __next__(self) -> Any:
         start = time.perf_counter()
-        element = next(self._gen)
-        end = time.perf_counter()
         tuner = self._ctx.tuner
+        try:
+            element = next(self._gen)
+        except BaseException:
+            tuner.ended = tuner.ended or time.perf_counter()
+            raise
+        end = time.perf_counter()
         tuner.consumer_wait_s += end - start
         tuner.elements += 1
         return self._to_user(element)

@@ -124,6 +124,7 @@ class ParallelMapDataset(MapDataset):
                     raise slot.error
                 yield slot.value
         finally:
+            stats.finish()
             run.close()
 
 

@@ -32,6 +32,7 @@ class PrefetchDataset(Dataset):
                     return
                 yield element
         finally:
+            stats.finish()
             buffer.close()
             workers.join([thread])
 
