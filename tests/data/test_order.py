@@ -45,7 +45,8 @@ def test_elements_are_eager_tensors_and_tuples_unpack():
 
 def test_dict_elements_and_spec():
     ds = Dataset.from_tensor_slices({"x": np.zeros((3, 2), np.float32), "y": [1, 2, 3]})
-    assert ds.element_spec == {"x": TensorSpec([2], dtypes.float32), "y": TensorSpec([], dtypes.int32)}
+    assert ds.element_spec == {"x": TensorSpec([2], dtypes.float32),
+                               "y": TensorSpec([], dtypes.int32)}
     assert [e["y"] for e in ds.as_numpy_iterator()] == [1, 2, 3]
 
 

@@ -98,9 +98,9 @@ def test_abandoned_iterators_stop_their_threads():
     del it
     gc.collect()
     assert pipeline_threads() == []
-    for x in infinite:  # break out of a for loop: same thing
+    for _x in infinite:  # break out of a for loop: same thing
         break
-    del x
+    del _x
 
 
 def test_explicit_close_joins_threads():

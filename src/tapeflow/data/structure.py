@@ -108,15 +108,19 @@ def to_array(value: Any, dtype: Any = None) -> np.ndarray:
 
 
 def normalize(value: Any, dtype_struct: Any = None, lists_are_tuples: bool = False) -> Any:
-    """A user-supplied element (tensors, arrays, Python values) to the internal form."""
-    if lists_are_tuples and isinstance(value, list):
+    """A user-supplied element (tensors, arrays, Python values) to the internal form.
+
+    Lists are tensors (as in TF), except a list returned at the top level by a map function
+    when `lists_are_tuples` is set.
+    """
+    if lists_are_tuples and isinstance(value, list):  # TF: a returned list is a tuple
         value = tuple(value)
     if isinstance(value, dict):
-        return {k: normalize(v, None if dtype_struct is None else dtype_struct[k],
-                             lists_are_tuples) for k, v in value.items()}
+        return {k: normalize(v, None if dtype_struct is None else dtype_struct[k])
+                for k, v in value.items()}
     if isinstance(value, tuple):
         dts = dtype_struct if isinstance(dtype_struct, tuple) else (None,) * len(value)
-        items = [normalize(v, d, lists_are_tuples) for v, d in zip(value, dts)]
+        items = [normalize(v, d) for v, d in zip(value, dts)]
         return type(value)(*items) if _is_namedtuple(value) else tuple(items)
     return to_array(value, dtype_struct)
 
