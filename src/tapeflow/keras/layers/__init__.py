@@ -1,0 +1,35 @@
+"""``tf.keras.layers``: one module per layer family, re-exported here."""
+
+from tapeflow.keras.engine.base_layer import Layer
+from tapeflow.keras.layers.activation import ELU, LeakyReLU, ReLU, Softmax
+from tapeflow.keras.layers.convolutional import Conv2D, Convolution2D
+from tapeflow.keras.layers.core import Activation, Dense, Dropout, Flatten, Lambda, Reshape
+from tapeflow.keras.layers.embedding import Embedding
+from tapeflow.keras.layers.merge import (
+    Add,
+    Average,
+    Concatenate,
+    Maximum,
+    Minimum,
+    Multiply,
+    Subtract,
+    add,
+    average,
+    concatenate,
+    maximum,
+    minimum,
+    multiply,
+    subtract,
+)
+from tapeflow.keras.layers.normalization import BatchNormalization, LayerNormalization
+from tapeflow.keras.layers.pooling import (
+    AveragePooling2D,
+    AvgPool2D,
+    GlobalAveragePooling2D,
+    GlobalAvgPool2D,
+    GlobalMaxPool2D,
+    GlobalMaxPooling2D,
+    MaxPool2D,
+    MaxPooling2D,
+)
+from tapeflow.keras.layers.recurrent import LSTM, RNN, LSTMCell, SimpleRNN, SimpleRNNCell

@@ -1,0 +1,86 @@
+"""Activation layers with their own arguments: ReLU, LeakyReLU, ELU, Softmax."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tapeflow as tf
+from tapeflow.keras import activations
+from tapeflow.keras.engine.base_layer import Layer
+
+
+class ReLU(Layer):
+    """max(x, 0) with optional ``max_value`` ceiling, ``negative_slope`` and ``threshold``."""
+
+    def __init__(self, max_value: float | None = None, negative_slope: float = 0.0,
+                 threshold: float = 0.0, **kwargs: Any):
+        super().__init__(**kwargs)
+        if max_value is not None and max_value < 0:
+            raise ValueError(f"ReLU: max_value must be >= 0, got {max_value}")
+        if negative_slope < 0:
+            raise ValueError(f"ReLU: negative_slope must be >= 0, got {negative_slope}")
+        self.max_value = max_value
+        self.negative_slope = negative_slope
+        self.threshold = threshold
+
+    def call(self, inputs: Any):
+        return activations.relu(inputs, alpha=self.negative_slope, max_value=self.max_value,
+                                threshold=self.threshold)
+
+    def compute_output_shape(self, input_shape: Any) -> tf.TensorShape:
+        return tf.TensorShape(input_shape)
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "max_value": self.max_value,
+                "negative_slope": self.negative_slope, "threshold": self.threshold}
+
+
+class LeakyReLU(Layer):
+    """x for x > 0, alpha * x otherwise (Keras 2's default alpha is 0.3)."""
+
+    def __init__(self, alpha: float = 0.3, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.alpha = float(alpha)
+
+    def call(self, inputs: Any):
+        return activations.relu(inputs, alpha=self.alpha)
+
+    def compute_output_shape(self, input_shape: Any) -> tf.TensorShape:
+        return tf.TensorShape(input_shape)
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "alpha": self.alpha}
+
+
+class ELU(Layer):
+    """Exponential linear unit with scale `alpha` for negative inputs."""
+
+    def __init__(self, alpha: float = 1.0, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.alpha = float(alpha)
+
+    def call(self, inputs: Any):
+        return activations.elu(inputs, alpha=self.alpha)
+
+    def compute_output_shape(self, input_shape: Any) -> tf.TensorShape:
+        return tf.TensorShape(input_shape)
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "alpha": self.alpha}
+
+
+class Softmax(Layer):
+    """Softmax along `axis`."""
+
+    def __init__(self, axis: int = -1, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.axis = axis
+
+    def call(self, inputs: Any):
+        return tf.nn.softmax(inputs, axis=self.axis)
+
+    def compute_output_shape(self, input_shape: Any) -> tf.TensorShape:
+        return tf.TensorShape(input_shape)
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "axis": self.axis}

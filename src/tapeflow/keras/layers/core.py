@@ -1,0 +1,232 @@
+"""Core layers: Dense, Activation, Flatten, Reshape, Dropout, Lambda."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import tapeflow as tf
+from tapeflow.keras import activations, initializers, regularizers
+from tapeflow.keras.engine.base_layer import Layer
+from tapeflow.keras.layers.utils import static_shape
+
+
+class Dense(Layer):
+    """``activation(inputs @ kernel + bias)`` on the last axis; leading axes are kept.
+
+    Weights: ``kernel`` [in, units] (glorot_uniform) and ``bias`` [units] (zeros), named
+    ``dense/kernel:0`` and ``dense/bias:0`` as in Keras.
+    """
+
+    def __init__(self, units: int, activation: Any = None, use_bias: bool = True,
+                 kernel_initializer: Any = "glorot_uniform", bias_initializer: Any = "zeros",
+                 kernel_regularizer: Any = None, bias_regularizer: Any = None,
+                 activity_regularizer: Any = None, kernel_constraint: Any = None,
+                 bias_constraint: Any = None, **kwargs: Any):
+        super().__init__(activity_regularizer=activity_regularizer, **kwargs)
+        units = int(units) if not isinstance(units, int) else units
+        if units <= 0:
+            raise ValueError(f"Dense: `units` must be a positive integer, got {units}")
+        self.units = units
+        self.activation = activations.get(activation)
+        self.use_bias = use_bias
+        self.kernel_initializer = initializers.get(kernel_initializer)
+        self.bias_initializer = initializers.get(bias_initializer)
+        self.kernel_regularizer = regularizers.get(kernel_regularizer)
+        self.bias_regularizer = regularizers.get(bias_regularizer)
+        self.kernel_constraint = kernel_constraint
+        self.bias_constraint = bias_constraint
+
+    def build(self, input_shape: Any) -> None:
+        last = tf.TensorShape(input_shape)[-1]
+        if last is None:
+            raise ValueError(f"Dense {self.name!r}: the last dimension of the inputs must be "
+                             f"known, got input shape {tf.TensorShape(input_shape)}")
+        self.kernel = self.add_weight("kernel", shape=(int(last), self.units),
+                                      initializer=self.kernel_initializer,
+                                      regularizer=self.kernel_regularizer,
+                                      constraint=self.kernel_constraint)
+        self.bias = None
+        if self.use_bias:
+            self.bias = self.add_weight("bias", shape=(self.units,),
+                                        initializer=self.bias_initializer,
+                                        regularizer=self.bias_regularizer,
+                                        constraint=self.bias_constraint)
+        self.built = True
+
+    def call(self, inputs: Any):
+        x = tf.convert_to_tensor(inputs)
+        shape = static_shape(x)
+        if len(shape) == 2:
+            out = tf.matmul(x, self.kernel)
+        else:  # [..., in] -> [N, in] @ kernel -> [..., units]
+            out = tf.matmul(tf.reshape(x, [-1, shape[-1]]), self.kernel)
+            lead = [-1 if d is None else d for d in shape[:-1]]
+            if lead.count(-1) > 1:
+                raise ValueError(f"Dense {self.name!r}: inputs of shape {shape} have more than "
+                                 "one unknown leading dimension")
+            out = tf.reshape(out, lead + [self.units])
+        if self.use_bias:
+            out = tf.nn.bias_add(out, self.bias)
+        return self.activation(out)
+
+    def compute_output_shape(self, input_shape: Any) -> tf.TensorShape:
+        return tf.TensorShape(list(tf.TensorShape(input_shape).as_list()[:-1]) + [self.units])
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "units": self.units,
+                "activation": activations.serialize(self.activation), "use_bias": self.use_bias}
+
+
+class Activation(Layer):
+    """Applies an activation function given by name or callable."""
+
+    def __init__(self, activation: Any, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.activation = activations.get(activation)
+
+    def call(self, inputs: Any):
+        return self.activation(inputs)
+
+    def compute_output_shape(self, input_shape: Any) -> tf.TensorShape:
+        return tf.TensorShape(input_shape)
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "activation": activations.serialize(self.activation)}
+
+
+class Flatten(Layer):
+    """[batch, d1, d2, ...] -> [batch, d1 * d2 * ...]."""
+
+    def __init__(self, data_format: str | None = None, **kwargs: Any):
+        super().__init__(**kwargs)
+        if data_format not in (None, "channels_last"):
+            raise ValueError(f"Flatten: data_format={data_format!r} is not supported "
+                             "(channels_last only)")
+
+    def call(self, inputs: Any):
+        x = tf.convert_to_tensor(inputs)
+        shape = static_shape(x)
+        if len(shape) < 2:
+            return tf.reshape(x, [-1, 1])
+        rest = shape[1:]
+        if any(d is None for d in rest):
+            if shape[0] is None:
+                raise ValueError(f"Flatten {self.name!r}: cannot flatten shape {shape}: only the "
+                                 "batch dimension may be unknown")
+            return tf.reshape(x, [shape[0], -1])
+        return tf.reshape(x, [-1, math.prod(rest)])
+
+    def compute_output_shape(self, input_shape: Any) -> tf.TensorShape:
+        dims = tf.TensorShape(input_shape).as_list()
+        rest = dims[1:]
+        flat = None if any(d is None for d in rest) else math.prod(rest)
+        return tf.TensorShape([dims[0], flat])
+
+
+class Reshape(Layer):
+    """Reshape everything but the batch dimension to `target_shape` (one entry may be -1)."""
+
+    def __init__(self, target_shape: Any, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.target_shape = tuple(int(d) for d in target_shape)
+        if sum(d == -1 for d in self.target_shape) > 1:
+            raise ValueError(f"Reshape: at most one dimension of target_shape may be -1, got "
+                             f"{self.target_shape}")
+
+    def _resolved(self, input_shape: list) -> list:
+        """target_shape with its -1 filled in from the (known) non-batch input dims."""
+        target = list(self.target_shape)
+        rest = input_shape[1:]
+        if -1 not in target or any(d is None for d in rest):
+            return target
+        total, known = math.prod(rest), math.prod(d for d in target if d != -1)
+        if known == 0 or total % known:
+            raise ValueError(f"Reshape {self.name!r}: total size of the input {rest} is not "
+                             f"compatible with target_shape {self.target_shape}")
+        return [total // known if d == -1 else d for d in target]
+
+    def call(self, inputs: Any):
+        x = tf.convert_to_tensor(inputs)
+        shape = static_shape(x)
+        target = self._resolved(shape)
+        if -1 in target:
+            if shape[0] is None:
+                raise ValueError(f"Reshape {self.name!r}: cannot infer the -1 of "
+                                 f"{self.target_shape} from input shape {shape}")
+            return tf.reshape(x, [shape[0]] + target)
+        rest = shape[1:]
+        if all(d is not None for d in rest) and math.prod(rest) != math.prod(target):
+            raise ValueError(f"Reshape {self.name!r}: cannot reshape inputs of shape {shape} "
+                             f"to target_shape {self.target_shape}: sizes differ")
+        return tf.reshape(x, [-1] + target)
+
+    def compute_output_shape(self, input_shape: Any) -> tf.TensorShape:
+        dims = tf.TensorShape(input_shape).as_list()
+        return tf.TensorShape([dims[0]] + [None if d == -1 else d
+                                           for d in self._resolved(dims)])
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "target_shape": self.target_shape}
+
+
+class Dropout(Layer):
+    """Inverted dropout: in training zero a `rate` fraction and scale the rest by 1/(1-rate).
+
+    At inference (``training=False``, the default outside ``fit``) it is the identity.
+    """
+
+    def __init__(self, rate: float, noise_shape: Any = None, seed: int | None = None,
+                 **kwargs: Any):
+        super().__init__(**kwargs)
+        rate = float(rate)
+        if not 0.0 <= rate < 1.0:
+            raise ValueError(f"Dropout: `rate` must be in [0, 1), got {rate}")
+        self.rate = rate
+        self.noise_shape = noise_shape
+        self.seed = seed
+
+    def _noise_shape(self, x: Any) -> Any:
+        if self.noise_shape is None:
+            return None
+        shape = static_shape(x)
+        return [shape[i] if d is None else d for i, d in enumerate(self.noise_shape)]
+
+    def call(self, inputs: Any, training: Any = None):
+        if not training or self.rate == 0.0:
+            return inputs
+        x = tf.convert_to_tensor(inputs)
+        return tf.nn.dropout(x, rate=self.rate, noise_shape=self._noise_shape(x), seed=self.seed)
+
+    def compute_output_shape(self, input_shape: Any) -> tf.TensorShape:
+        return tf.TensorShape(input_shape)
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "rate": self.rate, "noise_shape": self.noise_shape,
+                "seed": self.seed}
+
+
+class Lambda(Layer):
+    """Wrap an arbitrary function of tensors as a layer (no weights of its own)."""
+
+    def __init__(self, function: Callable, output_shape: Any = None, mask: Any = None,
+                 arguments: dict | None = None, **kwargs: Any):
+        super().__init__(**kwargs)
+        if not callable(function):
+            raise TypeError(f"Lambda: `function` must be callable, got {function!r}")
+        self.function = function
+        self.arguments = dict(arguments or {})
+        self._output_shape = output_shape
+
+    def call(self, inputs: Any):
+        return self.function(inputs, **self.arguments)
+
+    def compute_output_shape(self, input_shape: Any) -> tf.TensorShape:
+        if self._output_shape is None:
+            raise NotImplementedError(f"Lambda {self.name!r}: pass output_shape= to compute "
+                                      "the output shape without running the function")
+        if callable(self._output_shape):
+            return tf.TensorShape(self._output_shape(input_shape))
+        batch = tf.TensorShape(input_shape).as_list()[0]
+        return tf.TensorShape([batch] + list(self._output_shape))

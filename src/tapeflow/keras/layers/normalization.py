@@ -1,0 +1,198 @@
+"""Normalization layers: BatchNormalization (batch statistics, moving averages), LayerNorm.
+
+BatchNormalization updates its moving statistics with variable assign ops, so the update also
+happens inside a traced ``tf.function`` (assigns are stateful: the executor keeps them).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tapeflow as tf
+from tapeflow.keras import initializers, regularizers
+from tapeflow.keras.engine.base_layer import Layer
+
+
+def _normalize_axes(axis: Any, rank: int, layer: str) -> list[int]:
+    axes = [axis] if isinstance(axis, int) else list(axis)
+    out = []
+    for a in axes:
+        if not -rank <= a < rank:
+            raise ValueError(f"{layer}: axis {a} is out of range for inputs of rank {rank}")
+        out.append(a % rank)
+    return sorted(set(out))
+
+
+def _param_shape(input_shape: tf.TensorShape, axes: list[int], layer: str) -> tuple[int, ...]:
+    dims = [input_shape[a] for a in axes]
+    if any(d is None for d in dims):
+        raise ValueError(f"{layer}: the normalized axes {axes} of the input shape {input_shape} "
+                         "must be known")
+    return tuple(int(d) for d in dims)
+
+
+def _broadcast_param(p: Any, rank: int, axes: list[int]) -> Any:
+    """Reshape a parameter of shape [dims at axes] so it broadcasts against the inputs."""
+    if axes == [rank - 1]:
+        return p
+    shape = [1] * rank
+    for a, d in zip(axes, p.shape.as_list()):
+        shape[a] = d
+    return tf.reshape(p, shape)
+
+
+class BatchNormalization(Layer):
+    """Normalize with the batch's statistics in training, moving averages at inference.
+
+    ``moving = moving * momentum + batch_statistic * (1 - momentum)`` after each training call.
+    As Keras's fused path does for 4-D inputs (and as PyTorch does), the moving variance is fed
+    the unbiased batch variance (n / (n - 1)); normalization itself uses the biased one.
+    Weights, in Keras's order: gamma, beta (trainable), moving_mean, moving_variance.
+    """
+
+    def __init__(self, axis: Any = -1, momentum: float = 0.99, epsilon: float = 1e-3,
+                 center: bool = True, scale: bool = True, beta_initializer: Any = "zeros",
+                 gamma_initializer: Any = "ones", moving_mean_initializer: Any = "zeros",
+                 moving_variance_initializer: Any = "ones", beta_regularizer: Any = None,
+                 gamma_regularizer: Any = None, beta_constraint: Any = None,
+                 gamma_constraint: Any = None, **kwargs: Any):
+        super().__init__(**kwargs)
+        if not 0.0 <= momentum <= 1.0:
+            raise ValueError(f"BatchNormalization: momentum must be in [0, 1], got {momentum}")
+        if epsilon <= 0:
+            raise ValueError(f"BatchNormalization: epsilon must be positive, got {epsilon}")
+        self.axis = axis
+        self.momentum = float(momentum)
+        self.epsilon = float(epsilon)
+        self.center = center
+        self.scale = scale
+        self.beta_initializer = initializers.get(beta_initializer)
+        self.gamma_initializer = initializers.get(gamma_initializer)
+        self.moving_mean_initializer = initializers.get(moving_mean_initializer)
+        self.moving_variance_initializer = initializers.get(moving_variance_initializer)
+        self.beta_regularizer = regularizers.get(beta_regularizer)
+        self.gamma_regularizer = regularizers.get(gamma_regularizer)
+        self.beta_constraint = beta_constraint
+        self.gamma_constraint = gamma_constraint
+
+    def build(self, input_shape: Any) -> None:
+        shape = tf.TensorShape(input_shape)
+        if shape.rank is None:
+            raise ValueError(f"BatchNormalization {self.name!r}: input rank must be known")
+        self._axes = _normalize_axes(self.axis, shape.rank, "BatchNormalization")
+        self._reduce_axes = [i for i in range(shape.rank) if i not in self._axes]
+        param_shape = _param_shape(shape, self._axes, "BatchNormalization")
+        self.gamma = self.add_weight("gamma", shape=param_shape,
+                                     initializer=self.gamma_initializer,
+                                     regularizer=self.gamma_regularizer,
+                                     constraint=self.gamma_constraint) if self.scale else None
+        self.beta = self.add_weight("beta", shape=param_shape,
+                                    initializer=self.beta_initializer,
+                                    regularizer=self.beta_regularizer,
+                                    constraint=self.beta_constraint) if self.center else None
+        self.moving_mean = self.add_weight("moving_mean", shape=param_shape,
+                                           initializer=self.moving_mean_initializer,
+                                           trainable=False)
+        self.moving_variance = self.add_weight("moving_variance", shape=param_shape,
+                                               initializer=self.moving_variance_initializer,
+                                               trainable=False)
+        self.built = True
+
+    def _affine(self, x: Any, mean: Any, variance: Any) -> Any:
+        """gamma * (x - mean) / sqrt(variance + eps) + beta as one scale and one shift."""
+        rank = x.shape.rank
+        inv = tf.math.rsqrt(variance + self.epsilon)
+        if self.gamma is not None:
+            inv = inv * _broadcast_param(self.gamma, rank, self._axes)
+        shift = -mean * inv
+        if self.beta is not None:
+            shift = shift + _broadcast_param(self.beta, rank, self._axes)
+        return x * inv + shift
+
+    def call(self, inputs: Any, training: Any = None):
+        x = tf.convert_to_tensor(inputs)
+        rank = x.shape.rank
+        if not training:
+            return self._affine(x, _broadcast_param(self.moving_mean, rank, self._axes),
+                                _broadcast_param(self.moving_variance, rank, self._axes))
+        mean, variance = tf.nn.moments(x, axes=self._reduce_axes, keepdims=True)
+        self._update_moving(x, mean, variance)
+        return self._affine(x, mean, variance)
+
+    def _update_moving(self, x: Any, mean: Any, variance: Any) -> None:
+        shape = x.shape.as_list()
+        n = 1
+        for a in self._reduce_axes:
+            if shape[a] is None:
+                raise ValueError(f"BatchNormalization {self.name!r}: training needs the static "
+                                 f"size of the reduced axes, got input shape {x.shape}")
+            n *= shape[a]
+        correction = n / max(n - 1, 1)
+        decay = 1.0 - self.momentum
+        stats_shape = self.moving_mean.shape.as_list()
+        mean = tf.reshape(tf.stop_gradient(mean), stats_shape)
+        variance = tf.reshape(tf.stop_gradient(variance), stats_shape) * correction
+        self.moving_mean.assign_sub((self.moving_mean - mean) * decay)
+        self.moving_variance.assign_sub((self.moving_variance - variance) * decay)
+
+    def compute_output_shape(self, input_shape: Any) -> tf.TensorShape:
+        return tf.TensorShape(input_shape)
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "axis": self.axis, "momentum": self.momentum,
+                "epsilon": self.epsilon, "center": self.center, "scale": self.scale}
+
+
+class LayerNormalization(Layer):
+    """Normalize each example over `axis` (default the last) with a learned scale and shift."""
+
+    def __init__(self, axis: Any = -1, epsilon: float = 1e-3, center: bool = True,
+                 scale: bool = True, beta_initializer: Any = "zeros",
+                 gamma_initializer: Any = "ones", beta_regularizer: Any = None,
+                 gamma_regularizer: Any = None, beta_constraint: Any = None,
+                 gamma_constraint: Any = None, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.axis = axis
+        self.epsilon = float(epsilon)
+        self.center = center
+        self.scale = scale
+        self.beta_initializer = initializers.get(beta_initializer)
+        self.gamma_initializer = initializers.get(gamma_initializer)
+        self.beta_regularizer = regularizers.get(beta_regularizer)
+        self.gamma_regularizer = regularizers.get(gamma_regularizer)
+        self.beta_constraint = beta_constraint
+        self.gamma_constraint = gamma_constraint
+
+    def build(self, input_shape: Any) -> None:
+        shape = tf.TensorShape(input_shape)
+        if shape.rank is None:
+            raise ValueError(f"LayerNormalization {self.name!r}: input rank must be known")
+        self._axes = _normalize_axes(self.axis, shape.rank, "LayerNormalization")
+        param_shape = _param_shape(shape, self._axes, "LayerNormalization")
+        self.gamma = self.add_weight("gamma", shape=param_shape,
+                                     initializer=self.gamma_initializer,
+                                     regularizer=self.gamma_regularizer,
+                                     constraint=self.gamma_constraint) if self.scale else None
+        self.beta = self.add_weight("beta", shape=param_shape,
+                                    initializer=self.beta_initializer,
+                                    regularizer=self.beta_regularizer,
+                                    constraint=self.beta_constraint) if self.center else None
+        self.built = True
+
+    def call(self, inputs: Any):
+        x = tf.convert_to_tensor(inputs)
+        rank = x.shape.rank
+        mean, variance = tf.nn.moments(x, axes=self._axes, keepdims=True)
+        out = (x - mean) * tf.math.rsqrt(variance + self.epsilon)
+        if self.gamma is not None:
+            out = out * _broadcast_param(self.gamma, rank, self._axes)
+        if self.beta is not None:
+            out = out + _broadcast_param(self.beta, rank, self._axes)
+        return out
+
+    def compute_output_shape(self, input_shape: Any) -> tf.TensorShape:
+        return tf.TensorShape(input_shape)
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "axis": self.axis, "epsilon": self.epsilon,
+                "center": self.center, "scale": self.scale}

@@ -1,0 +1,285 @@
+"""Recurrent layers: LSTMCell/LSTM and SimpleRNNCell/SimpleRNN, run by a generic ``RNN``.
+
+A cell splits its step in two: ``project(x)`` (the input half, ``x @ kernel + bias``, applied
+to the whole sequence at once by ``RNN`` as one big matmul) and ``step(projected_t, states)``
+(the recurrent half). ``cell(x_t, states)`` runs both for one time step, as the seed's
+``LSTMCell(10)(input, state)`` does. The time loop is unrolled in Python, so the sequence
+length must be known statically when tracing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tapeflow as tf
+from tapeflow.keras import activations, initializers, regularizers
+from tapeflow.keras.engine.base_layer import Layer
+from tapeflow.keras.layers.utils import static_shape
+
+
+class _Cell(Layer):
+    """Shared weights and arguments of the recurrent cells (``gates`` blocks of `units`)."""
+
+    gates = 1
+
+    def __init__(self, units: int, activation: Any = "tanh", use_bias: bool = True,
+                 kernel_initializer: Any = "glorot_uniform",
+                 recurrent_initializer: Any = "orthogonal", bias_initializer: Any = "zeros",
+                 kernel_regularizer: Any = None, recurrent_regularizer: Any = None,
+                 bias_regularizer: Any = None, kernel_constraint: Any = None,
+                 recurrent_constraint: Any = None, bias_constraint: Any = None, **kwargs: Any):
+        super().__init__(**kwargs)
+        if int(units) <= 0:
+            raise ValueError(f"{type(self).__name__}: `units` must be positive, got {units}")
+        self.units = int(units)
+        self.activation = activations.get(activation)
+        self.use_bias = use_bias
+        self.kernel_initializer = initializers.get(kernel_initializer)
+        self.recurrent_initializer = initializers.get(recurrent_initializer)
+        self.bias_initializer = initializers.get(bias_initializer)
+        self.kernel_regularizer = regularizers.get(kernel_regularizer)
+        self.recurrent_regularizer = regularizers.get(recurrent_regularizer)
+        self.bias_regularizer = regularizers.get(bias_regularizer)
+        self.kernel_constraint = kernel_constraint
+        self.recurrent_constraint = recurrent_constraint
+        self.bias_constraint = bias_constraint
+
+    def _bias_initializer(self) -> Any:
+        return self.bias_initializer
+
+    def build(self, input_shape: Any) -> None:
+        last = tf.TensorShape(input_shape)[-1]
+        if last is None:
+            raise ValueError(f"{type(self).__name__} {self.name!r}: the feature dimension of "
+                             f"the inputs must be known, got {tf.TensorShape(input_shape)}")
+        width = self.gates * self.units
+        self.kernel = self.add_weight("kernel", shape=(int(last), width),
+                                      initializer=self.kernel_initializer,
+                                      regularizer=self.kernel_regularizer,
+                                      constraint=self.kernel_constraint)
+        self.recurrent_kernel = self.add_weight("recurrent_kernel", shape=(self.units, width),
+                                                initializer=self.recurrent_initializer,
+                                                regularizer=self.recurrent_regularizer,
+                                                constraint=self.recurrent_constraint)
+        self.bias = None
+        if self.use_bias:
+            self.bias = self.add_weight("bias", shape=(width,),
+                                        initializer=self._bias_initializer(),
+                                        regularizer=self.bias_regularizer,
+                                        constraint=self.bias_constraint)
+        self.built = True
+
+    @property
+    def state_size(self) -> Any:
+        return self.units
+
+    @property
+    def output_size(self) -> int:
+        return self.units
+
+    def project(self, inputs: Any) -> Any:
+        """The input half of every step, for [..., features] inputs -> [..., gates * units]."""
+        x = tf.convert_to_tensor(inputs)
+        shape = static_shape(x)
+        if len(shape) == 2:
+            out = tf.matmul(x, self.kernel)
+        else:
+            out = tf.matmul(tf.reshape(x, [-1, shape[-1]]), self.kernel)
+            out = tf.reshape(out, [-1 if d is None else d for d in shape[:-1]]
+                             + [self.gates * self.units])
+        if self.bias is not None:
+            out = tf.nn.bias_add(out, self.bias)
+        return out
+
+    def step(self, projected: Any, states: list) -> tuple[Any, list]:
+        raise NotImplementedError
+
+    def call(self, inputs: Any, states: Any):
+        states = list(states) if isinstance(states, (list, tuple)) else [states]
+        return self.step(self.project(inputs), states)
+
+    def get_initial_state(self, inputs: Any = None, batch_size: Any = None,
+                          dtype: Any = None) -> list:
+        """Zero states, one per entry of ``state_size``."""
+        sizes = self.state_size if isinstance(self.state_size, (list, tuple)) \
+            else [self.state_size]
+        dtype = dtype or self.dtype
+        return [tf.zeros([batch_size, s], dtype=dtype) for s in sizes]
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "units": self.units,
+                "activation": activations.serialize(self.activation), "use_bias": self.use_bias}
+
+
+class SimpleRNNCell(_Cell):
+    """h_t = activation(x_t @ kernel + h_{t-1} @ recurrent_kernel + bias)."""
+
+    def step(self, projected: Any, states: list) -> tuple[Any, list]:
+        h = self.activation(projected + tf.matmul(states[0], self.recurrent_kernel))
+        return h, [h]
+
+
+class LSTMCell(_Cell):
+    """Long short-term memory step with Keras's gate order (input, forget, cell, output).
+
+    ``unit_forget_bias`` starts the forget-gate bias at 1 so early training keeps memory.
+    States are ``[h, c]``; the output is ``h``.
+    """
+
+    gates = 4
+
+    def __init__(self, units: int, activation: Any = "tanh",
+                 recurrent_activation: Any = "sigmoid", use_bias: bool = True,
+                 kernel_initializer: Any = "glorot_uniform",
+                 recurrent_initializer: Any = "orthogonal", bias_initializer: Any = "zeros",
+                 unit_forget_bias: bool = True, **kwargs: Any):
+        super().__init__(units, activation=activation, use_bias=use_bias,
+                         kernel_initializer=kernel_initializer,
+                         recurrent_initializer=recurrent_initializer,
+                         bias_initializer=bias_initializer, **kwargs)
+        self.recurrent_activation = activations.get(recurrent_activation)
+        self.unit_forget_bias = unit_forget_bias
+
+    def _bias_initializer(self) -> Any:
+        if not self.unit_forget_bias:
+            return self.bias_initializer
+        base, units = self.bias_initializer, self.units
+
+        def forget_bias_one(shape: Any, dtype: Any = None, **kwargs: Any):
+            return tf.concat([base((units,), dtype=dtype), tf.ones((units,), dtype=dtype),
+                              base((2 * units,), dtype=dtype)], axis=0)
+
+        return forget_bias_one
+
+    @property
+    def state_size(self) -> list[int]:
+        return [self.units, self.units]
+
+    def step(self, projected: Any, states: list) -> tuple[Any, list]:
+        h, c = states
+        z = projected + tf.matmul(h, self.recurrent_kernel)
+        i, f, g, o = tf.split(z, 4, axis=-1)
+        c = self.recurrent_activation(f) * c + self.recurrent_activation(i) * self.activation(g)
+        h = self.recurrent_activation(o) * self.activation(c)
+        return h, [h, c]
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "unit_forget_bias": self.unit_forget_bias,
+                "recurrent_activation": activations.serialize(self.recurrent_activation)}
+
+
+class RNN(Layer):
+    """Run `cell` over the time axis of [batch, time, features] inputs.
+
+    Returns the last output ([batch, units]), or every output ([batch, time, units]) with
+    ``return_sequences``; with ``return_state`` the final states follow the output in a list.
+    """
+
+    def __init__(self, cell: _Cell, return_sequences: bool = False, return_state: bool = False,
+                 go_backwards: bool = False, **kwargs: Any):
+        super().__init__(**kwargs)
+        if not isinstance(cell, _Cell):
+            raise TypeError(f"RNN: `cell` must be a tapeflow recurrent cell (LSTMCell, "
+                            f"SimpleRNNCell), got {cell!r}")
+        self.cell = cell
+        self.return_sequences = return_sequences
+        self.return_state = return_state
+        self.go_backwards = go_backwards
+
+    @property
+    def units(self) -> int:
+        return self.cell.units
+
+    def build(self, input_shape: Any) -> None:
+        shape = tf.TensorShape(input_shape)
+        if shape.rank != 3:
+            raise ValueError(f"{type(self).__name__} {self.name!r}: expected inputs of shape "
+                             f"[batch, time, features], got {shape}")
+        if not self.cell.built:
+            with tf.name_scope(self.cell.name):
+                self.cell.build(tf.TensorShape([shape[0], shape[2]]))
+            self.cell.built = True
+        self.built = True
+
+    def call(self, inputs: Any, initial_state: Any = None):
+        x = tf.convert_to_tensor(inputs)
+        batch, steps, _ = static_shape(x)
+        if steps is None:
+            raise ValueError(f"{type(self).__name__} {self.name!r}: the time dimension must be "
+                             f"known (inputs have shape {x.shape}); give Input(shape=(T, F)) or "
+                             "pad the sequences to a fixed length")
+        projected = tf.unstack(self.cell.project(x), num=steps, axis=1)
+        if self.go_backwards:
+            projected = projected[::-1]
+        if initial_state is None:
+            states = self._zero_states(x, batch)
+        else:
+            states = list(initial_state) if isinstance(initial_state, (list, tuple)) \
+                else [initial_state]
+        outputs = []
+        for p in projected:
+            out, states = self.cell.step(p, states)
+            outputs.append(out)
+        result = tf.stack(outputs, axis=1) if self.return_sequences else outputs[-1]
+        if self.return_state:
+            return [result] + list(states)
+        return result
+
+    def _zero_states(self, x: Any, batch: int | None) -> list:
+        if batch is not None:
+            return self.cell.get_initial_state(batch_size=batch, dtype=x.dtype)
+        # unknown batch (a symbolic build): zeros shaped like one time step of the inputs
+        zeros = tf.matmul(tf.zeros_like(x[:, 0, :]),
+                          tf.zeros([x.shape[-1], self.cell.units], dtype=x.dtype))
+        count = len(self.cell.state_size) if isinstance(self.cell.state_size, list) else 1
+        return [zeros] * count
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "return_sequences": self.return_sequences,
+                "return_state": self.return_state, "go_backwards": self.go_backwards}
+
+
+class SimpleRNN(RNN):
+    """Fully connected recurrent layer: ``SimpleRNN(units)``; weights under simple_rnn/..."""
+
+    def __init__(self, units: int, activation: Any = "tanh", use_bias: bool = True,
+                 kernel_initializer: Any = "glorot_uniform",
+                 recurrent_initializer: Any = "orthogonal", bias_initializer: Any = "zeros",
+                 return_sequences: bool = False, return_state: bool = False,
+                 go_backwards: bool = False, **kwargs: Any):
+        layer_kwargs = {k: kwargs.pop(k) for k in list(kwargs) if k in _LAYER_KWARGS}
+        cell = SimpleRNNCell(units, activation=activation, use_bias=use_bias,
+                             kernel_initializer=kernel_initializer,
+                             recurrent_initializer=recurrent_initializer,
+                             bias_initializer=bias_initializer,
+                             dtype=layer_kwargs.get("dtype"), **kwargs)
+        super().__init__(cell, return_sequences=return_sequences, return_state=return_state,
+                         go_backwards=go_backwards, **layer_kwargs)
+
+
+class LSTM(RNN):
+    """Long short-term memory layer: ``LSTM(units, return_sequences=..., return_state=...)``.
+
+    Weights (Keras names): ``lstm/lstm_cell/kernel:0`` [features, 4 units],
+    ``recurrent_kernel:0`` [units, 4 units] (orthogonal), ``bias:0`` [4 units].
+    """
+
+    def __init__(self, units: int, activation: Any = "tanh",
+                 recurrent_activation: Any = "sigmoid", use_bias: bool = True,
+                 kernel_initializer: Any = "glorot_uniform",
+                 recurrent_initializer: Any = "orthogonal", bias_initializer: Any = "zeros",
+                 unit_forget_bias: bool = True, return_sequences: bool = False,
+                 return_state: bool = False, go_backwards: bool = False, **kwargs: Any):
+        layer_kwargs = {k: kwargs.pop(k) for k in list(kwargs) if k in _LAYER_KWARGS}
+        cell = LSTMCell(units, activation=activation, recurrent_activation=recurrent_activation,
+                        use_bias=use_bias, kernel_initializer=kernel_initializer,
+                        recurrent_initializer=recurrent_initializer,
+                        bias_initializer=bias_initializer, unit_forget_bias=unit_forget_bias,
+                        dtype=layer_kwargs.get("dtype"), **kwargs)
+        super().__init__(cell, return_sequences=return_sequences, return_state=return_state,
+                         go_backwards=go_backwards, **layer_kwargs)
+
+
+# arguments that belong to the wrapping layer rather than to its cell
+_LAYER_KWARGS = frozenset({"name", "trainable", "dtype", "input_shape", "batch_input_shape",
+                           "batch_size", "input_dim", "weights", "activity_regularizer"})

@@ -1,0 +1,41 @@
+"""Argument normalisation shared by the layer families (tuples, padding names, static shapes)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def normalize_tuple(value: Any, n: int, name: str, layer: str) -> tuple[int, ...]:
+    """An int or an n-sequence of ints -> n-tuple; a clear error naming the layer otherwise."""
+    if isinstance(value, int):
+        return (value,) * n
+    try:
+        out = tuple(int(v) for v in value)
+    except TypeError:
+        raise ValueError(f"{layer}: `{name}` must be an int or a tuple of {n} ints, got "
+                         f"{value!r}") from None
+    if len(out) != n:
+        raise ValueError(f"{layer}: `{name}` must be an int or a tuple of {n} ints, got "
+                         f"{value!r}")
+    return out
+
+
+def normalize_padding(value: str, layer: str) -> str:
+    """'same'/'valid' (any case) -> the op-level spelling 'SAME'/'VALID'."""
+    padding = str(value).lower()
+    if padding not in ("same", "valid"):
+        raise ValueError(f"{layer}: `padding` must be 'same' or 'valid', got {value!r}")
+    return padding.upper()
+
+
+def check_data_format(value: str | None, layer: str) -> None:
+    """Only channels_last (NHWC) is supported: the layout of every tapeflow conv kernel."""
+    if value not in (None, "channels_last"):
+        raise ValueError(f"{layer}: data_format={value!r} is not supported; tapeflow layers use "
+                         "'channels_last' (NHWC). Transpose the input with tf.transpose.")
+
+
+def static_shape(x: Any) -> list:
+    """The static shape of a tensor as a list with None for unknown dims."""
+    shape = x.shape
+    return list(shape.as_tuple()) if hasattr(shape, "as_tuple") else list(shape)
