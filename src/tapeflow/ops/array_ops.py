@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import collections
 from typing import Any
 
 import numpy as np
 
-from tapeflow._api import export
+from tapeflow._api import export, export_value
 from tapeflow.framework import dtypes as _dtypes
+from tapeflow.framework import errors
 from tapeflow.framework.constant import convert_to_tensor
 from tapeflow.framework.dispatch import apply, op
 from tapeflow.framework.shape_rules import same_as_first
+from tapeflow.framework.tensor import EagerTensor, Tensor
+
+export_value("newaxis", None)
 
 
 def _shape_arg(shape: Any) -> tuple:
@@ -71,7 +76,10 @@ def reshape_like(x, like):
 
 @export("reshape")
 def reshape(tensor: Any, shape: Any, name: str | None = None):
-    """Reshape `tensor` to `shape` (one dim may be -1)."""
+    """Reshape `tensor` to `shape` (one dim may be -1; a run-time shape tensor works too)."""
+    dyn = _dynamic_shape(shape)
+    if dyn is not None:
+        return apply(_reshape_dynamic, tensor, dyn)
     return apply(_reshape, tensor, shape=_shape_arg(shape))
 
 
@@ -299,3 +307,840 @@ def identity(input: Any, name: str | None = None):  # noqa: A002
 def stop_gradient(input: Any, name: str | None = None):  # noqa: A002
     """Same value; gradients do not flow through it."""
     return apply(_stop_gradient, input if hasattr(input, "dtype") else convert_to_tensor(input))
+
+
+# --- helpers for the ops below ----------------------------------------------------------------
+
+
+def _tensor(x: Any, dtype_hint: Any = None):
+    """Tensors and variables pass through; Python/NumPy values become constants."""
+    return x if hasattr(x, "dtype") and hasattr(x, "shape") else convert_to_tensor(
+        x, dtype_hint=dtype_hint)
+
+
+def _is_symbolic(x: Any) -> bool:
+    return isinstance(x, Tensor) and not isinstance(x, EagerTensor)
+
+
+def _python_int(v: Any, what: str) -> int:
+    """An int from a Python/NumPy number or an eager scalar tensor (symbolic ones cannot)."""
+    if _is_symbolic(v):
+        raise TypeError(f"{what} must be known when the graph is traced, got the symbolic tensor "
+                        f"{v!r}\n{errors.user_line()}")
+    if hasattr(v, "numpy"):
+        v = v.numpy()
+    return int(v)
+
+
+def _axis(axis: Any, rank: int | None, op_name: str, extra: int = 0) -> int:
+    """Normalize a single axis into [0, rank + extra)."""
+    axis = _python_int(axis, f"{op_name}: axis")
+    if rank is None:
+        return axis
+    n = rank + extra
+    if not -n <= axis < n:
+        raise errors.InvalidArgumentError(
+            None, op_name, f"{op_name}: axis {axis} is out of range for a tensor of rank {rank}"
+            f"\n{errors.user_line()}")
+    return axis % n
+
+
+def _dynamic_shape(shape: Any):
+    """The shape as a symbolic int tensor when it is only known at run time, else None."""
+    if _is_symbolic(shape):
+        return shape
+    if isinstance(shape, (list, tuple)) and any(_is_symbolic(d) for d in shape):
+        return convert_to_tensor(shape)
+    return None
+
+
+@op("ReshapeDynamic", shape=lambda x, shape: (
+    None if shape[0] is None or shape[0][0] is None else (None,) * shape[0][0], x[1]))
+def _reshape_dynamic(x, shape):
+    return np.reshape(x, shape.tolist())
+
+
+@_reshape_dynamic.def_grad
+def _(g, out, x, shape):
+    return reshape_like(g, x), None
+
+
+# --- concat / split ---------------------------------------------------------------------------
+
+
+def _concat_rule(*xs, axis):
+    shapes = [s for s, _ in xs]
+    if any(s is None for s in shapes):
+        return None, xs[0][1]
+    out = list(shapes[0])
+    sizes = [s[axis] for s in shapes]
+    out[axis] = None if any(d is None for d in sizes) else sum(sizes)
+    return tuple(out), xs[0][1]
+
+
+@op("ConcatV2", same_dtype=True, shape=_concat_rule)
+def _concat(*xs, axis):
+    return np.concatenate(xs, axis=axis)
+
+
+@op("SplitLike", multi_output=True, shape=lambda g, *xs, axis: [(s, g[1]) for s, _ in xs])
+def _split_like(g, *xs, axis):
+    """Cut `g` along `axis` into pieces as long as each x (the gradient of concat)."""
+    bounds = np.cumsum([x.shape[axis] for x in xs])[:-1]
+    return tuple(np.split(g, bounds, axis=axis))
+
+
+@_concat.def_grad
+def _(g, out, *xs, axis):
+    return apply(_split_like, g, *xs, axis=axis)
+
+
+@_split_like.def_grad
+def _(gs, outs, g, *xs, axis):
+    return (apply(_concat, *gs, axis=axis),) + (None,) * len(xs)
+
+
+def _split_rule(x, *, sizes, axis):
+    shape, dtype = x
+    n = sizes if isinstance(sizes, int) else len(sizes)
+    if shape is None:
+        return [(None, dtype)] * n
+    specs = []
+    for i in range(n):
+        s = list(shape)
+        if isinstance(sizes, int):
+            s[axis] = None if shape[axis] is None else shape[axis] // sizes
+        else:
+            s[axis] = sizes[i]
+        specs.append((tuple(s), dtype))
+    return specs
+
+
+@op("SplitV", multi_output=True, shape=_split_rule)
+def _split(x, *, sizes, axis):
+    if isinstance(sizes, int):
+        if x.shape[axis] % sizes:
+            raise ValueError(f"dimension {axis} of size {x.shape[axis]} is not evenly "
+                             f"divisible by {sizes}")
+        return tuple(np.split(x, sizes, axis=axis))
+    if sum(sizes) != x.shape[axis]:
+        raise ValueError(f"sizes {list(sizes)} do not add up to dimension {axis} of size "
+                         f"{x.shape[axis]}")
+    return tuple(np.split(x, np.cumsum(sizes)[:-1], axis=axis))
+
+
+@_split.def_grad
+def _(gs, outs, x, *, sizes, axis):
+    return apply(_concat, *gs, axis=axis)
+
+
+@export("concat")
+def concat(values: Any, axis: int, name: str = "concat"):
+    """Join tensors along an existing `axis`."""
+    values = list(values)
+    if not values:
+        raise ValueError("tf.concat needs at least one value")
+    first = next((v for v in values if hasattr(v, "dtype")), None)
+    vals = [_tensor(v, first.dtype if first is not None else None) for v in values]
+    axis = _axis(axis, vals[0].shape.rank, "ConcatV2")
+    if len(vals) == 1:
+        return identity(vals[0])
+    return apply(_concat, *vals, axis=axis)
+
+
+@export("split")
+def split(value: Any, num_or_size_splits: Any, axis: int = 0, num: int | None = None,
+          name: str = "split"):
+    """Split into `n` equal pieces, or pieces of the given sizes (one size may be -1)."""
+    x = _tensor(value)
+    axis = _axis(axis, x.shape.rank, "SplitV")
+    if hasattr(num_or_size_splits, "numpy"):
+        num_or_size_splits = num_or_size_splits.numpy()
+    if np.ndim(num_or_size_splits) == 0:
+        sizes: Any = int(num_or_size_splits)
+    else:
+        sizes = [int(s) for s in np.asarray(num_or_size_splits).tolist()]
+        if sizes.count(-1) > 1:
+            raise ValueError(f"tf.split: at most one size may be -1, got {sizes}")
+        if -1 in sizes:
+            dim = x.shape[axis]
+            if dim is None:
+                raise ValueError("tf.split: a -1 size needs the split dimension known, got "
+                                 f"shape {x.shape}")
+            sizes[sizes.index(-1)] = dim - (sum(sizes) + 1)
+        sizes = tuple(sizes)
+    return list(apply(_split, x, sizes=sizes, axis=axis))
+
+
+# --- tile / pad -------------------------------------------------------------------------------
+
+
+@op("Tile", shape=lambda x, *, multiples: (None if x[0] is None else tuple(
+    None if d is None else d * m for d, m in zip(x[0], multiples)), x[1]))
+def _tile(x, *, multiples):
+    if len(multiples) != x.ndim:
+        raise ValueError(f"multiples has {len(multiples)} entries for a rank-{x.ndim} input")
+    return np.tile(x, multiples)
+
+
+@op("TileGrad", shape=lambda g, x, *, multiples: (x[0], g[1]))
+def _tile_grad(g, x, *, multiples):
+    """Sum the tiled copies of `g` back onto x's shape."""
+    interleaved = [v for m, d in zip(multiples, x.shape) for v in (m, d)]
+    return g.reshape(interleaved).sum(axis=tuple(range(0, 2 * x.ndim, 2)))
+
+
+@_tile.def_grad
+def _(g, out, x, *, multiples):
+    return apply(_tile_grad, g, x, multiples=multiples)
+
+
+@_tile_grad.def_grad
+def _(gg, out, g, x, *, multiples):
+    return apply(_tile, gg, multiples=multiples), None
+
+
+@export("tile")
+def tile(input: Any, multiples: Any, name: str | None = None):  # noqa: A002
+    """Repeat the whole tensor `multiples[i]` times along each dim i."""
+    return apply(_tile, _tensor(input), multiples=tuple(int(m) for m in _shape_arg(multiples)))
+
+
+_NP_PAD_MODE = {"CONSTANT": "constant", "REFLECT": "reflect", "SYMMETRIC": "symmetric"}
+
+
+@op("PadV2", shape=lambda x, *, paddings, mode, constant_values: (None if x[0] is None else tuple(
+    None if d is None else d + lo + hi for d, (lo, hi) in zip(x[0], paddings)), x[1]))
+def _pad(x, *, paddings, mode, constant_values):
+    if len(paddings) != x.ndim:
+        raise ValueError(f"paddings has {len(paddings)} rows for a rank-{x.ndim} input")
+    limit = 0 if mode == "REFLECT" else 1
+    if mode != "CONSTANT":
+        for d, (lo, hi) in zip(x.shape, paddings):
+            if max(lo, hi) > d - 1 + limit:
+                raise ValueError(f"{mode} paddings {list(paddings)} must be at most "
+                                 f"{'dim - 1' if limit == 0 else 'dim'} for shape "
+                                 f"{list(x.shape)}")
+        return np.pad(x, paddings, mode=_NP_PAD_MODE[mode])
+    return np.pad(x, paddings, mode="constant", constant_values=constant_values)
+
+
+@op("PadGrad", shape=lambda g, x, *, paddings, mode: (x[0], g[1]))
+def _pad_grad(g, x, *, paddings, mode):
+    """Adjoint of Pad: each padded position sends its gradient back to the source element."""
+    out = g
+    for ax, (lo, hi) in enumerate(paddings):
+        n = x.shape[ax]
+        moved = np.moveaxis(out, ax, 0)
+        if mode == "CONSTANT":
+            acc = moved[lo:lo + n]
+        else:
+            source = np.pad(np.arange(n), (lo, hi), mode=_NP_PAD_MODE[mode])
+            acc = np.zeros((n,) + moved.shape[1:], dtype=g.dtype)
+            np.add.at(acc, source, moved)
+        out = np.moveaxis(acc, 0, ax)
+    return np.ascontiguousarray(out)
+
+
+@_pad.def_grad
+def _(g, out, x, *, paddings, mode, constant_values):
+    return apply(_pad_grad, g, x, paddings=paddings, mode=mode)
+
+
+@_pad_grad.def_grad
+def _(gg, out, g, x, *, paddings, mode):
+    return apply(_pad, gg, paddings=paddings, mode=mode, constant_values=0), None
+
+
+@export("pad")
+def pad(tensor: Any, paddings: Any, mode: str = "CONSTANT", constant_values: Any = 0,
+        name: str | None = None):
+    """Pad each dim i with paddings[i] = [before, after] (CONSTANT, REFLECT or SYMMETRIC)."""
+    x = _tensor(tensor)
+    mode = mode.upper()
+    if mode not in _NP_PAD_MODE:
+        raise ValueError(f"tf.pad: mode must be CONSTANT, REFLECT or SYMMETRIC, got {mode!r}")
+    if hasattr(paddings, "numpy"):
+        paddings = paddings.numpy()
+    pairs = tuple((int(lo), int(hi)) for lo, hi in np.asarray(paddings).reshape(-1, 2).tolist())
+    cv = constant_values.numpy() if hasattr(constant_values, "numpy") else constant_values
+    return apply(_pad, x, paddings=pairs, mode=mode, constant_values=cv)
+
+
+# --- gather_nd --------------------------------------------------------------------------------
+
+
+def _gather_nd_rule(params, indices):
+    (ps, dtype), (ind, _) = params, indices
+    if ps is None or ind is None or ind[-1] is None:
+        return None, dtype
+    return tuple(ind[:-1]) + tuple(ps[ind[-1]:]), dtype
+
+
+@op("GatherNd", shape=_gather_nd_rule)
+def _gather_nd(params, indices):
+    return params[tuple(np.moveaxis(indices, -1, 0))]
+
+
+@op("ScatterNdAddLike", shape=lambda g, indices, like: (like[0], g[1]))
+def _scatter_nd_add_like(g, indices, like):
+    out = np.zeros(like.shape, dtype=g.dtype)
+    np.add.at(out, tuple(np.moveaxis(indices, -1, 0)), g)
+    return out
+
+
+@_gather_nd.def_grad
+def _(g, out, params, indices):
+    return apply(_scatter_nd_add_like, g, indices, params), None
+
+
+@_scatter_nd_add_like.def_grad
+def _(gg, out, g, indices, like):
+    return apply(_gather_nd, gg, indices), None, None
+
+
+@export("gather_nd")
+def gather_nd(params: Any, indices: Any, batch_dims: int = 0, name: str | None = None):
+    """Gather slices of `params` at the index tuples in the last dim of `indices`."""
+    if batch_dims:
+        raise NotImplementedError("tf.gather_nd with batch_dims != 0 (issue 2)")
+    return apply(_gather_nd, _tensor(params), _tensor(indices))
+
+
+# --- expand_dims / squeeze / broadcast_to -----------------------------------------------------
+
+
+@op("ExpandDims", shape=lambda x, *, axis: (
+    None if x[0] is None else tuple(x[0][:axis]) + (1,) + tuple(x[0][axis:]), x[1]))
+def _expand_dims(x, *, axis):
+    return np.expand_dims(x, axis)
+
+
+@op("Squeeze")
+def _squeeze(x, *, axis):
+    return np.squeeze(x, axis)
+
+
+def _reshape_back(g, out, x, **attrs):
+    return reshape_like(g, x)
+
+
+_expand_dims.def_grad(_reshape_back)
+_squeeze.def_grad(_reshape_back)
+
+
+@export("expand_dims")
+def expand_dims(input: Any, axis: int, name: str | None = None):  # noqa: A002
+    """Insert a dim of size 1 at `axis` (negative counts from the end of the result)."""
+    x = _tensor(input)
+    return apply(_expand_dims, x, axis=_axis(axis, x.shape.rank, "ExpandDims", extra=1))
+
+
+@export("squeeze")
+def squeeze(input: Any, axis: Any = None, name: str | None = None):  # noqa: A002
+    """Remove dims of size 1 (all of them, or those listed in `axis`)."""
+    x = _tensor(input)
+    if axis is not None:
+        axes = [axis] if np.ndim(axis) == 0 else list(axis)
+        axis = tuple(sorted(_axis(a, x.shape.rank, "Squeeze") for a in axes))
+        for a in axis:
+            d = x.shape[a] if x.shape.rank is not None else None
+            if d is not None and d != 1:
+                raise errors.InvalidArgumentError(
+                    None, "Squeeze", f"Squeeze: can not squeeze dim[{a}], expected a dimension "
+                    f"of 1, got {d} (input shape {x.shape})\n{errors.user_line()}")
+    return apply(_squeeze, x, axis=axis)
+
+
+@op("BroadcastTo", shape=lambda x, *, shape: (shape, x[1]))
+def _broadcast_to(x, *, shape):
+    return np.broadcast_to(x, shape)
+
+
+@op("BroadcastToDynamic", shape=lambda x, shape: (
+    None if shape[0] is None or shape[0][0] is None else (None,) * shape[0][0], x[1]))
+def _broadcast_to_dynamic(x, shape):
+    return np.broadcast_to(x, tuple(shape.tolist()))
+
+
+@_broadcast_to.def_grad
+def _(g, out, x, *, shape):
+    from tapeflow.ops.math_ops import unbroadcast
+
+    return unbroadcast(g, x)
+
+
+@_broadcast_to_dynamic.def_grad
+def _(g, out, x, shape):
+    from tapeflow.ops.math_ops import unbroadcast
+
+    return unbroadcast(g, x), None
+
+
+@export("broadcast_to")
+def broadcast_to(input: Any, shape: Any, name: str | None = None):  # noqa: A002
+    """Broadcast `input` to `shape` with NumPy's rules (the gradient sums back)."""
+    x = _tensor(input)
+    dyn = _dynamic_shape(shape)
+    if dyn is not None:
+        return apply(_broadcast_to_dynamic, x, dyn)
+    return apply(_broadcast_to, x, shape=_shape_arg(shape))
+
+
+# --- shape / size / rank ----------------------------------------------------------------------
+
+
+@op("Shape", shape=lambda x, *, out_type: (None if x[0] is None else (len(x[0]),), out_type))
+def _shape(x, *, out_type):
+    return np.array(x.shape, dtype=out_type._np)
+
+
+@op("Size", shape=lambda x, *, out_type: ((), out_type))
+def _size(x, *, out_type):
+    return np.array(x.size, dtype=out_type._np)
+
+
+@op("Rank", shape=lambda x: ((), _dtypes.int32))
+def _rank(x):
+    return np.array(x.ndim, dtype=np.int32)
+
+
+@export("shape")
+def shape(input: Any, out_type: Any = _dtypes.int32, name: str | None = None):  # noqa: A002
+    """The shape as an int32 tensor, known at run time even where the static shape has None."""
+    return apply(_shape, _tensor(input), out_type=_dtypes.as_dtype(out_type))
+
+
+@export("size")
+def size(input: Any, out_type: Any = _dtypes.int32, name: str | None = None):  # noqa: A002
+    """The number of elements as a scalar tensor."""
+    return apply(_size, _tensor(input), out_type=_dtypes.as_dtype(out_type))
+
+
+@export("rank")
+def rank(input: Any, name: str | None = None):  # noqa: A002
+    """The number of dimensions as a scalar int32 tensor."""
+    return apply(_rank, _tensor(input))
+
+
+# --- reverse / sort / top_k -------------------------------------------------------------------
+
+
+@op("ReverseV2", shape=lambda x, *, axis: x)
+def _reverse(x, *, axis):
+    return np.flip(x, axis)
+
+
+@_reverse.def_grad
+def _(g, out, x, *, axis):
+    return apply(_reverse, g, axis=axis)
+
+
+@export("reverse")
+def reverse(tensor: Any, axis: Any, name: str | None = None):
+    """Reverse the order of elements along each dim in `axis`."""
+    x = _tensor(tensor)
+    axes = [axis] if np.ndim(axis) == 0 else list(np.asarray(axis).tolist())
+    return apply(_reverse, x, axis=tuple(_axis(a, x.shape.rank, "ReverseV2") for a in axes))
+
+
+@op("ArgSort", shape=lambda x, *, axis, descending: (x[0], _dtypes.int32))
+def _argsort(x, *, axis, descending):
+    if descending:
+        # stable descending order: ties keep their original order, as TF
+        key = ~x if x.dtype.kind in "ub" else -x
+        return np.argsort(key, axis=axis, kind="stable").astype(np.int32)
+    return np.argsort(x, axis=axis, kind="stable").astype(np.int32)
+
+
+@op("TakeAlongAxis", shape=lambda x, indices, *, axis: (indices[0], x[1]))
+def _take_along_axis(x, indices, *, axis):
+    return np.take_along_axis(x, indices, axis=axis)
+
+
+@op("PutAlongAxisAdd", shape=lambda g, indices, like, *, axis: (like[0], g[1]))
+def _put_along_axis_add(g, indices, like, *, axis):
+    out = np.zeros(like.shape, dtype=g.dtype)
+    where = list(np.indices(indices.shape, sparse=True))
+    where[axis] = indices
+    np.add.at(out, tuple(where), g)
+    return out
+
+
+@_take_along_axis.def_grad
+def _(g, out, x, indices, *, axis):
+    return apply(_put_along_axis_add, g, indices, x, axis=axis), None
+
+
+@_put_along_axis_add.def_grad
+def _(gg, out, g, indices, like, *, axis):
+    return apply(_take_along_axis, gg, indices, axis=axis), None, None
+
+
+def _direction(direction: str) -> bool:
+    if direction not in ("ASCENDING", "DESCENDING"):
+        raise ValueError(f"direction must be 'ASCENDING' or 'DESCENDING', got {direction!r}")
+    return direction == "DESCENDING"
+
+
+@export("argsort")
+def argsort(values: Any, axis: int = -1, direction: str = "ASCENDING", stable: bool = False,
+            name: str | None = None):
+    """Indices (int32) that sort `values` along `axis` (always stable)."""
+    x = _tensor(values)
+    return apply(_argsort, x, axis=_axis(axis, x.shape.rank, "ArgSort"),
+                 descending=_direction(direction))
+
+
+@export("sort")
+def sort(values: Any, axis: int = -1, direction: str = "ASCENDING", name: str | None = None):
+    """Sorted copy along `axis`; gradients flow back to the original positions."""
+    x = _tensor(values)
+    axis = _axis(axis, x.shape.rank, "Sort")
+    order = apply(_argsort, x, axis=axis, descending=_direction(direction))
+    return apply(_take_along_axis, x, order, axis=axis)
+
+
+TopKV2 = collections.namedtuple("TopKV2", ["values", "indices"])
+
+
+@export("math.top_k", "nn.top_k")
+def top_k(input: Any, k: int = 1, sorted: bool = True, name: str | None = None):  # noqa: A002
+    """The k largest entries of the last dim and their int32 indices (ties: lower index first)."""
+    x = _tensor(input)
+    k = _python_int(k, "top_k: k")
+    n = x.shape[-1] if x.shape.rank else None
+    if n is not None and k > n:
+        raise errors.InvalidArgumentError(
+            None, "TopKV2", f"TopKV2: input must have at least k={k} columns, got shape "
+            f"{x.shape}\n{errors.user_line()}")
+    order = apply(_argsort, x, axis=x.shape.rank - 1, descending=True)
+    indices = slice_by_index(order, (Ellipsis, slice(None, k)))
+    return TopKV2(apply(_take_along_axis, x, indices, axis=x.shape.rank - 1), indices)
+
+
+# --- range / linspace / eye / one_hot ---------------------------------------------------------
+
+
+def _range_count(start, limit, delta) -> int:
+    if delta == 0:
+        raise ValueError("Range: delta must not be 0")
+    return max(0, int(np.ceil((limit - start) / delta)))
+
+
+@op("Range", shape=lambda *, start, limit, delta, dtype: (
+    (_range_count(start, limit, delta),), dtype))
+def _range(*, start, limit, delta, dtype):
+    n = _range_count(start, limit, delta)
+    return (start + np.arange(n, dtype=np.float64 if dtype.is_floating else np.int64)
+            * delta).astype(dtype._np)
+
+
+@op("RangeDynamic", shape=lambda start, limit, delta: ((None,), start[1]))
+def _range_dynamic(start, limit, delta):
+    return np.arange(start, limit, delta, dtype=start.dtype)
+
+
+@export("range")
+def range_(start: Any, limit: Any = None, delta: Any = 1, dtype: Any = None,
+          name: str = "range"):
+    """[start, start + delta, ...) up to `limit`; ints give int32, floats float32 (as TF)."""
+    if limit is None:
+        start, limit = 0, start
+    args = [start, limit, delta]
+    if dtype is not None:
+        dtype = _dtypes.as_dtype(dtype)
+    else:
+        tensor_dtypes = [a.dtype for a in args if hasattr(a, "dtype")]
+        order = [_dtypes.int32, _dtypes.int64, _dtypes.float32, _dtypes.float64]
+        if tensor_dtypes:
+            dtype = max(tensor_dtypes, key=lambda d: order.index(d) if d in order else -1)
+        else:
+            float_arg = any(isinstance(a, (float, np.floating)) for a in args)
+            dtype = _dtypes.float32 if float_arg else _dtypes.int32
+    if any(_is_symbolic(a) for a in args):
+        from tapeflow.ops.math_ops import cast
+
+        s, lim, d = (cast(_tensor(a), dtype) for a in args)
+        return apply(_range_dynamic, s, lim, d)
+    values = [a.numpy() if hasattr(a, "numpy") else a for a in args]
+    py = [float(v) if dtype.is_floating else int(v) for v in values]
+    return apply(_range, start=py[0], limit=py[1], delta=py[2], dtype=dtype)
+
+
+@op("LinSpace", shape=lambda *, start, stop, num, dtype: ((num,), dtype))
+def _linspace(*, start, stop, num, dtype):
+    return np.linspace(start, stop, num).astype(dtype._np)
+
+
+@export("linspace", "lin_space")
+def linspace(start: Any, stop: Any, num: Any, name: str | None = None, axis: int = 0):
+    """`num` evenly spaced values from start to stop inclusive (dtype of start)."""
+    s = _tensor(start)
+    if not s.dtype.is_floating:
+        raise TypeError(f"tf.linspace: start must be floating point, got {s.dtype.name}")
+    values = [float(v.numpy() if hasattr(v, "numpy") else v) for v in (s, stop)]
+    return apply(_linspace, start=values[0], stop=values[1], num=_python_int(num, "num"),
+                 dtype=s.dtype)
+
+
+@op("Eye", shape=lambda *, rows, cols, dtype: ((rows, cols), dtype))
+def _eye(*, rows, cols, dtype):
+    return np.eye(rows, cols, dtype=dtype._np)
+
+
+@export("eye", "linalg.eye")
+def eye(num_rows: int, num_columns: int | None = None, batch_shape: Any = None,
+        dtype: Any = _dtypes.float32, name: str | None = None):
+    """Identity matrix (num_rows x num_columns)."""
+    if batch_shape is not None:
+        raise NotImplementedError("tf.eye with batch_shape (issue 2)")
+    rows = _python_int(num_rows, "num_rows")
+    cols = rows if num_columns is None else _python_int(num_columns, "num_columns")
+    return apply(_eye, rows=rows, cols=cols, dtype=_dtypes.as_dtype(dtype))
+
+
+@op("OneHot", shape=lambda indices, *, depth, on_value, off_value, axis, dtype: (
+    None if indices[0] is None else tuple(indices[0][:axis]) + (depth,)
+    + tuple(indices[0][axis:]), dtype))
+def _one_hot(indices, *, depth, on_value, off_value, axis, dtype):
+    hot = np.expand_dims(indices, -1) == np.arange(depth)
+    out = np.where(hot, on_value, off_value).astype(dtype._np)
+    return np.moveaxis(out, -1, axis)
+
+
+@export("one_hot")
+def one_hot(indices: Any, depth: int, on_value: Any = None, off_value: Any = None,
+            axis: int | None = None, dtype: Any = None, name: str | None = None):
+    """A new dim of size `depth`: on_value at each index, off_value elsewhere (float32)."""
+    idx = _tensor(indices)
+    if not idx.dtype.is_integer:
+        raise TypeError(f"tf.one_hot: indices must be integers, got {idx.dtype.name}")
+    if dtype is None:
+        given = next((v for v in (on_value, off_value) if hasattr(v, "dtype")), None)
+        dtype = given.dtype if given is not None else _dtypes.float32
+    dtype = _dtypes.as_dtype(dtype)
+    on = 1 if on_value is None else on_value
+    off = 0 if off_value is None else off_value
+    on, off = (v.numpy() if hasattr(v, "numpy") else v for v in (on, off))
+    rank = idx.shape.rank
+    axis = rank if axis is None or axis == -1 else _axis(axis, rank, "OneHot", extra=1)
+    return apply(_one_hot, idx, depth=_python_int(depth, "depth"), on_value=on, off_value=off,
+                 axis=axis, dtype=dtype)
+
+
+# --- boolean_mask -----------------------------------------------------------------------------
+
+
+def _mask_index(axis: int, mask) -> tuple:
+    return (slice(None),) * axis + (mask,)
+
+
+@op("BooleanMask", shape=lambda x, mask, *, axis: (
+    None if x[0] is None or mask[0] is None else tuple(x[0][:axis]) + (None,)
+    + tuple(x[0][axis + len(mask[0]):]), x[1]))
+def _boolean_mask(x, mask, *, axis):
+    if mask.dtype.kind != "b":
+        raise TypeError(f"mask must be bool, got {mask.dtype}")
+    return x[_mask_index(axis, mask)]
+
+
+@op("BooleanMaskGrad", shape=lambda g, mask, like, *, axis: (like[0], g[1]))
+def _boolean_mask_grad(g, mask, like, *, axis):
+    out = np.zeros(like.shape, dtype=g.dtype)
+    out[_mask_index(axis, mask)] = g
+    return out
+
+
+@_boolean_mask.def_grad
+def _(g, out, x, mask, *, axis):
+    return apply(_boolean_mask_grad, g, mask, x, axis=axis), None
+
+
+@_boolean_mask_grad.def_grad
+def _(gg, out, g, mask, like, *, axis):
+    return apply(_boolean_mask, gg, mask, axis=axis), None, None
+
+
+@export("boolean_mask")
+def boolean_mask(tensor: Any, mask: Any, axis: int | None = None, name: str = "boolean_mask"):
+    """The entries of `tensor` where the bool `mask` (covering dims axis..) is True, flattened."""
+    x = _tensor(tensor)
+    m = _tensor(mask)
+    axis = 0 if axis is None else _axis(axis, x.shape.rank, "BooleanMask")
+    return apply(_boolean_mask, x, m, axis=axis)
+
+
+# --- strided slicing: tf.strided_slice, tf.slice and Tensor.__getitem__ ----------------------
+#
+# A slice spec is a tuple of items: ("i", n) index, ("s", start, stop, step) slice, ("n",) new
+# axis, ("e",) ellipsis. It is hashable, so graph passes can compare and fold slicing nodes.
+
+_FULL = ("s", None, None, None)
+
+
+def _np_key(spec: tuple) -> tuple:
+    key = []
+    for item in spec:
+        kind = item[0]
+        if kind == "i":
+            key.append(item[1])
+        elif kind == "s":
+            key.append(slice(item[1], item[2], item[3]))
+        elif kind == "n":
+            key.append(None)
+        else:
+            key.append(Ellipsis)
+    return tuple(key)
+
+
+def _expand_ellipsis(spec: tuple, rank: int) -> tuple:
+    consumed = sum(1 for item in spec if item[0] in "is")
+    out: list = []
+    seen = False
+    for item in spec:
+        if item[0] == "e":
+            if seen:
+                raise IndexError("an index can only have a single ellipsis ('...')")
+            seen = True
+            out.extend([_FULL] * (rank - consumed))
+        else:
+            out.append(item)
+    return tuple(out)
+
+
+def _strided_slice_rule(x, *, spec):
+    shape, dtype = x
+    if shape is None:
+        return None, dtype
+    spec = _expand_ellipsis(spec, len(shape))
+    out: list = []
+    dim = 0
+    for item in spec:
+        if item[0] == "n":
+            out.append(1)
+            continue
+        d = shape[dim]
+        dim += 1
+        if item[0] == "s":
+            out.append(None if d is None else len(range(
+                *slice(item[1], item[2], item[3]).indices(d))))
+    out.extend(shape[dim:])
+    return tuple(out), dtype
+
+
+@op("StridedSlice", shape=_strided_slice_rule)
+def _strided_slice(x, *, spec):
+    return x[_np_key(spec)]
+
+
+@op("StridedSliceGrad", shape=lambda g, like, *, spec: (like[0], g[1]))
+def _strided_slice_grad(g, like, *, spec):
+    out = np.zeros(like.shape, dtype=g.dtype)
+    out[_np_key(spec)] = g
+    return out
+
+
+@_strided_slice.def_grad
+def _(g, out, x, *, spec):
+    return apply(_strided_slice_grad, g, x, spec=spec)
+
+
+@_strided_slice_grad.def_grad
+def _(gg, out, g, like, *, spec):
+    return apply(_strided_slice, gg, spec=spec), None
+
+
+def _bound(v: Any) -> int | None:
+    return None if v is None else _python_int(v, "slice bound")
+
+
+def _is_index_array(item: Any) -> bool:
+    if isinstance(item, (list, np.ndarray)):
+        return True
+    return hasattr(item, "dtype") and hasattr(item, "shape") and not isinstance(
+        item, np.generic) and (item.shape.rank != 0 or _is_symbolic(item))
+
+
+def slice_by_index(tensor: Any, key: Any):
+    """``tensor[key]``: ints, slices (any step), ``...``, ``None``, int tensors/lists (gather)
+    and a bool mask. Differentiable; negative indices count from the end."""
+    x = _tensor(tensor)
+    if not isinstance(key, tuple):
+        key = (key,)
+    if len(key) == 1 and _is_index_array(key[0]):
+        idx = _tensor(key[0])
+        if idx.dtype.is_bool:
+            return boolean_mask(x, idx)
+    spec: list = []
+    advanced = []
+    for item in key:
+        if item is None:
+            spec.append(("n",))
+        elif item is Ellipsis:
+            spec.append(("e",))
+        elif isinstance(item, slice):
+            if item.step is not None and _bound(item.step) == 0:
+                raise ValueError("slice step cannot be zero")
+            spec.append(("s", _bound(item.start), _bound(item.stop), _bound(item.step)))
+        elif _is_index_array(item):
+            advanced.append((len(spec), _tensor(item)))
+            spec.append(_FULL)
+        elif isinstance(item, (bool, np.bool_)) or not (
+                isinstance(item, (int, np.integer)) or hasattr(item, "__index__")):
+            raise TypeError(f"Only integers, slices (`:`), ellipsis (`...`), tf.newaxis "
+                            f"(`None`) and integer or boolean tensors are valid indices, got "
+                            f"{item!r}\n{errors.user_line()}")
+        else:
+            spec.append(("i", _python_int(item, "index")))
+    if len(advanced) > 1:
+        raise TypeError(f"tapeflow supports one tensor index per subscript, got {len(advanced)} "
+                        f"(use tf.gather_nd)\n{errors.user_line()}")
+    rank = x.shape.rank
+    spec_t = tuple(spec)
+    if rank is not None:
+        spec_t = _expand_ellipsis(spec_t, rank)
+        n_indexed = sum(1 for s in spec_t if s[0] in "is")
+        if n_indexed > rank:
+            raise errors.InvalidArgumentError(
+                None, "StridedSlice", f"StridedSlice: too many indices ({n_indexed}) for a "
+                f"tensor of rank {rank} (shape {x.shape})\n{errors.user_line()}")
+    out = x
+    if any(s != _FULL for s in spec_t) or not advanced:
+        out = apply(_strided_slice, x, spec=spec_t)
+    if advanced:
+        pos, idx = advanced[0]
+        if "e" in (s[0] for s in spec_t):
+            raise TypeError("a tensor index together with `...` needs the input rank known")
+        axis = sum(1 for s in spec_t[:pos] if s[0] in "sn")
+        out = gather(out, idx, axis=axis)
+    return out
+
+
+@export("strided_slice")
+def strided_slice(input_: Any, begin: Any, end: Any, strides: Any = None, begin_mask: int = 0,
+                  end_mask: int = 0, ellipsis_mask: int = 0, new_axis_mask: int = 0,
+                  shrink_axis_mask: int = 0, var: Any = None, name: str | None = None):
+    """TF's strided slice with its bit masks (``x[b0:e0:s0, ...]`` spelled out)."""
+    begin, end = _shape_arg(begin), _shape_arg(end)
+    strides = (1,) * len(begin) if strides is None else _shape_arg(strides)
+    spec = []
+    for i, (b, e, s) in enumerate(zip(begin, end, strides)):
+        bit = 1 << i
+        if ellipsis_mask & bit:
+            spec.append(("e",))
+        elif new_axis_mask & bit:
+            spec.append(("n",))
+        elif shrink_axis_mask & bit:
+            spec.append(("i", b))
+        else:
+            spec.append(("s", None if begin_mask & bit else b, None if end_mask & bit else e, s))
+    return apply(_strided_slice, _tensor(input_), spec=tuple(spec))
+
+
+@export("slice")
+def slice_(input_: Any, begin: Any, size: Any, name: str | None = None):
+    """The block starting at `begin` with extent `size` (-1: to the end of that dim)."""
+    begin, size = _shape_arg(begin), _shape_arg(size)
+    spec = tuple(("s", b, None if n == -1 else b + n, 1) for b, n in zip(begin, size))
+    return apply(_strided_slice, _tensor(input_), spec=spec)
