@@ -1,1 +1,240 @@
-"""random_ops: see issue #2."""
+"""Random ops with TensorFlow's seed semantics, and the generator helpers other modules use.
+
+Seeds, as ``tf.random.set_seed`` documents them:
+
+- no global seed and no op seed: fresh randomness every program run;
+- a global seed and no op seed: each random call takes the next op seed from a counter that
+  ``set_seed`` resets, so the sequence of random calls repeats across program runs;
+- an op seed and no global seed: the global seed defaults to a fixed constant;
+- both: the (global, op) pair picks a stream; calling again continues that stream, and
+  ``set_seed`` restarts every stream.
+
+Helpers for other engineers (dropout, Keras initializers, tf.data):
+
+- ``make_generator(seed=None) -> np.random.Generator`` for a stateful random op. Put it in the op's
+  attributes and draw from it in the kernel: eager calls follow the rules above, and a traced
+  function draws new values on every call from the generator its node holds.
+- ``next_seed(seed=None) -> int | None`` an integer seed derived the same way, for stateless use
+  (a seeded Keras initializer gives the same values every time it is called with ``seed``).
+
+While ``context.state.seed_offset`` is set (tf.data does it around each element's map call) and
+some seed is set, the offset is mixed in: each element gets its own reproducible stream, whatever
+the order in which worker threads run.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+
+from tapeflow._api import export
+from tapeflow.framework import dtypes as _dtypes
+from tapeflow.framework.context import state as _state
+from tapeflow.framework.dispatch import apply, op
+
+DEFAULT_GLOBAL_SEED = 87654321  # used when only an op seed is given
+
+_lock = threading.Lock()
+_global = {"seed": None, "counter": 0, "streams": {}}
+_entropy = np.random.default_rng()
+_per_offset = threading.local()  # op-seed counter restarted for each tf.data element
+
+
+@export("random.set_seed")
+def set_seed(seed: int | None) -> None:
+    """Set the global seed: the sequence of random calls after it repeats across runs."""
+    with _lock:
+        _global["seed"] = None if seed is None else int(seed)
+        _global["counter"] = 0
+        _global["streams"] = {}
+
+
+def get_global_seed() -> int | None:
+    """The seed last given to ``tf.random.set_seed`` (None when unset)."""
+    return _global["seed"]
+
+
+def _seed_pair(seed: int | None) -> tuple | None:
+    """(global, op) seeds for one random call, or None for fresh entropy."""
+    global_seed = _global["seed"]
+    if global_seed is None and seed is None:
+        return None
+    if global_seed is None:
+        global_seed = DEFAULT_GLOBAL_SEED
+    if seed is None:
+        if _state.seed_offset is not None:
+            return global_seed, _offset_counter()
+        with _lock:
+            seed = _global["counter"]
+            _global["counter"] += 1
+    return global_seed, int(seed)
+
+
+def _offset_counter() -> int:
+    offset = _state.seed_offset
+    if getattr(_per_offset, "offset", None) != offset:
+        _per_offset.offset, _per_offset.count = offset, 0
+    n = _per_offset.count
+    _per_offset.count += 1
+    return n
+
+
+def _entropy_for(pair: tuple) -> list:
+    words = [int(v) % (2**63) for v in pair]
+    if _state.seed_offset is not None:
+        words.append(int(_state.seed_offset) % (2**63))
+    return words
+
+
+def make_generator(seed: int | None = None) -> np.random.Generator:
+    """The NumPy generator a random op draws from (see the module docstring for the rules)."""
+    pair = _seed_pair(seed)
+    if pair is None:
+        return _entropy
+    if _state.seed_offset is not None:
+        return np.random.default_rng(_entropy_for(pair))
+    with _lock:
+        streams = _global["streams"]
+        gen = streams.get(pair)
+        if gen is None:
+            gen = streams[pair] = np.random.default_rng(_entropy_for(pair))
+    return gen
+
+
+def next_seed(seed: int | None = None) -> int | None:
+    """An integer seed for stateless randomness, derived like ``make_generator``'s stream."""
+    pair = _seed_pair(seed)
+    if pair is None:
+        return None
+    return int(np.random.SeedSequence(_entropy_for(pair)).generate_state(1)[0])
+
+
+# --- ops --------------------------------------------------------------------------------------
+
+
+def _static_rule(*, shape, dtype, **attrs):
+    return shape, dtype
+
+
+def _float_sample(gen: np.random.Generator, fn: str, shape: tuple, dtype) -> np.ndarray:
+    """Floats from `gen` in `dtype` (float16 is drawn as float32, as NumPy has no float16 path)."""
+    np_dtype = np.float64 if dtype is _dtypes.float64 else np.float32
+    return getattr(gen, fn)(shape, dtype=np_dtype)
+
+
+@op("RandomUniform", random=True, shape=_static_rule)
+def _uniform(*, shape, dtype, minval, maxval, gen):
+    if dtype.is_integer:
+        return gen.integers(minval, maxval, size=shape, dtype=dtype._np)
+    u = _float_sample(gen, "random", shape, dtype)
+    return (u * (maxval - minval) + minval).astype(dtype._np, copy=False)
+
+
+@op("RandomStandardNormal", random=True, shape=_static_rule)
+def _normal(*, shape, dtype, mean, stddev, gen):
+    z = _float_sample(gen, "standard_normal", shape, dtype)
+    return (z * stddev + mean).astype(dtype._np, copy=False)
+
+
+@op("TruncatedNormal", random=True, shape=_static_rule)
+def _truncated_normal(*, shape, dtype, mean, stddev, gen):
+    z = _float_sample(gen, "standard_normal", shape, dtype)
+    bad = np.abs(z) > 2
+    while bad.any():  # redraw values more than two standard deviations out
+        z[bad] = _float_sample(gen, "standard_normal", (int(bad.sum()),), dtype)
+        bad = np.abs(z) > 2
+    return (z * stddev + mean).astype(dtype._np, copy=False)
+
+
+@op("RandomShuffle", random=True, shape=lambda x, *, gen: x)
+def _shuffle(x, *, gen):
+    return gen.permutation(x, axis=0) if x.ndim else x
+
+
+@op("Multinomial", random=True, shape=lambda logits, *, num_samples, dtype, gen: (
+    None if logits[0] is None else (logits[0][0], num_samples), dtype))
+def _categorical(logits, *, num_samples, dtype, gen):
+    if logits.ndim != 2:
+        raise ValueError(f"logits must be [batch, num_classes], got shape {list(logits.shape)}")
+    gumbel = -np.log(-np.log(gen.random((logits.shape[0], num_samples, logits.shape[1]))))
+    return np.argmax(logits[:, None, :] + gumbel, axis=-1).astype(dtype._np)
+
+
+# --- public API -------------------------------------------------------------------------------
+
+
+def _shape(shape: Any) -> tuple:
+    from tapeflow.ops.array_ops import _shape_arg
+
+    dims = _shape_arg(shape)
+    if any(d < 0 for d in dims):
+        raise ValueError(f"random ops need a fully known shape, got {list(dims)}")
+    return dims
+
+
+def _value(v: Any) -> Any:
+    return v.numpy() if hasattr(v, "numpy") else v
+
+
+def _float_dtype(dtype: Any, op_name: str) -> _dtypes.DType:
+    dtype = _dtypes.as_dtype(dtype)
+    if not dtype.is_floating:
+        raise ValueError(f"{op_name}: dtype must be floating point, got {dtype.name}")
+    return dtype
+
+
+@export("random.uniform")
+def uniform(shape: Any, minval: Any = 0, maxval: Any = None, dtype: Any = _dtypes.float32,
+            seed: int | None = None, name: str | None = None):
+    """Uniform values in [minval, maxval): floats default to [0, 1); ints need maxval."""
+    dtype = _dtypes.as_dtype(dtype)
+    if maxval is None:
+        if dtype.is_integer:
+            raise ValueError("tf.random.uniform: maxval must be given for integer dtypes")
+        maxval = 1
+    if not (dtype.is_integer or dtype.is_floating):
+        raise ValueError(f"tf.random.uniform: unsupported dtype {dtype.name}")
+    lo, hi = _value(minval), _value(maxval)
+    if dtype.is_integer and not lo < hi:
+        raise ValueError(f"tf.random.uniform: need minval < maxval, got {lo} and {hi}")
+    return apply(_uniform, shape=_shape(shape), dtype=dtype, minval=lo, maxval=hi,
+                 gen=make_generator(seed))
+
+
+@export("random.normal")
+def normal(shape: Any, mean: Any = 0.0, stddev: Any = 1.0, dtype: Any = _dtypes.float32,
+           seed: int | None = None, name: str | None = None):
+    """Normally distributed values."""
+    return apply(_normal, shape=_shape(shape), dtype=_float_dtype(dtype, "tf.random.normal"),
+                 mean=_value(mean), stddev=_value(stddev), gen=make_generator(seed))
+
+
+@export("random.truncated_normal")
+def truncated_normal(shape: Any, mean: Any = 0.0, stddev: Any = 1.0,
+                     dtype: Any = _dtypes.float32, seed: int | None = None,
+                     name: str | None = None):
+    """Normal values, redrawn when more than two standard deviations from the mean."""
+    return apply(_truncated_normal, shape=_shape(shape),
+                 dtype=_float_dtype(dtype, "tf.random.truncated_normal"),
+                 mean=_value(mean), stddev=_value(stddev), gen=make_generator(seed))
+
+
+@export("random.shuffle")
+def shuffle(value: Any, seed: int | None = None, name: str | None = None):
+    """A random permutation of `value` along its first dimension."""
+    from tapeflow.ops.array_ops import _tensor
+
+    return apply(_shuffle, _tensor(value), gen=make_generator(seed))
+
+
+@export("random.categorical")
+def categorical(logits: Any, num_samples: int, dtype: Any = None, seed: int | None = None,
+                name: str | None = None):
+    """Draw `num_samples` class indices per row of unnormalized log-probabilities (int64)."""
+    from tapeflow.ops.array_ops import _tensor
+
+    dtype = _dtypes.int64 if dtype is None else _dtypes.as_dtype(dtype)
+    return apply(_categorical, _tensor(logits), num_samples=int(num_samples), dtype=dtype,
+                 gen=make_generator(seed))
