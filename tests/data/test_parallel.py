@@ -156,3 +156,22 @@ def test_autotune_report_names_consumer_when_pipeline_keeps_up():
     for _ in ds:
         time.sleep(0.002)
     assert "consumer" in ds.autotune_report().bottleneck
+
+
+def test_random_ops_in_map_are_per_element_deterministic():
+    from tapeflow.ops import random_ops
+
+    def noisy(x):
+        return random_ops.uniform([])
+    try:
+        random_ops.set_seed(3)
+        seq = list(Dataset.range(12).map(noisy).as_numpy_iterator())
+        random_ops.set_seed(3)
+        par = list(Dataset.range(12).map(noisy, num_parallel_calls=4).as_numpy_iterator())
+        random_ops.set_seed(3)
+        shuffled = list(Dataset.range(12).shuffle(12).as_numpy_iterator())
+        random_ops.set_seed(3)
+        assert list(Dataset.range(12).shuffle(12).as_numpy_iterator()) == shuffled
+    finally:
+        random_ops.set_seed(None)
+    assert seq == par and len(set(seq)) == 12

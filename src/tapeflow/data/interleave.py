@@ -17,12 +17,11 @@ from typing import Any
 from tapeflow.data import structure, workers
 from tapeflow.data.autotune import AUTOTUNE, default_cpu_budget
 from tapeflow.data.dataset import UNKNOWN, Dataset, _EpochCounter
-from tapeflow.data.mapping import fn_name, seed_offset
+from tapeflow.data.mapping import fn_name, seed_offset, stage_salt
 from tapeflow.framework import errors
 from tapeflow.framework.context import state as _context
 
 _END = workers._END
-_stage_ids = iter(range(1 << 20, 1 << 40))
 
 
 def open_dataset(fn: Callable, element: Any, offset: int) -> Dataset:
@@ -106,7 +105,7 @@ class InterleaveDataset(Dataset):
         self._fn = map_func
         self._cycle_length = cycle_length
         self._block_length = block_length
-        self._stage = next(_stage_ids)
+        self._stage = stage_salt()
         self._epochs = _EpochCounter()
 
     def _resolved_cycle_length(self) -> int:

@@ -22,13 +22,21 @@ from tapeflow.data.autotune import AUTOTUNE
 from tapeflow.data.dataset import Dataset, _EpochCounter
 from tapeflow.framework import errors
 from tapeflow.framework.context import state as _context
+from tapeflow.ops import random_ops
 
 _stage_ids = itertools.count(1)
 
 
+def stage_salt() -> int:
+    """Distinguishes map stages: drawn from the global seed's counter when one is set (so the
+    same program gives the same per-element seeds), otherwise just a fresh number."""
+    seed = random_ops.next_seed(None)
+    return next(_stage_ids) if seed is None else seed
+
+
 def seed_offset(stage: int, epoch: int, index: int) -> int:
     """A per-element number random ops mix into their seed (stage, epoch and index distinct)."""
-    return (stage << 48) ^ (epoch << 32) ^ index
+    return hash((stage, epoch, index)) & (2**63 - 1)
 
 
 def call_user_fn(fn: Callable, element: Any, offset: int | None) -> Any:
@@ -69,7 +77,7 @@ class MapDataset(Dataset):
                             f"{errors.user_line()}")
         self._inputs = (input_dataset,)
         self._fn = map_func
-        self._stage = next(_stage_ids)
+        self._stage = stage_salt()
         self._epochs = _EpochCounter()
 
     def _iterate(self, ctx: Any) -> Iterator[Any]:

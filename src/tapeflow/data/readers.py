@@ -29,7 +29,10 @@ def _filenames(filenames: Any) -> Dataset:
 
 
 def _decode(name: Any) -> str:
+    """A file name from a tensor, a 0-d array (internal element) or a Python string."""
     v = name.numpy() if hasattr(name, "numpy") else name
+    if isinstance(v, np.ndarray):
+        v = v[()]
     return v.decode() if isinstance(v, bytes) else str(v)
 
 
@@ -244,9 +247,11 @@ def make_csv_dataset(file_pattern: Any, batch_size: int, column_names: list | No
     names = list(column_names)
     selected = list(range(len(names))) if select_columns is None else [
         c if isinstance(c, int) else names.index(c) for c in select_columns]
-    if column_defaults is None:
-        column_defaults = [_infer_dtype([r[i] for r in data_rows if i < len(r)])
-                           for i in selected]
+    if column_defaults is None:  # inferred columns default to zero / empty, as in TF
+        column_defaults = []
+        for i in selected:
+            dtype = _infer_dtype([r[i] for r in data_rows if i < len(r)])
+            column_defaults.append([b"" if dtype is _dtypes.string else np.zeros((), dtype._np)])
     defaults = []
     for d in column_defaults:
         dtype, value = _csv_default(d)

@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from tapeflow.data import seeds
 from tapeflow.data.dataset import Dataset, _EpochCounter
-from tapeflow.data.seeds import epoch_rng
 
 
 class ShuffleDataset(Dataset):
@@ -18,18 +18,16 @@ class ShuffleDataset(Dataset):
                  reshuffle_each_iteration: bool):
         self._inputs = (input_dataset,)
         self._buffer_size = buffer_size
-        self._seed = None if seed is None else int(seed)
         self._reshuffle = reshuffle_each_iteration
         self._epochs = _EpochCounter()
-        # without any seed, a non-reshuffling dataset still repeats one order: pick it now
-        self._unseeded = int(np.random.default_rng().integers(1 << 62))
+        self._seed = seeds.resolve(seed)
+        if self._seed is None and not reshuffle_each_iteration:
+            # without any seed, a non-reshuffling dataset still repeats one order: pick it now
+            self._seed = int(np.random.default_rng().integers(1 << 62))
 
     def _iterate(self, ctx: Any) -> Iterator[Any]:
         epoch = self._epochs.next()
-        if self._reshuffle:
-            rng = epoch_rng(self._seed, epoch)
-        else:
-            rng = epoch_rng(self._seed, 0, self._unseeded)
+        rng = seeds.epoch_rng(self._seed, epoch if self._reshuffle else 0)
         source = self._inputs[0]._iterate(ctx)
         buffer: list = []
         try:

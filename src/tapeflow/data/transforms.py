@@ -7,10 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from tapeflow.data import structure
+from tapeflow.data import seeds, structure
 from tapeflow.data.dataset import INFINITE, UNKNOWN, Dataset, _EpochCounter
 from tapeflow.data.options import Options
-from tapeflow.data.seeds import epoch_rng
 from tapeflow.framework import errors
 
 
@@ -194,11 +193,11 @@ class SampleDataset(Dataset):
         n = len(datasets)
         w = np.full(n, 1.0 / n) if weights is None else structure.to_array(weights, "float64")
         self._weights = np.asarray(w, dtype=np.float64)
-        self._seed, self._stop = seed, stop_on_empty
+        self._seed, self._stop = seeds.resolve(seed), stop_on_empty
         self._epochs = _EpochCounter()
 
     def _iterate(self, ctx: Any) -> Iterator[Any]:
-        rng = epoch_rng(self._seed, self._epochs.next())
+        rng = seeds.epoch_rng(self._seed, self._epochs.next())
         iterators = [d._iterate(ctx) for d in self._inputs]
         weights = self._weights.copy()
         try:
