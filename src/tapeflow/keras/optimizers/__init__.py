@@ -1,0 +1,58 @@
+"""``tf.keras.optimizers``: SGD, Adam, RMSprop, Adagrad with Keras 2 update rules, and schedules.
+
+``tf.keras.optimizers.legacy`` names the same classes (they are the Keras 2 "legacy" ones).
+"""
+
+from __future__ import annotations
+
+import types
+from typing import Any
+
+from tapeflow.keras.optimizers import schedules
+from tapeflow.keras.optimizers.adagrad import Adagrad
+from tapeflow.keras.optimizers.adam import Adam
+from tapeflow.keras.optimizers.optimizer import Optimizer
+from tapeflow.keras.optimizers.rmsprop import RMSprop
+from tapeflow.keras.optimizers.sgd import SGD
+
+_BY_NAME = {"sgd": SGD, "adam": Adam, "rmsprop": RMSprop, "adagrad": Adagrad}
+
+legacy = types.ModuleType("tapeflow.keras.optimizers.legacy",
+                          "Keras 2 optimizers under their `legacy` names (the same classes).")
+for _cls in (Optimizer, SGD, Adam, RMSprop, Adagrad):
+    setattr(legacy, _cls.__name__, _cls)
+
+
+def serialize(optimizer: Optimizer) -> dict[str, Any]:
+    """{'class_name': ..., 'config': ...} describing `optimizer`."""
+    return {"class_name": type(optimizer).__name__, "config": optimizer.get_config()}
+
+
+def deserialize(config: dict[str, Any], custom_objects: dict | None = None) -> Optimizer:
+    """The optimizer `serialize` described (class names matched case-insensitively)."""
+    classes = {k: v for k, v in _BY_NAME.items()}
+    classes.update({k.lower(): v for k, v in (custom_objects or {}).items()})
+    name = str(config.get("class_name", "")).lower()
+    if name not in classes:
+        raise ValueError(f"Unknown optimizer: {config.get('class_name')!r}. Known: "
+                         f"{sorted(classes)}")
+    return classes[name].from_config(config.get("config", {}))
+
+
+def get(identifier: Any) -> Optimizer:
+    """An optimizer from a name ('adam'), a config dict or an instance (returned as is)."""
+    if isinstance(identifier, Optimizer):
+        return identifier
+    if isinstance(identifier, dict):
+        return deserialize(identifier)
+    if isinstance(identifier, str):
+        cls = _BY_NAME.get(identifier.lower())
+        if cls is None:
+            raise ValueError(f"Unknown optimizer: {identifier!r}. Known: {sorted(_BY_NAME)}")
+        return cls()
+    raise ValueError(f"Could not interpret optimizer identifier: {identifier!r} (expected a "
+                     f"name such as 'adam', a config dict or an Optimizer instance)")
+
+
+__all__ = ["Optimizer", "SGD", "Adam", "RMSprop", "Adagrad", "schedules", "legacy", "get",
+           "serialize", "deserialize"]

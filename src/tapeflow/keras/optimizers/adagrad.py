@@ -1,0 +1,52 @@
+"""Adagrad (Keras 2: accumulator starts at 0.1, epsilon outside the square root)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tapeflow.framework.dispatch import apply, op
+from tapeflow.framework.tensor import Tensor
+from tapeflow.framework.variable import Variable
+from tapeflow.keras.optimizers.optimizer import Optimizer, check_update, var_spec
+
+
+@op("KerasApplyAdagrad", stateful=True, shape=var_spec)
+def _apply_adagrad(grad, lr, *, var, accum, epsilon):
+    """accum += g^2; var -= lr * g / (sqrt(accum) + eps)."""
+    check_update("KerasApplyAdagrad", grad, var)
+    new_accum = np.square(grad)
+    new_accum += accum._value
+    root = np.sqrt(new_accum)
+    root += epsilon
+    new = np.multiply(grad, float(lr))
+    new /= root
+    np.subtract(var._value, new, out=new)
+    accum._value = new_accum
+    var._value = new
+    return new
+
+
+class Adagrad(Optimizer):
+    """Adagrad (Duchi et al.): per-coordinate rates shrinking with the accumulated squares."""
+
+    def __init__(self, learning_rate: Any = 0.001, initial_accumulator_value: float = 0.1,
+                 epsilon: float = 1e-7, name: str = "Adagrad", **kwargs: Any):
+        if initial_accumulator_value < 0.0:
+            raise ValueError(f"Adagrad: initial_accumulator_value must be non-negative, got "
+                             f"{initial_accumulator_value}")
+        super().__init__(name, learning_rate, **kwargs)
+        self.initial_accumulator_value = float(initial_accumulator_value)
+        self.epsilon = float(epsilon)
+        self._slot_initial = self.initial_accumulator_value
+
+    _slot_names = ("accumulator",)
+
+    def _update(self, grad: Tensor, var: Variable, lr: Any, slots: dict[str, Variable]) -> Any:
+        return apply(_apply_adagrad, grad, lr, var=var, accum=slots["accumulator"],
+                     epsilon=self.epsilon)
+
+    def _hyper_config(self) -> dict[str, Any]:
+        return {"initial_accumulator_value": self.initial_accumulator_value,
+                "epsilon": self.epsilon}

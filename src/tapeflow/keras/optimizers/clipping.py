@@ -1,0 +1,52 @@
+"""Gradient clipping for optimizers (``clipvalue``, ``clipnorm``, ``global_clipnorm``).
+
+Keras 2 order: clip each value, then each gradient's norm, then the global norm. Each is one op
+(the global norm is one multi-output op over all gradients), so a traced step stays short.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tapeflow.framework.dispatch import apply, op
+
+
+@op("ClipGradientByValue", shape=lambda g, *, clip_value: g)
+def _clip_by_value(g, *, clip_value):
+    return np.clip(g, -clip_value, clip_value)
+
+
+@op("ClipGradientByNorm", shape=lambda g, *, clip_norm: g)
+def _clip_by_norm(g, *, clip_norm):
+    """g * clip_norm / max(||g||, clip_norm): unchanged when the norm is within bounds."""
+    norm = float(np.sqrt(np.sum(np.square(g, dtype=np.float64))))
+    return g * (clip_norm / max(norm, clip_norm)) if norm > clip_norm else g
+
+
+def _global_norm_shape(*specs, clip_norm):
+    return list(specs)
+
+
+@op("ClipGradientsByGlobalNorm", shape=_global_norm_shape, multi_output=True)
+def _clip_by_global_norm(*grads, clip_norm):
+    """Scale all gradients by clip_norm / max(global norm, clip_norm)."""
+    total = sum(float(np.sum(np.square(g, dtype=np.float64))) for g in grads)
+    norm = float(np.sqrt(total))
+    if norm <= clip_norm:
+        return grads
+    scale = clip_norm / norm
+    return tuple(g * scale for g in grads)
+
+
+def clip_gradients(grads: list, clipnorm: float | None, global_clipnorm: float | None,
+                   clipvalue: float | None) -> list[Any]:
+    """The optimizer's configured clipping, applied to a list of gradient tensors."""
+    if clipvalue is not None:
+        grads = [apply(_clip_by_value, g, clip_value=float(clipvalue)) for g in grads]
+    if clipnorm is not None:
+        grads = [apply(_clip_by_norm, g, clip_norm=float(clipnorm)) for g in grads]
+    if global_clipnorm is not None:
+        grads = list(apply(_clip_by_global_norm, *grads, clip_norm=float(global_clipnorm)))
+    return grads
