@@ -1,0 +1,217 @@
+"""Distribution strategies, single-process form: the default strategy and ``MirroredStrategy``.
+
+On one CPU there is one replica: ``run`` calls the function once in a replica context,
+``reduce`` over replicas is the identity (then reduces along ``axis`` if one is given), and a
+distributed dataset is the dataset itself. Code written for several replicas (scaling the batch
+by ``num_replicas_in_sync``, ``strategy.reduce(SUM, ...)``) runs unchanged. Multi-process
+all-reduce strategies (MPI) will subclass ``Strategy``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from tapeflow.framework import errors, nest
+
+
+class ReduceOp(enum.Enum):
+    """How values from replicas combine (``tf.distribute.ReduceOp``)."""
+
+    SUM = "SUM"
+    MEAN = "MEAN"
+
+
+def _reduce_op(op: Any) -> ReduceOp:
+    if isinstance(op, ReduceOp):
+        return op
+    try:
+        return ReduceOp(str(op).upper())
+    except ValueError:
+        raise ValueError(f"reduce_op must be tf.distribute.ReduceOp.SUM or MEAN (or 'SUM', "
+                         f"'MEAN'), got {op!r}") from None
+
+
+class _Stack(threading.local):
+    def __init__(self) -> None:
+        self.strategies: list[Strategy] = []
+        self.replica: list[ReplicaContext | None] = []
+
+
+_stack = _Stack()
+
+
+class InputContext:
+    """What ``distribute_datasets_from_function`` tells the dataset function."""
+
+    def __init__(self, num_input_pipelines: int = 1, input_pipeline_id: int = 0,
+                 num_replicas_in_sync: int = 1):
+        self.num_input_pipelines = num_input_pipelines
+        self.input_pipeline_id = input_pipeline_id
+        self.num_replicas_in_sync = num_replicas_in_sync
+
+    def get_per_replica_batch_size(self, global_batch_size: int) -> int:
+        if global_batch_size % self.num_replicas_in_sync:
+            raise ValueError(f"The global batch size ({global_batch_size}) must be divisible "
+                             f"by num_replicas_in_sync ({self.num_replicas_in_sync})")
+        return global_batch_size // self.num_replicas_in_sync
+
+
+class ReplicaContext:
+    """The context inside ``strategy.run``: which replica this is, and cross-replica sums."""
+
+    def __init__(self, strategy: Strategy, replica_id: int = 0):
+        self._strategy = strategy
+        self._replica_id = replica_id
+
+    @property
+    def strategy(self) -> Strategy:
+        return self._strategy
+
+    @property
+    def num_replicas_in_sync(self) -> int:
+        return self._strategy.num_replicas_in_sync
+
+    @property
+    def replica_id_in_sync_group(self) -> int:
+        return self._replica_id
+
+    def all_reduce(self, reduce_op: Any, value: Any, options: Any = None) -> Any:
+        """Combine `value` across replicas; every replica gets the result."""
+        _reduce_op(reduce_op)
+        return value
+
+    def merge_call(self, merge_fn: Callable, args: tuple = (), kwargs: dict | None = None) -> Any:
+        """Run `merge_fn(strategy, *args)` once in cross-replica context."""
+        _stack.replica.append(None)
+        try:
+            return merge_fn(self._strategy, *args, **(kwargs or {}))
+        finally:
+            _stack.replica.pop()
+
+
+class Strategy:
+    """A way to spread training over devices; this base runs everything on one replica."""
+
+    def __init__(self, devices: list[str] | None = None, cross_device_ops: Any = None):
+        self._devices = tuple(devices) if devices else ("/job:localhost/replica:0/task:0/"
+                                                        "device:CPU:0",)
+        if len(self._devices) > 1:
+            raise errors.InvalidArgumentError(
+                None, type(self).__name__,
+                f"{type(self).__name__}: {len(self._devices)} devices requested "
+                f"({', '.join(self._devices)}) but this process drives one CPU replica; use "
+                f"one process per replica (multi-process strategies)\n{errors.user_line()}")
+        self._cross_device_ops = cross_device_ops
+
+    @property
+    def num_replicas_in_sync(self) -> int:
+        """How many replicas run each step together (1 in a single process on CPU)."""
+        return len(self._devices)
+
+    @property
+    def extended(self) -> Strategy:
+        return self
+
+    @property
+    def worker_devices(self) -> tuple[str, ...]:
+        return self._devices
+
+    @contextlib.contextmanager
+    def scope(self) -> Iterator[Strategy]:
+        """Make this the current strategy: variables and models created inside belong to it."""
+        _stack.strategies.append(self)
+        try:
+            yield self
+        finally:
+            _stack.strategies.pop()
+
+    def run(self, fn: Callable, args: tuple = (), kwargs: dict | None = None,
+            options: Any = None) -> Any:
+        """Run `fn(*args, **kwargs)` on each replica (here: once) in a replica context."""
+        _stack.replica.append(ReplicaContext(self, 0))
+        _stack.strategies.append(self)
+        try:
+            return fn(*args, **(kwargs or {}))
+        finally:
+            _stack.strategies.pop()
+            _stack.replica.pop()
+
+    def reduce(self, reduce_op: Any, value: Any, axis: int | None = None) -> Any:
+        """Combine per-replica values; with `axis`, also reduce each value along that axis."""
+        op = _reduce_op(reduce_op)
+        if axis is None:
+            return value
+        from tapeflow.ops import reduce_ops
+
+        fn = reduce_ops.reduce_sum if op is ReduceOp.SUM else reduce_ops.reduce_mean
+        return nest.map_structure(lambda v: fn(v, axis=axis), value)
+
+    def experimental_distribute_dataset(self, dataset: Any, options: Any = None) -> Any:
+        """The dataset each replica iterates; one replica sees every global batch."""
+        return dataset
+
+    def distribute_datasets_from_function(self, dataset_fn: Callable,
+                                          options: Any = None) -> Any:
+        """`dataset_fn(InputContext)` for the one input pipeline."""
+        return dataset_fn(InputContext(1, 0, self.num_replicas_in_sync))
+
+    experimental_distribute_datasets_from_function = distribute_datasets_from_function
+
+    def experimental_local_results(self, value: Any) -> tuple:
+        """The per-replica parts of `value` (one here)."""
+        return (value,)
+
+    def gather(self, value: Any, axis: int) -> Any:
+        """Concatenate per-replica values along `axis` (one replica: the value)."""
+        return value
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} replicas={self.num_replicas_in_sync}>"
+
+
+class MirroredStrategy(Strategy):
+    """Synchronous data parallelism with mirrored variables (``tf.distribute.MirroredStrategy``).
+
+    In one CPU process it has one replica, so training inside ``scope()`` gives the same numbers
+    as without it.
+    """
+
+
+class OneDeviceStrategy(Strategy):
+    """Everything on one device (``tf.distribute.OneDeviceStrategy``)."""
+
+    def __init__(self, device: str):
+        super().__init__([device])
+
+
+class _DefaultStrategy(Strategy):
+    """The strategy in effect when no ``scope()`` is open."""
+
+
+_default = _DefaultStrategy()
+
+
+def get_strategy() -> Strategy:
+    """The strategy of the innermost open ``scope()`` (or ``run``), else the default one."""
+    return _stack.strategies[-1] if _stack.strategies else _default
+
+
+def has_strategy() -> bool:
+    """True inside some strategy's ``scope()``."""
+    return bool(_stack.strategies)
+
+
+def in_cross_replica_context() -> bool:
+    """True outside ``strategy.run`` (and inside ``merge_call``)."""
+    return not _stack.replica or _stack.replica[-1] is None
+
+
+def get_replica_context() -> ReplicaContext | None:
+    """The replica context inside ``run``; the default one outside any scope; else None."""
+    if _stack.replica:
+        return _stack.replica[-1]
+    return None if _stack.strategies else ReplicaContext(_default, 0)
