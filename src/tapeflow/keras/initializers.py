@@ -1,8 +1,10 @@
 """Weight initializers (``tf.keras.initializers``), Keras 2 semantics.
 
 An initializer is a callable ``init(shape, dtype=None)`` returning a tensor. Random ones draw
-through ``tf.random`` (the ops library's seeded generators), so ``tf.random.set_seed`` makes a
-model's initial weights reproducible; a fixed ``seed=`` gives the same values on every call.
+from the ops library's seeded generators (``random_ops.make_generator``), so
+``tf.random.set_seed`` makes a model's initial weights reproducible; as in Keras 2, an
+initializer given ``seed=`` returns the same values on every call. Initial values are computed
+eagerly (variables are created outside graphs), so the sampling is plain NumPy.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import numpy as np
 
 import tapeflow as tf
 from tapeflow.framework import dtypes as _dtypes
+from tapeflow.ops import random_ops
 
 
 def _float_dtype(dtype: Any, who: str) -> _dtypes.DType:
@@ -21,6 +24,33 @@ def _float_dtype(dtype: Any, who: str) -> _dtypes.DType:
     if not dtype.is_floating:
         raise ValueError(f"{who}: expected a floating dtype, got {dtype.name}")
     return dtype
+
+
+def _generator(seed: int | None) -> np.random.Generator:
+    """A fixed stream for an explicit seed, else the global-seed stream of tf.random."""
+    return np.random.default_rng(seed) if seed is not None else random_ops.make_generator(None)
+
+
+def _uniform(shape: tuple, low: float, high: float, dtype: _dtypes.DType, seed: int | None):
+    values = _generator(seed).uniform(low, high, size=shape)
+    return tf.constant(values.astype(dtype.as_numpy_dtype))
+
+
+def _normal(shape: tuple, mean: float, std: float, dtype: _dtypes.DType, seed: int | None):
+    values = _generator(seed).normal(mean, std, size=shape)
+    return tf.constant(values.astype(dtype.as_numpy_dtype))
+
+
+def _truncated_normal(shape: tuple, mean: float, std: float, dtype: _dtypes.DType,
+                      seed: int | None):
+    """Normal samples, those beyond two standard deviations redrawn (as TF's op)."""
+    gen = _generator(seed)
+    values = gen.standard_normal(size=shape)
+    outside = np.abs(values) > 2.0
+    while outside.any():
+        values[outside] = gen.standard_normal(size=int(outside.sum()))
+        outside = np.abs(values) > 2.0
+    return tf.constant((mean + std * values).astype(dtype.as_numpy_dtype))
 
 
 def _shape(shape: Any) -> tuple[int, ...]:
@@ -98,7 +128,7 @@ class RandomNormal(Initializer):
 
     def __call__(self, shape: Any, dtype: Any = None, **kwargs: Any):
         dtype = _float_dtype(dtype, "RandomNormal")
-        return tf.random.normal(_shape(shape), self.mean, self.stddev, dtype=dtype, seed=self.seed)
+        return _normal(_shape(shape), self.mean, self.stddev, dtype, self.seed)
 
     def get_config(self) -> dict:
         return {"mean": self.mean, "stddev": self.stddev, "seed": self.seed}
@@ -112,8 +142,7 @@ class RandomUniform(Initializer):
 
     def __call__(self, shape: Any, dtype: Any = None, **kwargs: Any):
         dtype = _float_dtype(dtype, "RandomUniform")
-        return tf.random.uniform(_shape(shape), self.minval, self.maxval, dtype=dtype,
-                                 seed=self.seed)
+        return _uniform(_shape(shape), self.minval, self.maxval, dtype, self.seed)
 
     def get_config(self) -> dict:
         return {"minval": self.minval, "maxval": self.maxval, "seed": self.seed}
@@ -127,8 +156,7 @@ class TruncatedNormal(Initializer):
 
     def __call__(self, shape: Any, dtype: Any = None, **kwargs: Any):
         dtype = _float_dtype(dtype, "TruncatedNormal")
-        return tf.random.truncated_normal(_shape(shape), self.mean, self.stddev, dtype=dtype,
-                                          seed=self.seed)
+        return _truncated_normal(_shape(shape), self.mean, self.stddev, dtype, self.seed)
 
     def get_config(self) -> dict:
         return {"mean": self.mean, "stddev": self.stddev, "seed": self.seed}
@@ -165,11 +193,11 @@ class VarianceScaling(Initializer):
         variance = self.scale / max(1.0, fan[self.mode])
         if self.distribution == "truncated_normal":
             std = math.sqrt(variance) / _TRUNCATED_STD
-            return tf.random.truncated_normal(shape, 0.0, std, dtype=dtype, seed=self.seed)
+            return _truncated_normal(shape, 0.0, std, dtype, self.seed)
         if self.distribution == "untruncated_normal":
-            return tf.random.normal(shape, 0.0, math.sqrt(variance), dtype=dtype, seed=self.seed)
+            return _normal(shape, 0.0, math.sqrt(variance), dtype, self.seed)
         limit = math.sqrt(3.0 * variance)
-        return tf.random.uniform(shape, -limit, limit, dtype=dtype, seed=self.seed)
+        return _uniform(shape, -limit, limit, dtype, self.seed)
 
     def get_config(self) -> dict:
         return {"scale": self.scale, "mode": self.mode, "distribution": self.distribution,
@@ -252,7 +280,7 @@ class Orthogonal(Initializer):
             raise ValueError(f"Orthogonal initializer needs a shape of rank >= 2, got {shape}")
         rows, cols = math.prod(shape[:-1]), shape[-1]
         flat = (max(rows, cols), min(rows, cols))
-        a = tf.random.normal(flat, dtype=_dtypes.float64, seed=self.seed).numpy()
+        a = _generator(self.seed).standard_normal(size=flat)
         q, r = np.linalg.qr(a)
         q = q * np.sign(np.diag(r))  # unique decomposition: a uniform draw over orthogonal matrices
         if rows < cols:

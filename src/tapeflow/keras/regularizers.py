@@ -37,7 +37,8 @@ class Regularizer:
 
 
 def _as_tensor(x: Any):
-    return x.read_value() if hasattr(x, "read_value") else tf.convert_to_tensor(x)
+    """Tensors and variables as they are (ops on a Variable keep the tape connected to it)."""
+    return x if tf.is_tensor(x) else tf.convert_to_tensor(x)
 
 
 def _l1_term(factor: float, x):

@@ -83,7 +83,7 @@ class Conv2D(Layer):
         out = tf.nn.conv2d(inputs, self.kernel, strides=self.strides, padding=self.padding,
                            dilations=self.dilation_rate)
         if self.use_bias:
-            out = tf.nn.bias_add(out, self.bias)
+            out = out + self.bias
         return self.activation(out)
 
     def compute_output_shape(self, input_shape: Any) -> tf.TensorShape:

@@ -68,7 +68,7 @@ class Dense(Layer):
                                  "one unknown leading dimension")
             out = tf.reshape(out, lead + [self.units])
         if self.use_bias:
-            out = tf.nn.bias_add(out, self.bias)
+            out = out + self.bias
         return self.activation(out)
 
     def compute_output_shape(self, input_shape: Any) -> tf.TensorShape:

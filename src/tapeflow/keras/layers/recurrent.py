@@ -88,7 +88,7 @@ class _Cell(Layer):
             out = tf.reshape(out, [-1 if d is None else d for d in shape[:-1]]
                              + [self.gates * self.units])
         if self.bias is not None:
-            out = tf.nn.bias_add(out, self.bias)
+            out = out + self.bias
         return out
 
     def step(self, projected: Any, states: list) -> tuple[Any, list]:

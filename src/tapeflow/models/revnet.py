@@ -1,0 +1,136 @@
+"""RevNet (seed 002): reversible residual blocks and the memory-saving backward pass.
+
+A reversible block splits its input channels into (x1, x2) and computes
+``y1 = x1 + f(x2)``, ``y2 = x2 + g(y1)``. Its input can be recomputed from its output
+(``x2 = y2 - g(y1)``, ``x1 = y1 - f(x2)``), so the forward pass need not keep activations:
+``RevNet.compute_gradients`` runs the blocks without a tape and, going backward, rebuilds each
+block's input while taking its gradients with ``GradientTape(output_gradients=...)``. Peak
+activation memory then stays flat as the network gets deeper.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tapeflow as tf
+from tapeflow import keras
+from tapeflow.keras import layers
+
+
+class ResidualInner(keras.Model):
+    """f and g of a reversible block: BN-ReLU-Conv3x3 twice, channel count unchanged."""
+
+    def __init__(self, filters: int, **kwargs: Any):
+        super().__init__(**kwargs)
+        dtype = kwargs.get("dtype")
+        self.norm_1 = layers.BatchNormalization(dtype=dtype)
+        self.conv_1 = layers.Conv2D(filters, 3, padding="same", dtype=dtype)
+        self.norm_2 = layers.BatchNormalization(dtype=dtype)
+        self.conv_2 = layers.Conv2D(filters, 3, padding="same", dtype=dtype)
+
+    def call(self, x: Any, training: Any = True):
+        x = self.conv_1(tf.nn.relu(self.norm_1(x, training=training)))
+        return self.conv_2(tf.nn.relu(self.norm_2(x, training=training)))
+
+
+class Residual(keras.Model):
+    """A reversible residual block over NHWC inputs with 2 * filters channels."""
+
+    def __init__(self, filters: int, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.axis = -1
+        self.f = ResidualInner(filters, dtype=kwargs.get("dtype"))
+        self.g = ResidualInner(filters, dtype=kwargs.get("dtype"))
+
+    def call(self, x: Any, training: Any = True):
+        x1, x2 = tf.split(x, num_or_size_splits=2, axis=self.axis)
+        y1 = self.f(x2, training=training) + x1
+        y2 = self.g(y1, training=training) + x2
+        return tf.concat([y1, y2], axis=self.axis)
+
+    def backward_grads(self, y: Any, dy: Any, training: Any = True) -> tuple[Any, Any, list]:
+        """(reconstructed input x, dL/dx, grads of f's then g's variables) from y and dL/dy."""
+        dy1, dy2 = tf.split(dy, num_or_size_splits=2, axis=self.axis)
+        y1, y2 = tf.split(y, num_or_size_splits=2, axis=self.axis)
+        with tf.GradientTape() as gtape:
+            gtape.watch(y1)
+            gy1 = self.g(y1, training=training)
+        g_vars = self.g.trainable_variables
+        grads = gtape.gradient(gy1, [y1] + g_vars, output_gradients=dy2)
+        dx1 = dy1 + grads[0]
+        dg = grads[1:]
+        x2 = y2 - gy1
+        with tf.GradientTape() as ftape:
+            ftape.watch(x2)
+            fx2 = self.f(x2, training=training)
+        f_vars = self.f.trainable_variables
+        grads = ftape.gradient(fx2, [x2] + f_vars, output_gradients=dx1)
+        dx2 = dy2 + grads[0]
+        df = grads[1:]
+        x1 = y1 - fx2
+        x = tf.concat([x1, x2], axis=self.axis)
+        dx = tf.concat([dx1, dx2], axis=self.axis)
+        return x, dx, df + dg
+
+
+class RevNet(keras.Model):
+    """Conv3x3 stem -> `num_blocks` reversible blocks -> BN-ReLU-GAP-Dense logits.
+
+    ``model(x, training=True)`` is ordinary backprop-able code; ``compute_gradients`` is the
+    reversible backward pass and returns the same gradients (up to rounding).
+    """
+
+    def __init__(self, num_classes: int = 10, filters: int = 16, num_blocks: int = 4,
+                 **kwargs: Any):
+        super().__init__(**kwargs)
+        if int(num_blocks) < 1:
+            raise ValueError(f"RevNet: `num_blocks` must be positive, got {num_blocks}")
+        dtype = kwargs.get("dtype")
+        self.stem = layers.Conv2D(2 * filters, 3, padding="same", dtype=dtype)
+        self.blocks = [Residual(filters, dtype=dtype) for _ in range(int(num_blocks))]
+        self.head_norm = layers.BatchNormalization(dtype=dtype)
+        self.pool = layers.GlobalAveragePooling2D(dtype=dtype)
+        self.classifier = layers.Dense(num_classes, dtype=dtype)
+
+    def head(self, h: Any, training: Any = True):
+        return self.classifier(self.pool(tf.nn.relu(self.head_norm(h, training=training))))
+
+    def call(self, x: Any, training: Any = True):
+        h = self.stem(x)
+        for block in self.blocks:
+            h = block(h, training=training)
+        return self.head(h, training=training)
+
+    def compute_gradients(self, x: Any, labels: Any, loss_fn: Any = None,
+                          training: Any = True) -> tuple[list, Any]:
+        """(grads in ``trainable_variables`` order, loss) by reversible backprop.
+
+        `loss_fn(labels, logits)` defaults to mean sparse softmax cross-entropy on logits.
+        """
+        loss_fn = loss_fn or _sparse_softmax_cross_entropy
+        with tf.GradientTape() as stem_tape:
+            h0 = self.stem(x)
+        h = h0
+        for block in self.blocks:  # no tape: nothing is kept but the current activation
+            h = block(h, training=training)
+        head_vars = (self.head_norm.trainable_variables
+                     + self.classifier.trainable_variables)
+        with tf.GradientTape() as head_tape:
+            head_tape.watch(h)
+            loss = loss_fn(labels, self.head(h, training=training))
+        grads = head_tape.gradient(loss, [h] + head_vars)
+        by_var = {id(v): g for v, g in zip(head_vars, grads[1:])}
+        y, dy = h, grads[0]
+        for block in reversed(self.blocks):
+            y, dy, block_grads = block.backward_grads(y, dy, training=training)
+            block_vars = block.f.trainable_variables + block.g.trainable_variables
+            by_var.update((id(v), g) for v, g in zip(block_vars, block_grads))
+        stem_vars = self.stem.trainable_variables
+        by_var.update((id(v), g) for v, g in zip(
+            stem_vars, stem_tape.gradient(h0, stem_vars, output_gradients=dy)))
+        return [by_var[id(v)] for v in self.trainable_variables], loss
+
+
+def _sparse_softmax_cross_entropy(labels: Any, logits: Any):
+    return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=labels, logits=logits))
