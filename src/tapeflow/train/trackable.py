@@ -25,7 +25,8 @@ _OPAQUE = (type, types.ModuleType, types.FunctionType, types.MethodType,
            types.BuiltinFunctionType, property, str, bytes, int, float, complex, bool,
            np.ndarray, np.generic, Tensor)
 # tapeflow's own objects are walked only where they hold model state
-_WALKED_PACKAGES = ("tapeflow.keras", "tapeflow.train", "tapeflow.models")
+_WALKED_PACKAGES = ("tapeflow.keras", "tapeflow.train", "tapeflow.models",
+                    "tapeflow.framework.module")
 
 
 @dataclass
