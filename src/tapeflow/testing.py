@@ -169,7 +169,8 @@ def check_torch(case: OpCase, torch: Any) -> None:
                 tape.watch(t)
         ours = _outputs(case.fn(*ours_in))
         cots = [rng.standard_normal(tuple(o.shape)) for o in ours]
-        loss = _projected(lambda *xs: ours, cots)()
+        if case.grad:
+            loss = _projected(lambda *xs: ours, cots)()
     theirs = _outputs(case.torch_fn(*torch_in))
     for o, t in zip(ours, theirs):
         np.testing.assert_allclose(np.asarray(o), t.detach().numpy(), atol=case.atol,

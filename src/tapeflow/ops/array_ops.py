@@ -917,8 +917,8 @@ def one_hot(indices: Any, depth: int, on_value: Any = None, off_value: Any = Non
     if not idx.dtype.is_integer:
         raise TypeError(f"tf.one_hot: indices must be integers, got {idx.dtype.name}")
     if dtype is None:
-        given = next((v for v in (on_value, off_value) if hasattr(v, "dtype")), None)
-        dtype = given.dtype if given is not None else _dtypes.float32
+        given = next((v for v in (on_value, off_value) if v is not None), None)
+        dtype = _tensor(given).dtype if given is not None else _dtypes.float32
     dtype = _dtypes.as_dtype(dtype)
     on = 1 if on_value is None else on_value
     off = 0 if off_value is None else off_value
