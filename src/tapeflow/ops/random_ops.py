@@ -19,7 +19,8 @@ Helpers for other engineers (dropout, Keras initializers, tf.data):
 
 While ``context.state.seed_offset`` is set (tf.data does it around each element's map call) and
 some seed is set, the offset is mixed in: each element gets its own reproducible stream, whatever
-the order in which worker threads run.
+the order in which worker threads run (op seeds left None count from 0 again whenever the
+offset changes).
 """
 
 from __future__ import annotations
