@@ -218,6 +218,8 @@ class Checkpoint:
             return
         _check_dependency(name, value)
         self._deps[name] = value
+        if isinstance(value, Variable):
+            restore_on_create(self, name, value)
 
     def __getattr__(self, name: str) -> Any:
         deps = self.__dict__.get("_deps", {})

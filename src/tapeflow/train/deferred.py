@@ -36,7 +36,7 @@ class Pending:
     owner_ref: Any          # weakref (or a callable returning the owner) to avoid id reuse
     value: np.ndarray
     key: str                # the checkpoint key, for error messages and load statuses
-    status: Any             # the load status to tell when the value is consumed
+    status_ref: Any         # weakref to the load status to tell when the value is consumed
     slots: list[PendingSlot] = field(default_factory=list)
 
 
@@ -52,7 +52,7 @@ def _ref(owner: Any) -> Any:
 
 def defer(owner: Any, name: Any, value: np.ndarray, key: str, status: Any) -> Pending:
     """Hold `value` for the variable `name` that `owner` will create later."""
-    entry = Pending(_ref(owner), value, key, status)
+    entry = Pending(_ref(owner), value, key, _ref(status))
     with _lock:
         for k in [k for k, p in _pending.items() if p.owner_ref() is None]:
             del _pending[k]
@@ -83,8 +83,10 @@ def restore_on_create(owner: Any, name: Any, variable: Any) -> bool:
             f"{list(shape)} and dtype {variable.dtype.name}\n{errors.user_line()}")
     with eager_scope():
         variable.assign(value)
-    entry.status._consumed(entry.key)
+    status = entry.status_ref()
+    if status is not None:
+        status._consumed(entry.key)
     for slot in entry.slots:
         defer(slot.optimizer, (variable._unique_id, slot.slot_name), slot.value, slot.key,
-              entry.status)
+              status)
     return True
