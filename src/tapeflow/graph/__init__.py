@@ -1,0 +1,1 @@
+"""Graph mode: IR, tracing (`function`), gradients, optimizer passes, codegen, AutoGraph."""

@@ -1,0 +1,237 @@
+"""The executor: a graph becomes straight-line Python source, compiled once.
+
+One line per node calls the kernel directly (attributes are pre-bound module globals, hot ops are
+inlined as NumPy calls), each value is deleted after its last use, and an elementwise op whose
+first input dies at that op writes into that input's buffer. The source is registered with
+``linecache`` so tracebacks and debuggers show it; ``Executable.code`` shows it to users.
+"""
+
+from __future__ import annotations
+
+import itertools
+import linecache
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from tapeflow.framework import errors
+from tapeflow.graph.ir import CONST, PLACEHOLDER, Graph, Node, SymbolicTensor
+
+_counter = itertools.count()
+
+# ops whose output is the input itself (no line emitted)
+_ALIASES = {"Identity", "StopGradient"}
+# ops whose output is a fresh array (safe to overwrite once dead)
+_FRESH = {"MatMul"}
+
+
+def _inline(node: Node, args: list[str], bind: Callable[[Any], str], graph: Graph) -> str | None:
+    """A NumPy expression for hot ops (skips the kernel's Python frame), or None."""
+    name, attrs = node.op.name, node.attrs
+    if name == "ReadVariableOp" and not graph._root().defers_variable_init:
+        return f"{bind(attrs['var'])}._value"
+    if name == "MatMul":
+        a, b = args
+        ranks = [t.shape.rank for t in node.inputs]
+        if attrs["transpose_a"]:
+            a = f"{a}.T" if ranks[0] == 2 else f"{a}.swapaxes(-1, -2)"
+        if attrs["transpose_b"]:
+            b = f"{b}.T" if ranks[1] == 2 else f"{b}.swapaxes(-1, -2)"
+        if None in ranks or min(ranks) < 2:
+            return None
+        return f"{bind(np.matmul)}({a}, {b})"
+    if name == "Reshape":
+        return f"{args[0]}.reshape({bind(tuple(attrs['shape']))})"
+    if name == "Transpose":
+        return f"{args[0]}.transpose({bind(tuple(attrs['perm']))})"
+    return None
+
+
+def _ufunc(node: Node) -> np.ufunc | None:
+    k = node.op.kernel
+    return k if isinstance(k, np.ufunc) and not node.attrs and k.nout == 1 else None
+
+
+class Executable:
+    """A compiled graph: ``fn(*input_arrays) -> tuple of output arrays``, plus its source."""
+
+    def __init__(self, fn: Callable, code: str, filename: str, lines: dict[int, Node]):
+        self.fn = fn
+        self.code = code
+        self.filename = filename
+        self.lines = lines
+
+    def __call__(self, *arrays):
+        try:
+            return self.fn(*arrays)
+        except Exception as e:
+            raise self.runtime_error(e) from e
+
+    def runtime_error(self, e: Exception) -> Exception:
+        """Map an exception raised by generated code to the node and the user's line."""
+        tb = e.__traceback__
+        node = frame = None
+        while tb is not None:
+            if tb.tb_frame.f_code.co_filename == self.filename:
+                node, frame = self.lines.get(tb.tb_lineno), tb.tb_frame
+            tb = tb.tb_next
+        if node is None:
+            return e
+        if isinstance(e, errors.OpError) and getattr(e, "_located", False):
+            return e
+        shapes = []
+        for t in node.inputs:
+            v = frame.f_locals.get(_name_of(t)) if frame is not None else None
+            shapes.append(f"{v.dtype}{list(v.shape)}" if isinstance(v, np.ndarray)
+                          else str(t.shape))
+        cls = type(e) if isinstance(e, errors.OpError) else errors.InvalidArgumentError
+        msg = (f"{node.op.name} (node {node.name}) failed on inputs ({', '.join(shapes)}): "
+               f"{getattr(e, 'message', e)}\n  traced at {node.location}")
+        err = cls(None, node.op.name, msg)
+        err._located = True
+        return err
+
+
+def _name_of(t: SymbolicTensor) -> str:
+    return f"v{t.node.id}_{t.index}"
+
+
+def compile_graph(graph: Graph, outputs: list | None = None, inputs: list | None = None,
+                  keep_stateful: bool = True, name: str | None = None) -> Executable:
+    """Generate and compile the straight-line function computing `outputs` from `inputs`.
+
+    `inputs` default to the graph's placeholders (any tensor may be fed, as in TF1 sessions).
+    With `keep_stateful`, stateful nodes run even when no output depends on them (tf.function
+    semantics); without, only the ancestors of `outputs` run (Session.run semantics).
+    """
+    outputs = list(graph.outputs if outputs is None else outputs)
+    inputs = list(graph.inputs if inputs is None else inputs)
+    fed = {id(t) for t in inputs}
+    needed = _needed_nodes(graph, outputs, fed, keep_stateful)
+
+    env: dict[str, Any] = {}
+    bound: dict[int, str] = {}
+
+    def bind(value: Any) -> str:
+        key = id(value)
+        if key not in bound:
+            bound[key] = f"g{len(bound)}"
+            env[bound[key]] = value
+        return bound[key]
+
+    names: dict[int, str] = {}
+    params = []
+    for i, t in enumerate(inputs):
+        names[id(t)] = f"p{i}"
+        params.append(f"p{i}")
+    locals_: set[str] = set()
+    plan = []  # (node, output names or None for alias/const)
+    for node in graph.nodes:
+        if id(node) not in needed:
+            continue
+        if node.op is CONST:
+            names[id(node.outputs[0])] = bind(node.attrs["value"])
+            continue
+        if node.op.name in _ALIASES:
+            names[id(node.outputs[0])] = names[id(node.inputs[0])]
+            continue
+        outs = []
+        for t in node.outputs:
+            n = _name_of(t)
+            names[id(t)] = n
+            outs.append(n)
+            locals_.add(n)
+        plan.append(node)
+
+    last_use: dict[str, int] = {}
+    for step, node in enumerate(plan):
+        for t in node.inputs:
+            last_use[names[id(t)]] = step
+    final = {names[id(t)] for t in outputs if isinstance(t, SymbolicTensor)}
+    fresh: set[str] = set()
+
+    src = [f"def {_ident(name or graph.name)}({', '.join(params)}):"]
+    lines: dict[int, Node] = {}
+    for step, node in enumerate(plan):
+        args = [names[id(t)] for t in node.inputs]
+        outs = [names[id(t)] for t in node.outputs]
+        used_outs = [o for o in outs if o in last_use or o in final]
+        expr = _inline(node, args, bind, graph)
+        uf = _ufunc(node)
+        if expr is None and uf is not None:
+            target = _reusable(node, args, last_use, final, fresh, step)
+            out_kw = f", out={target}" if target else ""
+            expr = f"{bind(uf)}({', '.join(args)}{out_kw})"
+        if expr is None:
+            kw = "".join(f", {k}={bind(v)}" for k, v in node.attrs.items())
+            call_args = ", ".join(args)
+            if kw and not call_args:
+                kw = kw[2:]
+            expr = f"{bind(node.op.kernel)}({call_args}{kw})"
+        if not used_outs:
+            line = expr
+        elif node.op.multi_output:
+            line = f"{', '.join(o if o in used_outs else '_' for o in outs)}, = {expr}"
+        else:
+            line = f"{outs[0]} = {expr}"
+        if uf is not None or node.op.name in _FRESH:
+            fresh.update(outs)
+        src.append(f"    {line}")
+        lines[len(src)] = node
+        dead = sorted({a for a in args if last_use.get(a) == step and a in locals_
+                       and a not in final})
+        if dead:
+            src.append(f"    del {', '.join(dead)}")
+    rets = [names[id(t)] if isinstance(t, SymbolicTensor) else bind(t) for t in outputs]
+    src.append(f"    return ({', '.join(rets)}{',' if len(rets) == 1 else ''})")
+    code = "\n".join(src) + "\n"
+    filename = f"<tapeflow-graph {graph.name} #{next(_counter)}>"
+    linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+    exec(compile(code, filename, "exec"), env)  # noqa: S102 - our own generated source
+    fn = env[_ident(name or graph.name)]
+    return Executable(fn, code, filename, lines)
+
+
+def _reusable(node: Node, args: list[str], last_use: dict, final: set, fresh: set,
+              step: int) -> str | None:
+    """An input buffer the ufunc may overwrite: fresh, dying here, same static spec as out."""
+    out = node.outputs[0]
+    if not out.shape.is_fully_defined() or out.shape.rank == 0:
+        return None
+    for t, a in zip(node.inputs, args):
+        if (a in fresh and last_use.get(a) == step and a not in final
+                and args.count(a) == 1 and t.shape == out.shape and t.dtype is out.dtype):
+            return a
+    return None
+
+
+def _needed_nodes(graph: Graph, outputs: list, fed: set, keep_stateful: bool) -> set[int]:
+    needed: set[int] = set()
+    stack = [t.node for t in outputs if isinstance(t, SymbolicTensor) and id(t) not in fed]
+    if keep_stateful:
+        stack += [n for n in graph.nodes if n.op.stateful and n.op is not PLACEHOLDER]
+    while stack:
+        node = stack.pop()
+        if id(node) in needed:
+            continue
+        if node.outputs and all(id(t) in fed for t in node.outputs):
+            continue
+        needed.add(id(node))
+        stack.extend(t.node for t in node.inputs if id(t) not in fed)
+    return needed
+
+
+def _ident(name: str) -> str:
+    out = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+    return out if out and not out[0].isdigit() else f"f_{out}"
+
+
+def executable(graph: Graph) -> Executable:
+    """The cached compiled form of a sub-graph (branches and loop bodies)."""
+    exe = graph.__dict__.get("_executable")
+    if exe is None:
+        exe = compile_graph(graph)
+        graph._executable = exe
+    return exe
+

@@ -1,0 +1,1 @@
+"""Optimizer passes, one per file, each ``run(graph) -> (graph, report)``; see ``pipeline``."""

@@ -1,0 +1,59 @@
+"""Algebraic simplification: x*1, x+0, x-0, x/1, identity reshapes/casts and Identity nodes."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tapeflow.graph.ir import CONST, Graph, clone, remove_nodes, replace_uses
+
+
+def _const_equal(t, value: float) -> bool:
+    if t.node.op is not CONST:
+        return False
+    v = t.node.attrs["value"]
+    return v.dtype != object and v.size > 0 and bool(np.all(v == value))
+
+
+def _forwarded(node):
+    """The input that `node` merely passes through unchanged, or None."""
+    name, ins = node.op.name, node.inputs
+    out = node.outputs[0] if len(node.outputs) == 1 else None
+    if out is None:
+        return None
+
+    def same_spec(t):
+        return t.dtype is out.dtype and t.shape.is_fully_defined() and t.shape == out.shape
+
+    if name in ("Identity",):
+        return ins[0]
+    if name in ("Mul",) and len(ins) == 2:
+        for a, b in ((ins[0], ins[1]), (ins[1], ins[0])):
+            if _const_equal(b, 1) and same_spec(a):
+                return a
+    if name == "AddV2" and len(ins) == 2:
+        for a, b in ((ins[0], ins[1]), (ins[1], ins[0])):
+            if _const_equal(b, 0) and same_spec(a):
+                return a
+    if name in ("Sub", "RealDiv") and len(ins) == 2:
+        if _const_equal(ins[1], 0 if name == "Sub" else 1) and same_spec(ins[0]):
+            return ins[0]
+    if name in ("Reshape", "Cast", "Transpose") and same_spec(ins[0]):
+        if name == "Transpose" and tuple(node.attrs["perm"]) != tuple(range(out.shape.rank)):
+            return None
+        return ins[0]
+    return None
+
+
+def run(graph: Graph) -> tuple[Graph, str]:
+    """Bypass nodes that return one of their inputs unchanged (pure nodes only)."""
+    g, _ = clone(graph)
+    dead: set[int] = set()
+    for i, node in enumerate(g.nodes):
+        if node.op.stateful:
+            continue
+        src = _forwarded(node)
+        if src is not None:
+            replace_uses(g, node.outputs[0], src, after=i)
+            dead.add(id(node))
+    remove_nodes(g, dead)
+    return g, f"simplify: bypassed {len(dead)} no-op nodes"

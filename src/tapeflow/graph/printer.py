@@ -1,0 +1,74 @@
+"""Readable one-line-per-node listings of graphs (like a jaxpr), used by ``str(graph)``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tapeflow.framework.variable import Variable
+from tapeflow.graph.ir import CONST, PLACEHOLDER, Graph, _spec_str, subgraphs
+
+
+def _value_str(value: np.ndarray) -> str:
+    if value.size <= 4:
+        return np.array2string(value, separator=", ").replace("\n", "")
+    return f"<{value.size} values>"
+
+
+def _attr_str(value: Any, names: dict) -> str:
+    if isinstance(value, Variable):
+        return _var_name(value)
+    if isinstance(value, Graph):
+        return value.name
+    if isinstance(value, np.ndarray):
+        return _value_str(value)
+    if hasattr(value, "name") and hasattr(value, "as_numpy_dtype"):
+        return value.name
+    if callable(value):
+        return getattr(value, "__name__", type(value).__name__)
+    return repr(value)
+
+
+def _var_name(v: Variable) -> str:
+    return v.name.rsplit(":", 1)[0]
+
+
+def format_graph(graph: Graph, indent: str = "") -> str:
+    """The listing: header with inputs and captured variables, one line per node, return."""
+    names: dict[int, str] = {}
+    for t in graph.inputs:
+        names[id(t)] = t.node.attrs["name"]
+    counter = 0
+    body = []
+    for node in graph.nodes:
+        if node.op is PLACEHOLDER:
+            continue
+        outs = []
+        for t in node.outputs:
+            names[id(t)] = f"t{counter}"
+            counter += 1
+            outs.append(names[id(t)])
+        if node.op is CONST:
+            args = _value_str(node.attrs["value"])
+        else:
+            parts = [names.get(id(t), t.name) for t in node.inputs]
+            parts += [f"{k}={_attr_str(v, names)}" for k, v in node.attrs.items()
+                      if not k.startswith("_")]
+            args = ", ".join(parts)
+        lhs = ", ".join(outs) if outs else "_"
+        text = f"{lhs} = {node.op.name}({args})"
+        specs = " ".join(_spec_str(t) for t in node.outputs)
+        body.append(f"{indent}  {text:<46} {specs}")
+        for sub in subgraphs(node):
+            body.append(format_graph(sub, indent + "    "))
+    ins = ", ".join(f"{names[id(t)]}: {_spec_str(t)}" for t in graph.inputs)
+    header = f"{indent}graph {graph.name}({ins})"
+    variables = [v for n in graph.nodes for v in [n.attrs.get("var")] if isinstance(v, Variable)]
+    unique = list({id(v): v for v in variables}.values())
+    if unique:
+        caps = ", ".join(f"{_var_name(v)}: {_spec_str(v)}" for v in unique)
+        header += f" captures ({caps})"
+    rets = ", ".join(names.get(id(t), repr(t)) if hasattr(t, "node") else repr(t)
+                     for t in graph.outputs)
+    return "\n".join([header + ":"] + body + [f"{indent}  return {rets}"])
