@@ -20,11 +20,16 @@ def clear_session() -> None:
     _name_uids.clear()
 
 
-def unique_object_name(base: str) -> str:
-    """`base` the first time, then ``base_1``, ``base_2`` ... (Keras's naming)."""
+def unique_object_name(base: str, zero_based: bool = True) -> str:
+    """`base` the first time, then ``base_1``, ``base_2`` ... (Keras's naming).
+
+    With ``zero_based=False`` numbering starts at ``base_1`` (Keras's ``input_1``).
+    """
     count = _name_uids[base]
     _name_uids[base] = count + 1
-    return base if count == 0 else f"{base}_{count}"
+    if zero_based:
+        return base if count == 0 else f"{base}_{count}"
+    return f"{base}_{count + 1}"
 
 
 def observe_object_name(name: str) -> None:

@@ -287,8 +287,7 @@ class Layer:
             return inputs
 
         def convert(x: Any) -> Any:
-            if isinstance(x, (np.ndarray, float, int, np.generic)) or \
-                    (isinstance(x, list) and not isinstance(x, Tensor)):
+            if isinstance(x, (np.ndarray, list, float, int, np.generic)):
                 x = convert_to_tensor(x)
             if self._autocast and isinstance(x, (Tensor, Variable)) and x.dtype.is_floating \
                     and x.dtype is not self._dtype:
@@ -297,8 +296,8 @@ class Layer:
                 x = cast(x, self._dtype)
             return x
 
-        if isinstance(inputs, (np.ndarray, list)) and flat and not isinstance(
-                flat[0], (Tensor, Variable)):
+        if isinstance(inputs, np.ndarray) or (isinstance(inputs, list) and all(
+                isinstance(x, (int, float, np.generic)) for x in flat)):
             return convert(inputs)
         return nest.map_structure(convert, inputs)
 
@@ -434,6 +433,11 @@ class Layer:
                 f"You tried to call `count_params` on layer {self._name!r}, but the layer isn't "
                 f"built. You can build it manually via: `{self._name}.build(batch_input_shape)`.")
         return int(sum(int(np.prod(v.shape.as_list())) for v in self.weights))
+
+    def _checkpoint_dependencies(self) -> list[tuple[str, Any]]:
+        """(name, child) pairs a checkpoint walks: attributes holding layers or variables."""
+        return [(k, v) for k, v in vars(self).items()
+                if k not in _UNTRACKED and isinstance(v, (Layer, Variable, list, tuple, dict))]
 
     @property
     def submodules(self) -> list:

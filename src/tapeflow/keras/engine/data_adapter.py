@@ -1,0 +1,177 @@
+"""Turn what ``fit``/``evaluate``/``predict`` receive into batches of (x, y, sample_weight).
+
+NumPy arrays (or nested lists/dicts of them) are sliced into batches, reshuffled every epoch
+when asked; a ``tapeflow.data.Dataset`` is iterated as it is (its elements are ``x``,
+``(x, y)`` or ``(x, y, sample_weight)``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from tapeflow.framework import nest
+from tapeflow.framework.constant import convert_to_tensor
+from tapeflow.framework.tensor import EagerTensor
+
+
+def unpack_x_y_sample_weight(data: Any) -> tuple[Any, Any, Any]:
+    """(x, y, sample_weight) from a batch given as x, (x,), (x, y) or (x, y, sw)."""
+    if isinstance(data, list):
+        data = tuple(data)
+    if not isinstance(data, tuple):
+        return data, None, None
+    if len(data) == 1:
+        return data[0], None, None
+    if len(data) == 2:
+        return data[0], data[1], None
+    if len(data) == 3:
+        return data
+    raise ValueError("Data is expected to be in format `x`, `(x,)`, `(x, y)`, or "
+                     f"`(x, y, sample_weight)`, found a tuple of {len(data)} elements.")
+
+
+def _is_dataset(x: Any) -> bool:
+    from tapeflow.data import Dataset
+
+    return isinstance(x, Dataset)
+
+
+def _to_array(x: Any) -> Any:
+    if x is None:
+        return None
+    if isinstance(x, EagerTensor):
+        return x._value
+    if hasattr(x, "_value") and isinstance(x._value, np.ndarray):
+        return x._value
+    return np.asarray(x)
+
+
+def _num_samples(structure: Any) -> int:
+    sizes = {len(a) for a in nest.flatten(structure) if a is not None}
+    if len(sizes) != 1:
+        raise ValueError(f"Data cardinality is ambiguous: arrays have different numbers of "
+                         f"samples {sorted(sizes)}. Make sure all arrays contain the same "
+                         "number of samples.")
+    return sizes.pop()
+
+
+def _tensor(a: np.ndarray) -> Any:
+    return convert_to_tensor(a)
+
+
+class DataHandler:
+    """Yields each epoch's batches and knows how many steps an epoch has (None: unknown)."""
+
+    def __init__(self, x: Any, y: Any = None, sample_weight: Any = None,
+                 batch_size: int | None = None, steps_per_epoch: int | None = None,
+                 shuffle: bool = False, class_weight: dict | None = None):
+        self._dataset = None
+        if _is_dataset(x):
+            if y is not None:
+                raise ValueError("`y` argument is not supported when using a dataset as input: "
+                                 "the dataset must yield (x, y) pairs.")
+            if sample_weight is not None:
+                raise ValueError("`sample_weight` argument is not supported when using a "
+                                 "dataset as input.")
+            self._dataset = x
+            self._iterator: Iterator | None = None
+            size = _cardinality(x)
+            self.steps = steps_per_epoch if steps_per_epoch is not None else size
+            self._class_weight = class_weight
+            return
+        if hasattr(x, "__next__") or callable(getattr(x, "send", None)):
+            raise TypeError("fit: Python generators are not supported as input; wrap them with "
+                            "tf.data.Dataset.from_generator.")
+        self._x = nest.map_structure(_to_array, x)
+        self._y = nest.map_structure(_to_array, y) if y is not None else None
+        self._sw = _to_array(sample_weight)
+        self._n = _num_samples((self._x, self._y, self._sw))
+        self._batch_size = batch_size or 32
+        self._shuffle = shuffle
+        self._class_weight = class_weight
+        full = math.ceil(self._n / self._batch_size)
+        self.steps = steps_per_epoch if steps_per_epoch is not None else full
+
+    @property
+    def is_dataset(self) -> bool:
+        return self._dataset is not None
+
+    def epoch(self) -> Iterator[tuple[Any, Any, Any]]:
+        """The batches of one epoch, as (x, y, sample_weight) tensors."""
+        if self._dataset is not None:
+            yield from self._dataset_epoch()
+            return
+        order = np.random.permutation(self._n) if self._shuffle else None
+        full = math.ceil(self._n / self._batch_size)
+        for step in range(self.steps):
+            start = (step % full) * self._batch_size
+            index: Any = slice(start, min(start + self._batch_size, self._n))
+            if order is not None:
+                index = order[index]
+
+            def take(a: Any, index: Any = index) -> Any:
+                return None if a is None else _tensor(a[index])
+
+            x = nest.map_structure(take, self._x)
+            y = nest.map_structure(take, self._y) if self._y is not None else None
+            sw = take(self._sw)
+            yield x, y, self._weights(y, sw)
+
+    def _dataset_epoch(self) -> Iterator[tuple[Any, Any, Any]]:
+        if self.steps is None or self._iterator is None:
+            self._iterator = iter(self._dataset)
+        produced = 0
+        while self.steps is None or produced < self.steps:
+            try:
+                element = next(self._iterator)
+            except StopIteration:
+                self._iterator = None
+                if self.steps is not None and produced == 0:
+                    raise
+                return
+            x, y, sw = unpack_x_y_sample_weight(element)
+            produced += 1
+            yield x, y, self._weights(y, sw)
+        if self.steps is not None and _cardinality(self._dataset) == self.steps:
+            self._iterator = None
+
+    def _weights(self, y: Any, sw: Any) -> Any:
+        if self._class_weight is None or y is None:
+            return sw
+        labels = _to_array(y)
+        if labels.ndim > 1 and labels.shape[-1] > 1:
+            labels = labels.argmax(-1)
+        labels = labels.reshape(len(labels), -1)[:, 0].astype(np.int64)
+        weights = np.array([self._class_weight.get(int(c), 1.0) for c in labels], np.float32)
+        if sw is not None:
+            weights = weights * _to_array(sw).reshape(len(weights))
+        return _tensor(weights)
+
+
+def _cardinality(dataset: Any) -> int | None:
+    size = int(dataset.cardinality())
+    return size if size >= 0 else None
+
+
+def train_validation_split(arrays: tuple, validation_split: float) -> tuple[tuple, tuple]:
+    """Keras's split: the last `validation_split` fraction of samples, before shuffling."""
+    if not 0.0 < validation_split < 1.0:
+        raise ValueError(f"validation_split must be in (0, 1), got {validation_split}")
+    flat = [a for a in nest.flatten(arrays) if a is not None]
+    if any(_is_dataset(a) for a in flat):
+        raise ValueError("`validation_split` is only supported for NumPy arrays and tensors, "
+                         "not for a tf.data.Dataset: pass `validation_data` instead.")
+    arrays = nest.map_structure(lambda a: None if a is None else _to_array(a), arrays)
+    n = _num_samples(arrays)
+    split_at = int(math.floor(n * (1.0 - validation_split)))
+    if split_at == 0 or split_at == n:
+        raise ValueError(f"Training data contains {n} samples, which is not sufficient to split "
+                         f"it into a validation and training set as specified by "
+                         f"`validation_split={validation_split}`.")
+    train = nest.map_structure(lambda a: None if a is None else a[:split_at], arrays)
+    val = nest.map_structure(lambda a: None if a is None else a[split_at:], arrays)
+    return train, val

@@ -1,0 +1,220 @@
+"""The functional API: layers called on KerasTensors, and ``Model(inputs, outputs)``.
+
+Output shapes are found by running each layer on small zero batches in eager mode, twice with
+different sizes for every unknown dimension: a dimension that changes between the two runs is
+reported as ``None``. This needs no per-layer shape code and stays exact for any layer whose
+``call`` works eagerly (every layer does); weights are built with the true ``None``-batch shape.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tapeflow.framework import nest
+from tapeflow.framework.context import eager_scope
+from tapeflow.framework.shapes import TensorShape, as_shape
+from tapeflow.framework.tensor import wrap
+from tapeflow.keras import backend
+from tapeflow.keras.engine.input_layer import InputLayer
+from tapeflow.keras.engine.keras_tensor import KerasTensor, Node
+from tapeflow.keras.engine.training import Model
+
+# (batch size, size of any other unknown dim) for the two probe runs
+_PROBES = ((2, 12), (3, 16))
+
+
+def _zeros(kt: KerasTensor, batch: int, other: int) -> Any:
+    dims = kt.shape.as_list() if kt.shape.rank is not None else [None]
+    shape = [(batch if i == 0 else other) if d is None else d for i, d in enumerate(dims)]
+    return wrap(np.zeros(shape, dtype=kt.dtype._np))
+
+
+def _probe(layer: Any, arguments: tuple, batch: int, other: int) -> list:
+    flat = [_zeros(x, batch, other) if isinstance(x, KerasTensor) else x
+            for x in nest.flatten(arguments)]
+    inputs, args, kwargs = nest.pack_sequence_as(arguments, flat)
+    with eager_scope():
+        out = layer(inputs, *args, **kwargs)
+    return out
+
+
+def _merge(a: Any, b: Any, unknown: bool) -> tuple:
+    sa, sb = tuple(a.shape), tuple(b.shape)
+    if not unknown or len(sa) != len(sb):
+        return sa if len(sa) == len(sb) else None
+    return tuple(x if x == y else None for x, y in zip(sa, sb))
+
+
+def _output_specs(layer: Any, inputs: Any, args: tuple, kwargs: dict) -> tuple[Any, list]:
+    """(output structure, flat list of (shape, dtype)) of `layer` on symbolic arguments."""
+    arguments = (inputs, tuple(args), dict(kwargs))
+    keras_inputs = [x for x in nest.flatten(arguments) if isinstance(x, KerasTensor)]
+    if not layer.built:
+        layer._maybe_build(inputs)
+    unknown = any(d is None for x in keras_inputs
+                  for d in (x.shape.as_list() if x.shape.rank is not None else [None]))
+    first = _probe(layer, arguments, *_PROBES[0])
+    second = _probe(layer, arguments, *_PROBES[1]) if unknown else first
+    for sub in layer._flatten_layers(include_self=True):
+        sub._eager_losses = []
+    specs = [(_merge(a, b, unknown), a.dtype)
+             for a, b in zip(nest.flatten(first), nest.flatten(second))]
+    return first, specs
+
+
+def _is_shape(x: Any) -> bool:
+    return isinstance(x, TensorShape) or (isinstance(x, (list, tuple)) and all(
+        d is None or isinstance(d, int) for d in x))
+
+
+def infer_output_shape(layer: Any, input_shape: Any) -> Any:
+    """``compute_output_shape`` for any layer: probe it with zero batches of `input_shape`."""
+    if _is_shape(input_shape):
+        inputs: Any = KerasTensor(as_shape(input_shape), layer.dtype)
+    else:
+        inputs = [KerasTensor(as_shape(s), layer.dtype) for s in input_shape]
+    structure, specs = _output_specs(layer, inputs, (), {})
+    return nest.pack_sequence_as(structure, [TensorShape(shape) for shape, _ in specs])
+
+
+def symbolic_call(layer: Any, inputs: Any, args: tuple, kwargs: dict) -> Any:
+    """Calling `layer` on KerasTensors: record a Node and return symbolic outputs."""
+    structure, specs = _output_specs(layer, inputs, args, kwargs)
+    outputs = nest.pack_sequence_as(structure, [KerasTensor(shape, dtype)
+                                                for shape, dtype in specs])
+    Node(layer, inputs, tuple(args), dict(kwargs), outputs)
+    return outputs
+
+
+def _unwrap_single(x: Any) -> Any:
+    return x[0] if isinstance(x, (list, tuple)) and len(x) == 1 else x
+
+
+class Functional(Model):
+    """A model defined by its symbolic inputs and outputs (``Model(inputs, outputs)``)."""
+
+    def __init__(self, inputs: Any, outputs: Any, name: str | None = None,
+                 trainable: bool = True, **kwargs: Any):
+        if name is None:
+            name = backend.unique_object_name("model")
+        super().__init__(name=name, trainable=trainable, **kwargs)
+        self.inputs = nest.flatten(inputs)
+        self.outputs = nest.flatten(outputs)
+        self._nested_inputs = _unwrap_single(inputs)
+        self._nested_outputs = _unwrap_single(outputs)
+        for x in self.inputs + self.outputs:
+            if not isinstance(x, KerasTensor):
+                raise TypeError(f"Model {self.name}: inputs and outputs must be KerasTensors "
+                                f"from tf.keras.Input and layer calls, got {x!r}")
+        for x in self.inputs:
+            if not isinstance(x._keras_history[0], InputLayer):
+                raise ValueError(f"Model {self.name}: input {x!r} does not come from "
+                                 "tf.keras.Input.")
+        self._nodes = self._topological_nodes()
+        self._input_layers = [x._keras_history[0] for x in self.inputs]
+        self._layers = self._collect_layers()
+        self.built = True
+
+    def _topological_nodes(self) -> list[Node]:
+        """Nodes between inputs and outputs, each after the nodes it reads from."""
+        input_ids = {id(x) for x in self.inputs}
+        order: list[Node] = []
+        done: set[int] = set()
+        visiting: set[int] = set()
+        for out in self.outputs:
+            stack = [(out.node, False)]
+            while stack:
+                node, expanded = stack.pop()
+                if id(node) in done:
+                    continue
+                if expanded:
+                    visiting.discard(id(node))
+                    done.add(id(node))
+                    order.append(node)
+                    continue
+                if isinstance(node.layer, InputLayer) and id(node.outputs) not in input_ids:
+                    accessed = [n.layer.name for n in order]
+                    raise ValueError(
+                        f"Graph disconnected: cannot obtain value for tensor {node.outputs!r} at "
+                        f"layer {node.layer.name!r}. The following previous layers were accessed "
+                        f"without issue: {accessed}")
+                visiting.add(id(node))
+                stack.append((node, True))
+                for parent in reversed(node.keras_inputs):
+                    if parent.node is not None and id(parent.node) not in done:
+                        stack.append((parent.node, False))
+        return order
+
+    def _collect_layers(self) -> list:
+        layers = list(self._input_layers)
+        seen = {id(layer) for layer in layers}
+        for node in self._nodes:
+            if id(node.layer) not in seen:
+                seen.add(id(node.layer))
+                layers.append(node.layer)
+        return layers
+
+    @property
+    def layers(self) -> list:
+        return list(self._layers)
+
+    @property
+    def input_names(self) -> list[str]:
+        return [layer.name for layer in self._input_layers]
+
+    @property
+    def output_names(self) -> list[str]:
+        return [x._keras_history[0].name for x in self.outputs]
+
+    @property
+    def input_shape(self) -> Any:
+        return nest.map_structure(lambda x: x.shape.as_tuple(), self._nested_inputs)
+
+    @property
+    def output_shape(self) -> Any:
+        return nest.map_structure(lambda x: x.shape.as_tuple(), self._nested_outputs)
+
+    @property
+    def input(self) -> Any:
+        return self._nested_inputs
+
+    @property
+    def output(self) -> Any:
+        return self._nested_outputs
+
+    def _maybe_build(self, inputs: Any) -> None:
+        self.built = True
+
+    def call(self, inputs: Any, training: Any = None, mask: Any = None) -> Any:
+        if isinstance(inputs, dict) and not isinstance(self._nested_inputs, dict):
+            flat_inputs = [inputs[name] for name in self.input_names]
+        else:
+            flat_inputs = nest.flatten(inputs)
+        if len(flat_inputs) != len(self.inputs):
+            raise ValueError(f"Model {self.name} expects {len(self.inputs)} input(s), but it "
+                             f"received {len(flat_inputs)} input tensors.")
+        values = {id(k): self._cast_input(k, v) for k, v in zip(self.inputs, flat_inputs)}
+        for node in self._nodes:
+            if isinstance(node.layer, InputLayer):
+                continue
+            for kt, value in zip(node.flat_outputs, node.run(values)):
+                values[id(kt)] = value
+        return nest.map_structure(lambda kt: values[id(kt)], self._nested_outputs)
+
+    @staticmethod
+    def _cast_input(kt: KerasTensor, value: Any) -> Any:
+        from tapeflow.framework.constant import convert_to_tensor
+
+        if getattr(value, "dtype", None) is kt.dtype:
+            return value
+        if isinstance(value, np.ndarray) or not hasattr(value, "dtype"):
+            return convert_to_tensor(np.asarray(value, dtype=kt.dtype._np))
+        from tapeflow.ops.math_ops import cast
+
+        return cast(value, kt.dtype)
+
+    def get_config(self) -> dict:
+        return {"name": self.name, "layers": [layer.name for layer in self._layers],
+                "input_layers": self.input_names, "output_layers": self.output_names}

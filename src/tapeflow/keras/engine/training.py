@@ -1,0 +1,388 @@
+"""``tf.keras.Model``: a layer with ``compile``/``fit``/``evaluate``/``predict``.
+
+The loops are plain Python over batches; the per-batch work (forward, loss, gradients,
+optimizer update, metric updates) is ``train_step``, which runs as a traced
+``tapeflow.function`` unless ``compile(run_eagerly=True)``. Metrics are streaming (their state
+is in variables), so a traced step updates them and the loop only reads ``result()``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+import tapeflow as tf
+from tapeflow.framework import nest
+from tapeflow.framework.shapes import as_shape
+from tapeflow.keras import callbacks as callbacks_mod
+from tapeflow.keras.engine import compile_utils, data_adapter
+from tapeflow.keras.engine.base_layer import Layer
+
+
+def _is_functional_call(args: tuple, kwargs: dict) -> bool:
+    return (len(args) >= 2 or ("inputs" in kwargs and "outputs" in kwargs)
+            or (len(args) == 1 and "outputs" in kwargs))
+
+
+def _to_float(value: Any) -> Any:
+    value = np.asarray(value)
+    return float(value) if value.ndim == 0 else value
+
+
+class Model(Layer):
+    """A trainable model: subclass it (define layers in ``__init__``, the forward pass in
+    ``call``) or build it functionally with ``Model(inputs, outputs)``."""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Model:
+        if cls is Model and _is_functional_call(args, kwargs):
+            from tapeflow.keras.engine.functional import Functional
+
+            return super().__new__(Functional)
+        return super().__new__(cls)
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        if args or "inputs" in kwargs:
+            raise TypeError(f"{type(self).__name__}: positional arguments and `inputs=` are "
+                            "only accepted by the functional Model(inputs, outputs).")
+        super().__init__(**kwargs)
+        self.optimizer = None
+        self.compiled_loss: compile_utils.LossesContainer | None = None
+        self.compiled_metrics: compile_utils.MetricsContainer | None = None
+        self.stop_training = False
+        self.history: callbacks_mod.History | None = None
+        self._run_eagerly = False
+        self._train_fn = None
+        self._test_fn = None
+        self._predict_fn = None
+
+    # --- structure --------------------------------------------------------------------
+    @property
+    def layers(self) -> list:
+        """Direct sub-layers, in the order they were assigned."""
+        return self._flatten_layers(include_self=False, recursive=False)
+
+    def get_layer(self, name: str | None = None, index: int | None = None) -> Layer:
+        """A sub-layer by name or by position in ``layers``."""
+        layers = self.layers
+        if index is not None:
+            if index >= len(layers):
+                raise ValueError(f"Was asked to retrieve layer at index {index} but model only "
+                                 f"has {len(layers)} layers.")
+            return layers[index]
+        for layer in layers:
+            if layer.name == name:
+                return layer
+        raise ValueError(f"No such layer: {name}. Existing layers are: "
+                         f"{[layer.name for layer in layers]}.")
+
+    def _maybe_build(self, inputs: Any) -> None:
+        if type(self).build is Model.build:
+            self.built = True  # sub-layers build themselves inside call
+            return
+        super()._maybe_build(inputs)
+
+    def build(self, input_shape: Any) -> None:
+        """Create every weight by running ``call`` once on zeros of `input_shape`."""
+        if self.built:
+            return
+        if isinstance(input_shape, dict) or (isinstance(input_shape, (list, tuple)) and any(
+                isinstance(s, (list, tuple)) or hasattr(s, "as_list") for s in input_shape)):
+            raise ValueError("Model.build: only a single input shape is supported for "
+                             "subclassed models; call the model on data instead.")
+        dims = [1 if d is None else d for d in as_shape(input_shape).as_list()]
+        zeros = tf.zeros(dims, dtype=self._dtype)
+        self.built = True
+        self(zeros)
+
+    def summary(self, line_length: int | None = None, positions: Any = None,
+                print_fn: Any = None, expand_nested: bool = False,
+                show_trainable: bool = False, layer_range: Any = None) -> None:
+        """Print the layer table with Keras's parameter counts."""
+        from tapeflow.keras.engine import summary
+
+        summary.print_summary(self, line_length=line_length, positions=positions,
+                              print_fn=print_fn)
+
+    def _checkpoint_dependencies(self) -> list[tuple[str, Any]]:
+        deps = super()._checkpoint_dependencies()
+        if self.optimizer is not None:
+            deps.append(("optimizer", self.optimizer))
+        return deps
+
+    # --- compile ----------------------------------------------------------------------
+    def compile(self, optimizer: Any = "rmsprop", loss: Any = None, metrics: Any = None,
+                loss_weights: Any = None, weighted_metrics: Any = None,
+                run_eagerly: bool | None = None, steps_per_execution: int | None = None,
+                jit_compile: bool | None = None, **kwargs: Any) -> None:
+        """Set the optimizer, loss and metrics that ``fit``/``evaluate`` use."""
+        from tapeflow.keras import optimizers
+
+        self.optimizer = optimizers.get(optimizer)
+        names = self._output_layer_names()
+        self.compiled_loss = compile_utils.LossesContainer(loss, loss_weights, names)
+        all_metrics = metrics
+        if weighted_metrics:
+            all_metrics = list(nest.flatten(metrics or [])) + list(weighted_metrics)
+        self.compiled_metrics = compile_utils.MetricsContainer(all_metrics, names)
+        self._run_eagerly = bool(run_eagerly)
+        self._train_fn = self._test_fn = self._predict_fn = None
+        self.stop_training = False
+
+    def _output_layer_names(self) -> list[str]:
+        return list(getattr(self, "output_names", None) or ["output_1"])
+
+    @property
+    def run_eagerly(self) -> bool:
+        return self._run_eagerly
+
+    @run_eagerly.setter
+    def run_eagerly(self, value: bool) -> None:
+        self._run_eagerly = bool(value)
+        self._train_fn = self._test_fn = self._predict_fn = None
+
+    @property
+    def metrics(self) -> list:
+        """The loss tracker and compiled metrics (empty before the first batch)."""
+        out = []
+        if self.compiled_loss is not None:
+            out.extend(self.compiled_loss.metrics)
+        if self.compiled_metrics is not None:
+            out.extend(self.compiled_metrics.metrics)
+        return out
+
+    @property
+    def metrics_names(self) -> list[str]:
+        return [m.name for m in self.metrics]
+
+    def reset_metrics(self) -> None:
+        for m in self.metrics:
+            m.reset_state()
+
+    def _assert_compiled(self, what: str) -> None:
+        if self.optimizer is None or self.compiled_loss is None:
+            raise RuntimeError(f"You must compile your model before {what}. Use "
+                               "`model.compile(optimizer, loss)`.")
+
+    # --- steps ------------------------------------------------------------------------
+    def compute_loss(self, x: Any = None, y: Any = None, y_pred: Any = None,
+                     sample_weight: Any = None) -> Any:
+        """Compiled loss plus the model's regularization losses."""
+        return self.compiled_loss(y, y_pred, sample_weight, regularization_losses=self.losses)
+
+    def compute_metrics(self, x: Any, y: Any, y_pred: Any, sample_weight: Any) -> dict:
+        self.compiled_metrics.update_state(y, y_pred, sample_weight)
+        return {m.name: m.result() for m in self.metrics}
+
+    def train_step(self, data: Any) -> dict:
+        """One optimization step on a batch; returns the metric results."""
+        x, y, sample_weight = data_adapter.unpack_x_y_sample_weight(data)
+        with tf.GradientTape() as tape:
+            y_pred = self(x, training=True)
+            loss = self.compute_loss(x, y, y_pred, sample_weight)
+        variables = self.trainable_variables
+        grads = tape.gradient(loss, variables)
+        self.optimizer.apply_gradients(zip(grads, variables))
+        return self.compute_metrics(x, y, y_pred, sample_weight)
+
+    def test_step(self, data: Any) -> dict:
+        """Loss and metrics on a batch, without updating weights."""
+        x, y, sample_weight = data_adapter.unpack_x_y_sample_weight(data)
+        y_pred = self(x, training=False)
+        self.compute_loss(x, y, y_pred, sample_weight)
+        return self.compute_metrics(x, y, y_pred, sample_weight)
+
+    def predict_step(self, data: Any) -> Any:
+        x, _, _ = data_adapter.unpack_x_y_sample_weight(data)
+        return self(x, training=False)
+
+    def _compiled(self, step: Any) -> Any:
+        """`step` as a traced function, or as is when running eagerly."""
+        function = getattr(tf, "function", None)
+        if self._run_eagerly or function is None:
+            return step
+        return function(step)
+
+    def make_train_function(self) -> Any:
+        if self._train_fn is None:
+            self._train_fn = self._compiled(self.train_step)
+        return self._train_fn
+
+    def make_test_function(self) -> Any:
+        if self._test_fn is None:
+            self._test_fn = self._compiled(self.test_step)
+        return self._test_fn
+
+    def make_predict_function(self) -> Any:
+        if self._predict_fn is None:
+            self._predict_fn = self._compiled(self.predict_step)
+        return self._predict_fn
+
+    # --- loops ------------------------------------------------------------------------
+    def _callback_list(self, callbacks: Any, verbose: int, add_history: bool,
+                       **params: Any) -> callbacks_mod.CallbackList:
+        cbs = list(callbacks or [])
+        if add_history:
+            cbs.insert(0, callbacks_mod.History())
+        if verbose and not any(isinstance(c, callbacks_mod.ProgbarLogger) for c in cbs):
+            cbs.append(callbacks_mod.ProgbarLogger(verbose=verbose))
+        return callbacks_mod.CallbackList(cbs, model=self, verbose=verbose, **params)
+
+    def fit(self, x: Any = None, y: Any = None, batch_size: int | None = None, epochs: int = 1,
+            verbose: Any = "auto", callbacks: Any = None, validation_split: float = 0.0,
+            validation_data: Any = None, shuffle: bool = True, class_weight: dict | None = None,
+            sample_weight: Any = None, initial_epoch: int = 0,
+            steps_per_epoch: int | None = None, validation_steps: int | None = None,
+            validation_batch_size: int | None = None, validation_freq: int = 1,
+            max_queue_size: int = 10, workers: int = 1,
+            use_multiprocessing: bool = False) -> callbacks_mod.History:
+        """Train for `epochs` epochs; returns a History of per-epoch logs."""
+        self._assert_compiled("training/testing")
+        verbose = 1 if verbose == "auto" else int(verbose)
+        if validation_split and validation_data is None:
+            (x, y, sample_weight), validation_data = data_adapter.train_validation_split(
+                (x, y, sample_weight), validation_split)
+        data = data_adapter.DataHandler(x, y, sample_weight, batch_size, steps_per_epoch,
+                                        shuffle=shuffle, class_weight=class_weight)
+        cbs = self._callback_list(callbacks, verbose, True, epochs=epochs, steps=data.steps)
+        train_fn = self.make_train_function()
+        self.stop_training = False
+        cbs.on_train_begin()
+        logs: dict = {}
+        for epoch in range(initial_epoch, epochs):
+            self.reset_metrics()
+            cbs.on_epoch_begin(epoch)
+            step = -1
+            for step, batch in enumerate(data.epoch()):
+                cbs.on_train_batch_begin(step)
+                logs = {k: _to_float(v) for k, v in train_fn(batch).items()}
+                cbs.on_train_batch_end(step, logs)
+                if self.stop_training:
+                    break
+            if step < 0:
+                raise ValueError("fit: the training data produced no batches. Check that "
+                                 "x is not empty (and that a Dataset is not exhausted).")
+            epoch_logs = dict(logs)
+            if validation_data is not None and (epoch + 1) % validation_freq == 0:
+                val_logs = self._evaluate_data(validation_data, validation_batch_size or
+                                               batch_size, validation_steps, cbs)
+                epoch_logs.update({f"val_{k}": v for k, v in val_logs.items()})
+            cbs.on_epoch_end(epoch, epoch_logs)
+            if self.stop_training:
+                break
+        cbs.on_train_end(logs)
+        return self.history
+
+    def _evaluate_data(self, validation_data: Any, batch_size: int | None,
+                       steps: int | None, cbs: Any) -> dict:
+        if data_adapter._is_dataset(validation_data):
+            vx, vy, vsw = validation_data, None, None
+        else:
+            vx, vy, vsw = data_adapter.unpack_x_y_sample_weight(validation_data)
+        data = data_adapter.DataHandler(vx, vy, vsw, batch_size, steps)
+        return self._test_loop(data, cbs)
+
+    def _test_loop(self, data: data_adapter.DataHandler, cbs: Any) -> dict:
+        test_fn = self.make_test_function()
+        self.reset_metrics()
+        cbs.on_test_begin()
+        logs: dict = {}
+        for step, batch in enumerate(data.epoch()):
+            cbs.on_test_batch_begin(step)
+            logs = {k: _to_float(v) for k, v in test_fn(batch).items()}
+            cbs.on_test_batch_end(step, logs)
+        cbs.on_test_end(logs)
+        return logs
+
+    def evaluate(self, x: Any = None, y: Any = None, batch_size: int | None = None,
+                 verbose: Any = "auto", sample_weight: Any = None, steps: int | None = None,
+                 callbacks: Any = None, max_queue_size: int = 10, workers: int = 1,
+                 use_multiprocessing: bool = False, return_dict: bool = False) -> Any:
+        """Loss (and metrics) over the data: a scalar, a list, or a dict."""
+        self._assert_compiled("training/testing")
+        verbose = 1 if verbose == "auto" else int(verbose)
+        data = data_adapter.DataHandler(x, y, sample_weight, batch_size, steps)
+        cbs = self._callback_list(callbacks, verbose, False, steps=data.steps, is_evaluate=True)
+        logs = self._test_loop(data, cbs)
+        if return_dict:
+            return logs
+        values = [logs[name] for name in self.metrics_names if name in logs]
+        return values[0] if len(values) == 1 else values
+
+    def predict(self, x: Any, batch_size: int | None = None, verbose: Any = "auto",
+                steps: int | None = None, callbacks: Any = None, max_queue_size: int = 10,
+                workers: int = 1, use_multiprocessing: bool = False) -> Any:
+        """Model outputs over the data, batch by batch, concatenated as NumPy arrays."""
+        verbose = 1 if verbose == "auto" else int(verbose)
+        data = data_adapter.DataHandler(x, None, None, batch_size, steps)
+        cbs = self._callback_list(callbacks, verbose, False, steps=data.steps)
+        predict_fn = self.make_predict_function()
+        cbs.on_predict_begin()
+        outputs: list = []
+        for step, (bx, _, _) in enumerate(data.epoch()):
+            cbs.on_predict_batch_begin(step)
+            out = predict_fn(bx)
+            outputs.append(nest.map_structure(lambda t: np.asarray(t), out))
+            cbs.on_predict_batch_end(step, {"outputs": out})
+        cbs.on_predict_end()
+        if not outputs:
+            raise ValueError("predict: the input produced no batches.")
+        flat = [nest.flatten(o) for o in outputs]
+        joined = [np.concatenate(parts, axis=0) for parts in zip(*flat)]
+        return nest.pack_sequence_as(outputs[0], joined)
+
+    def train_on_batch(self, x: Any, y: Any = None, sample_weight: Any = None,
+                       class_weight: dict | None = None, reset_metrics: bool = True,
+                       return_dict: bool = False) -> Any:
+        """One optimization step on one batch; returns its loss (and metrics)."""
+        self._assert_compiled("training/testing")
+        data = data_adapter.DataHandler(x, y, sample_weight, batch_size=None, shuffle=False,
+                                        class_weight=class_weight)
+        data._batch_size = data._n if not data.is_dataset else None
+        data.steps = 1
+        if reset_metrics:
+            self.reset_metrics()
+        logs = {k: _to_float(v) for k, v in self.make_train_function()(
+            next(iter(data.epoch()))).items()}
+        return self._logs_result(logs, return_dict)
+
+    def test_on_batch(self, x: Any, y: Any = None, sample_weight: Any = None,
+                      reset_metrics: bool = True, return_dict: bool = False) -> Any:
+        """Loss (and metrics) on one batch, without updating weights."""
+        self._assert_compiled("training/testing")
+        data = data_adapter.DataHandler(x, y, sample_weight, batch_size=None)
+        data._batch_size = data._n
+        data.steps = 1
+        if reset_metrics:
+            self.reset_metrics()
+        logs = {k: _to_float(v) for k, v in self.make_test_function()(
+            next(iter(data.epoch()))).items()}
+        return self._logs_result(logs, return_dict)
+
+    def predict_on_batch(self, x: Any) -> Any:
+        out = self.make_predict_function()(x)
+        return nest.map_structure(lambda t: np.asarray(t), out)
+
+    def _logs_result(self, logs: dict, return_dict: bool) -> Any:
+        if return_dict:
+            return logs
+        values = [logs[name] for name in self.metrics_names if name in logs]
+        return values[0] if len(values) == 1 else values
+
+    # --- weights on disk --------------------------------------------------------------
+    def save_weights(self, filepath: str, overwrite: bool = True, save_format: Any = None,
+                     options: Any = None) -> str:
+        """Write every variable of the model (and its optimizer) to a checkpoint."""
+        from tapeflow.train import checkpoint
+
+        return checkpoint.save_object(self, str(filepath))
+
+    def load_weights(self, filepath: str, by_name: bool = False, skip_mismatch: bool = False,
+                     options: Any = None) -> Any:
+        """Restore variables saved by ``save_weights`` (deferred into unbuilt layers)."""
+        from tapeflow.train import checkpoint
+
+        return checkpoint.restore_into(self, str(filepath))
+
+    def get_config(self) -> dict:
+        return {"name": self.name, "trainable": self.trainable}

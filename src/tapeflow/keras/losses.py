@@ -1,0 +1,300 @@
+"""``tf.keras.losses``: per-sample loss functions and ``Loss`` objects with Keras reductions.
+
+A loss function maps (y_true, y_pred) to one value per sample (the mean or sum over the last
+axis); a ``Loss`` object then weights those values by ``sample_weight`` and reduces them:
+``sum_over_batch_size`` (the default, 'auto') divides the weighted sum by the number of values,
+not by the sum of the weights, exactly as Keras does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import tapeflow as tf
+from tapeflow.framework.constant import convert_to_tensor
+from tapeflow.keras import backend
+
+
+class Reduction:
+    """How a ``Loss`` reduces per-sample values (``tf.keras.losses.Reduction``)."""
+
+    AUTO = "auto"
+    NONE = "none"
+    SUM = "sum"
+    SUM_OVER_BATCH_SIZE = "sum_over_batch_size"
+
+    @classmethod
+    def all(cls) -> tuple[str, ...]:
+        return (cls.AUTO, cls.NONE, cls.SUM, cls.SUM_OVER_BATCH_SIZE)
+
+    @classmethod
+    def validate(cls, key: str) -> None:
+        if key not in cls.all():
+            raise ValueError(f"Invalid Reduction Key: {key!r}. Expected keys are "
+                             f"{cls.all()}")
+
+
+def _as_tensor(x: Any, dtype: Any = None) -> Any:
+    if hasattr(x, "dtype") and hasattr(x, "shape") and not hasattr(x, "__array_interface__"):
+        return x if dtype is None or x.dtype == dtype else tf.cast(x, dtype)
+    return convert_to_tensor(x, dtype=dtype)
+
+
+def _prepare(y_true: Any, y_pred: Any) -> tuple[Any, Any]:
+    """Tensors of y_pred's float dtype; a trailing size-1 dim on one side is squeezed."""
+    y_pred = _as_tensor(y_pred)
+    if not y_pred.dtype.is_floating:
+        y_pred = tf.cast(y_pred, backend.floatx())
+    y_true = _as_tensor(y_true, y_pred.dtype)
+    rank_true, rank_pred = y_true.shape.rank, y_pred.shape.rank
+    if rank_true is not None and rank_pred is not None:
+        if rank_pred == rank_true + 1 and y_pred.shape[-1] == 1:
+            y_pred = tf.squeeze(y_pred, -1)
+        elif rank_true == rank_pred + 1 and y_true.shape[-1] == 1:
+            y_true = tf.squeeze(y_true, -1)
+    return y_true, y_pred
+
+
+def _log_softmax(logits: Any, axis: int = -1) -> Any:
+    return logits - tf.math.reduce_logsumexp(logits, axis=axis, keepdims=True)
+
+
+# --- per-sample functions --------------------------------------------------------------
+def mean_squared_error(y_true: Any, y_pred: Any) -> Any:
+    """Mean of squared differences over the last axis."""
+    y_true, y_pred = _prepare(y_true, y_pred)
+    return tf.reduce_mean(tf.math.square(y_pred - y_true), axis=-1)
+
+
+def mean_absolute_error(y_true: Any, y_pred: Any) -> Any:
+    """Mean of absolute differences over the last axis."""
+    y_true, y_pred = _prepare(y_true, y_pred)
+    return tf.reduce_mean(tf.math.abs(y_pred - y_true), axis=-1)
+
+
+def huber(y_true: Any, y_pred: Any, delta: float = 1.0) -> Any:
+    """Quadratic for |error| <= delta, linear beyond: robust to outliers."""
+    y_true, y_pred = _prepare(y_true, y_pred)
+    error = y_pred - y_true
+    abs_error = tf.math.abs(error)
+    quadratic = 0.5 * tf.math.square(error)
+    linear = delta * abs_error - 0.5 * delta * delta
+    return tf.reduce_mean(tf.where(abs_error <= delta, quadratic, linear), axis=-1)
+
+
+def binary_crossentropy(y_true: Any, y_pred: Any, from_logits: bool = False,
+                        label_smoothing: float = 0.0, axis: int = -1) -> Any:
+    """Cross-entropy of independent Bernoulli outputs, averaged over the last axis."""
+    y_true, y_pred = _prepare(y_true, y_pred)
+    if label_smoothing:
+        y_true = y_true * (1.0 - label_smoothing) + 0.5 * label_smoothing
+    if from_logits:
+        # max(x, 0) - x*z + log(1 + exp(-|x|)): never overflows for large |x|
+        per_value = (tf.math.maximum(y_pred, 0.0) - y_pred * y_true
+                     + tf.math.log(1.0 + tf.math.exp(-tf.math.abs(y_pred))))
+    else:
+        eps = backend.epsilon()
+        p = tf.clip_by_value(y_pred, eps, 1.0 - eps)
+        per_value = -(y_true * tf.math.log(p + eps) + (1.0 - y_true) * tf.math.log(1.0 - p + eps))
+    return tf.reduce_mean(per_value, axis=axis)
+
+
+def categorical_crossentropy(y_true: Any, y_pred: Any, from_logits: bool = False,
+                             label_smoothing: float = 0.0, axis: int = -1) -> Any:
+    """Cross-entropy against one-hot (or soft) targets over the class axis."""
+    y_pred = _as_tensor(y_pred)
+    y_true = _as_tensor(y_true, y_pred.dtype)
+    _check_same_shape("categorical_crossentropy", y_true, y_pred)
+    if label_smoothing:
+        classes = y_pred.shape[axis]
+        y_true = y_true * (1.0 - label_smoothing) + label_smoothing / classes
+    if from_logits:
+        log_p = _log_softmax(y_pred, axis)
+    else:
+        eps = backend.epsilon()
+        p = y_pred / tf.reduce_sum(y_pred, axis=axis, keepdims=True)
+        log_p = tf.math.log(tf.clip_by_value(p, eps, 1.0 - eps))
+    return -tf.reduce_sum(y_true * log_p, axis=axis)
+
+
+def sparse_categorical_crossentropy(y_true: Any, y_pred: Any, from_logits: bool = False,
+                                    axis: int = -1, ignore_class: int | None = None) -> Any:
+    """Cross-entropy against integer class labels (no one-hot needed)."""
+    y_pred = _as_tensor(y_pred)
+    y_true = _as_tensor(y_true)
+    if y_true.shape.rank is not None and y_pred.shape.rank is not None and \
+            y_true.shape.rank == y_pred.shape.rank and y_true.shape[-1] == 1:
+        y_true = tf.squeeze(y_true, -1)
+    labels = tf.cast(y_true, "int64")
+    classes = y_pred.shape[axis]
+    if classes is None:
+        raise ValueError("sparse_categorical_crossentropy needs the number of classes (the last "
+                         f"dim of y_pred) to be known, got shape {y_pred.shape}")
+    if from_logits:
+        log_p = _log_softmax(y_pred, axis)
+    else:
+        eps = backend.epsilon()
+        log_p = _log_softmax(tf.math.log(tf.clip_by_value(y_pred, eps, 1.0 - eps)), axis)
+    one_hot = tf.one_hot(labels, classes, dtype=y_pred.dtype)
+    loss = -tf.reduce_sum(one_hot * log_p, axis=axis)
+    if ignore_class is not None:
+        loss = loss * tf.cast(tf.math.not_equal(labels, ignore_class), loss.dtype)
+    return loss
+
+
+def _check_same_shape(name: str, y_true: Any, y_pred: Any) -> None:
+    if not y_true.shape.is_compatible_with(y_pred.shape):
+        raise ValueError(f"{name}: `labels.shape` must equal `logits.shape`, got "
+                         f"{y_true.shape} and {y_pred.shape}. For integer labels use "
+                         "sparse_categorical_crossentropy.")
+
+
+mse = MSE = mean_squared_error
+mae = MAE = mean_absolute_error
+
+
+# --- Loss objects ----------------------------------------------------------------------
+class Loss:
+    """A loss with a reduction: ``loss(y_true, y_pred, sample_weight=None)`` -> a scalar."""
+
+    def __init__(self, reduction: str = Reduction.AUTO, name: str | None = None):
+        Reduction.validate(reduction)
+        self.reduction = reduction
+        self.name = name or type(self).__name__
+
+    def call(self, y_true: Any, y_pred: Any) -> Any:
+        raise NotImplementedError("Loss subclasses implement call(y_true, y_pred)")
+
+    def __call__(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> Any:
+        values = self.call(y_true, y_pred)
+        return compute_weighted_loss(values, sample_weight, self.reduction)
+
+    def get_config(self) -> dict:
+        return {"reduction": self.reduction, "name": self.name}
+
+    @classmethod
+    def from_config(cls, config: dict) -> Loss:
+        return cls(**config)
+
+
+def compute_weighted_loss(values: Any, sample_weight: Any = None,
+                          reduction: str = Reduction.SUM_OVER_BATCH_SIZE) -> Any:
+    """Weight per-sample losses and reduce them as `reduction` says."""
+    if sample_weight is not None:
+        weight = _as_tensor(sample_weight, values.dtype)
+        rank_v, rank_w = values.shape.rank, weight.shape.rank
+        if rank_v is not None and rank_w is not None:
+            if rank_w == rank_v + 1 and weight.shape[-1] == 1:
+                weight = tf.squeeze(weight, -1)
+            while weight.shape.rank < rank_v:
+                weight = tf.expand_dims(weight, -1)
+        values = values * weight
+    if reduction == Reduction.NONE:
+        return values
+    total = tf.reduce_sum(values)
+    if reduction == Reduction.SUM:
+        return total
+    return total / tf.cast(tf.size(values), values.dtype)
+
+
+class LossFunctionWrapper(Loss):
+    """A ``Loss`` around a per-sample function and its keyword arguments."""
+
+    def __init__(self, fn: Callable, reduction: str = Reduction.AUTO, name: str | None = None,
+                 **kwargs: Any):
+        super().__init__(reduction=reduction, name=name)
+        self.fn = fn
+        self._fn_kwargs = kwargs
+
+    def call(self, y_true: Any, y_pred: Any) -> Any:
+        return self.fn(y_true, y_pred, **self._fn_kwargs)
+
+    def get_config(self) -> dict:
+        return {**self._fn_kwargs, **super().get_config()}
+
+
+class MeanSquaredError(LossFunctionWrapper):
+    def __init__(self, reduction: str = Reduction.AUTO, name: str = "mean_squared_error"):
+        super().__init__(mean_squared_error, reduction=reduction, name=name)
+
+
+class MeanAbsoluteError(LossFunctionWrapper):
+    def __init__(self, reduction: str = Reduction.AUTO, name: str = "mean_absolute_error"):
+        super().__init__(mean_absolute_error, reduction=reduction, name=name)
+
+
+class Huber(LossFunctionWrapper):
+    def __init__(self, delta: float = 1.0, reduction: str = Reduction.AUTO,
+                 name: str = "huber_loss"):
+        super().__init__(huber, reduction=reduction, name=name, delta=delta)
+
+
+class BinaryCrossentropy(LossFunctionWrapper):
+    def __init__(self, from_logits: bool = False, label_smoothing: float = 0.0, axis: int = -1,
+                 reduction: str = Reduction.AUTO, name: str = "binary_crossentropy"):
+        super().__init__(binary_crossentropy, reduction=reduction, name=name,
+                         from_logits=from_logits, label_smoothing=label_smoothing, axis=axis)
+        self.from_logits = from_logits
+
+
+class CategoricalCrossentropy(LossFunctionWrapper):
+    def __init__(self, from_logits: bool = False, label_smoothing: float = 0.0, axis: int = -1,
+                 reduction: str = Reduction.AUTO, name: str = "categorical_crossentropy"):
+        super().__init__(categorical_crossentropy, reduction=reduction, name=name,
+                         from_logits=from_logits, label_smoothing=label_smoothing, axis=axis)
+        self.from_logits = from_logits
+
+
+class SparseCategoricalCrossentropy(LossFunctionWrapper):
+    def __init__(self, from_logits: bool = False, ignore_class: int | None = None,
+                 reduction: str = Reduction.AUTO, name: str = "sparse_categorical_crossentropy"):
+        super().__init__(sparse_categorical_crossentropy, reduction=reduction, name=name,
+                         from_logits=from_logits, ignore_class=ignore_class)
+        self.from_logits = from_logits
+
+
+_BY_NAME: dict[str, Any] = {
+    "mean_squared_error": mean_squared_error, "mse": mean_squared_error,
+    "MSE": mean_squared_error,
+    "mean_absolute_error": mean_absolute_error, "mae": mean_absolute_error,
+    "MAE": mean_absolute_error,
+    "huber": huber, "huber_loss": huber,
+    "binary_crossentropy": binary_crossentropy,
+    "categorical_crossentropy": categorical_crossentropy,
+    "sparse_categorical_crossentropy": sparse_categorical_crossentropy,
+}
+_CLASSES = {cls.__name__: cls for cls in (MeanSquaredError, MeanAbsoluteError, Huber,
+                                          BinaryCrossentropy, CategoricalCrossentropy,
+                                          SparseCategoricalCrossentropy)}
+
+
+def get(identifier: Any) -> Any:
+    """A loss function or ``Loss`` from a name (``'mse'``, ``'MeanSquaredError'``) or itself."""
+    if identifier is None:
+        return None
+    if isinstance(identifier, str):
+        if identifier in _BY_NAME:
+            return _BY_NAME[identifier]
+        if identifier in _CLASSES:
+            return _CLASSES[identifier]()
+        raise ValueError(f"Unknown loss function: {identifier!r}. Known names: "
+                         f"{sorted(set(_BY_NAME) | set(_CLASSES))}")
+    if isinstance(identifier, dict):
+        cls = _CLASSES.get(identifier.get("class_name"))
+        if cls is None:
+            raise ValueError(f"Unknown loss class in config: {identifier!r}")
+        return cls.from_config(identifier.get("config", {}))
+    if callable(identifier):
+        return identifier
+    raise ValueError(f"Could not interpret loss function identifier: {identifier!r}")
+
+
+def serialize(loss: Any) -> Any:
+    if isinstance(loss, Loss):
+        return {"class_name": type(loss).__name__, "config": loss.get_config()}
+    return loss.__name__
+
+
+def deserialize(config: Any) -> Any:
+    return get(config)
