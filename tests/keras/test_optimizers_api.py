@@ -223,23 +223,36 @@ def test_update_is_stateful_op_without_gradient():
     assert _apply_adam.stateful and _apply_adam.grad_fn is None
 
 
-@pytest.mark.skipif(not hasattr(tf, "function"), reason="tapeflow.function not available yet")
-def test_traced_step_creates_slots_once_and_matches_eager():
-    def make():
-        return tf.Variable(np.array([1.0, -2.0])), optimizers.Adam(0.1)
+GRAPH_CASES = [
+    lambda: optimizers.Adam(0.1, amsgrad=True, clipnorm=1.0),
+    lambda: optimizers.SGD(schedules.ExponentialDecay(0.1, 2, 0.5), momentum=0.9, nesterov=True),
+    lambda: optimizers.RMSprop(0.05, momentum=0.5, centered=True, global_clipnorm=0.5),
+    lambda: optimizers.Adagrad(0.2, clipvalue=0.3),
+]
 
-    ve, oe = make()
-    vg, og = make()
 
-    def step(v, opt):
+@pytest.mark.parametrize("make", GRAPH_CASES, ids=["adam", "sgd", "rmsprop", "adagrad"])
+def test_traced_step_creates_slots_once_and_matches_eager(make):
+    function = pytest.importorskip("tapeflow.graph.function").function
+
+    def setup():
+        return [tf.Variable(np.array([1.0, -2.0])), tf.Variable(np.array([[0.5], [3.0]]))], make()
+
+    (ve, oe), (vg, og) = setup(), setup()
+
+    def step(vs, opt):
         with tf.GradientTape() as tape:
-            loss = tf.reduce_sum(v * v)
-        opt.apply_gradients(zip(tape.gradient(loss, [v]), [v]))
+            loss = tf.reduce_sum(vs[0] * vs[0]) + tf.reduce_sum(vs[1] * vs[1] * vs[1])
+        opt.apply_gradients(zip(tape.gradient(loss, vs), vs))
 
-    traced = tf.function(lambda: step(vg, og))
-    for _ in range(3):
+    traced = function(lambda: step(vg, og))
+    for i in range(4):
+        if i == 2 and not isinstance(oe.learning_rate, schedules.LearningRateSchedule):
+            oe.learning_rate = og.learning_rate = 0.01  # a callback changing the rate
         step(ve, oe)
         traced()
-    np.testing.assert_allclose(vg.numpy(), ve.numpy(), rtol=1e-12)
-    assert len(og.variables()) == 3
-    assert int(og.iterations.numpy()) == 3
+        for a, b in zip(vg, ve):
+            np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-12)
+    assert len(og.variables()) == len(oe.variables())
+    assert int(og.iterations.numpy()) == 4
+    assert traced.experimental_get_tracing_count() == 1
