@@ -127,7 +127,10 @@ class EagerTensor(Tensor):
         return EagerTensor, (self._value,)
 
     def __str__(self) -> str:
-        return f"tf.Tensor({_np_str(self._value)}, shape={self.shape}, dtype={self.dtype.name})"
+        text = _np_str(self._value)
+        if "\n" in text:  # multi-line values start on their own line, as TF prints them
+            text = "\n" + text
+        return f"tf.Tensor({text}, shape={self.shape}, dtype={self.dtype.name})"
 
     def __repr__(self) -> str:
         return (f"<tf.Tensor: shape={self.shape}, dtype={self.dtype.name}, "
@@ -142,8 +145,9 @@ def _np_str(v: np.ndarray) -> str:
 
 
 def _np_repr(v: np.ndarray) -> str:
-    if v.ndim == 0:
-        return repr(v[()]) if v.dtype != object else repr(v[()])
+    if v.ndim == 0:  # NumPy 2 reprs scalars as np.float32(54.0); TF shows numpy=54.0
+        s = v[()]
+        return repr(s) if isinstance(s, (bytes, str)) else str(s)
     return repr(v)
 
 

@@ -14,6 +14,7 @@ from tapeflow.framework.constant import convert_to_tensor
 from tapeflow.framework.dispatch import apply, op
 from tapeflow.framework.shape_rules import same_as_first
 from tapeflow.framework.tensor import EagerTensor, Tensor
+from tapeflow.framework.variable import Variable
 
 export_value("newaxis", None)
 
@@ -314,8 +315,9 @@ def stop_gradient(input: Any, name: str | None = None):  # noqa: A002
 
 def _tensor(x: Any, dtype_hint: Any = None):
     """Tensors and variables pass through; Python/NumPy values become constants."""
-    return x if hasattr(x, "dtype") and hasattr(x, "shape") else convert_to_tensor(
-        x, dtype_hint=dtype_hint)
+    if isinstance(x, (Tensor, Variable)):
+        return x
+    return convert_to_tensor(x, dtype_hint=dtype_hint)
 
 
 def _is_symbolic(x: Any) -> bool:
@@ -851,7 +853,7 @@ def range_(start: Any, limit: Any = None, delta: Any = 1, dtype: Any = None,
     if dtype is not None:
         dtype = _dtypes.as_dtype(dtype)
     else:
-        tensor_dtypes = [a.dtype for a in args if hasattr(a, "dtype")]
+        tensor_dtypes = [_dtypes.as_dtype(a.dtype) for a in args if hasattr(a, "dtype")]
         order = [_dtypes.int32, _dtypes.int64, _dtypes.float32, _dtypes.float64]
         if tensor_dtypes:
             dtype = max(tensor_dtypes, key=lambda d: order.index(d) if d in order else -1)

@@ -11,7 +11,9 @@ from tapeflow.framework import dtypes as _dtypes
 from tapeflow.framework.constant import convert_to_tensor
 from tapeflow.framework.dispatch import apply, op
 from tapeflow.framework.shape_rules import broadcast_shapes, elementwise, same_as_first, with_dtype
-from tapeflow.ops.array_ops import ones_like, zeros_like
+from tapeflow.framework.tensor import Tensor
+from tapeflow.framework.variable import Variable
+from tapeflow.ops.array_ops import _tensor, ones_like, zeros_like
 
 # --- gradient plumbing: reduce a broadcast gradient back to an input's shape -------------------
 
@@ -144,8 +146,7 @@ def negative(x: Any, name: str | None = None):
 def cast(x: Any, dtype: Any, name: str | None = None):
     """Convert `x` to `dtype` (float -> int truncates, as TF)."""
     dtype = _dtypes.as_dtype(dtype)
-    if not hasattr(x, "dtype"):
-        x = convert_to_tensor(x)
+    x = _tensor(x)
     if x.dtype is dtype:
         return x if not hasattr(x, "assign") else x.read_value()
     return apply(_cast, x, dtype=dtype)
@@ -154,10 +155,7 @@ def cast(x: Any, dtype: Any, name: str | None = None):
 @export("math.truediv", "truediv")
 def truediv(x: Any, y: Any, name: str | None = None):
     """x / y; integer inputs are first cast to float (int32 -> float64, as TF)."""
-    if not hasattr(x, "dtype"):
-        x = convert_to_tensor(x, dtype_hint=getattr(y, "dtype", None))
-    if not hasattr(y, "dtype"):
-        y = convert_to_tensor(y, dtype_hint=x.dtype)
+    x, y = _as_pair(x, y)
     if x.dtype.is_integer:
         target = _dtypes.float32 if x.dtype.size <= 2 else _dtypes.float64
         x, y = cast(x, target), cast(y, target)
@@ -185,11 +183,10 @@ def _size_ratio(out, x):
 
 def _as_pair(x: Any, y: Any) -> tuple:
     """Convert Python values so that each side takes the other's dtype (``x + 1``, ``2 * x``)."""
-    if not hasattr(x, "dtype"):
+    if not isinstance(x, (Tensor, Variable)):
+        y = _tensor(y) if isinstance(y, np.ndarray) else y
         x = convert_to_tensor(x, dtype_hint=getattr(y, "dtype", None))
-    if not hasattr(y, "dtype"):
-        y = convert_to_tensor(y, dtype_hint=x.dtype)
-    return x, y
+    return x, _tensor(y, x.dtype)
 
 
 def _float_kernel(ufunc: Any) -> Any:
@@ -438,8 +435,7 @@ def where(condition: Any, x: Any = None, y: Any = None, name: str | None = None)
 
     ``tf.where(c)`` returns an int64 [num_true, rank] tensor of coordinates.
     """
-    if not hasattr(condition, "dtype"):
-        condition = convert_to_tensor(condition)
+    condition = _tensor(condition)
     if x is None and y is None:
         return apply(_where_indices, condition)
     if x is None or y is None:

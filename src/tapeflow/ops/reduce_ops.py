@@ -7,8 +7,8 @@ from typing import Any
 import numpy as np
 
 from tapeflow._api import export
-from tapeflow.framework.constant import convert_to_tensor
 from tapeflow.framework.dispatch import apply, op
+from tapeflow.ops.array_ops import _tensor
 
 
 def normalize_axes(axis: Any, rank: int | None) -> tuple | None:
@@ -78,7 +78,7 @@ def _(g, out, x, *, axis, keepdims):
 
 
 def _reduce(kernel_op, input_tensor, axis, keepdims):
-    x = input_tensor if hasattr(input_tensor, "dtype") else convert_to_tensor(input_tensor)
+    x = _tensor(input_tensor)
     axes = normalize_axes(axis, x.shape.rank)
     return apply(kernel_op, x, axis=axes, keepdims=bool(keepdims))
 
@@ -270,7 +270,7 @@ def reduce_logsumexp(input_tensor: Any, axis: Any = None, keepdims: bool = False
     from tapeflow.ops.array_ops import reshape_like, stop_gradient, zeros_like
     from tapeflow.ops.math_ops import exp, is_finite, log, where
 
-    x = input_tensor if hasattr(input_tensor, "dtype") else convert_to_tensor(input_tensor)
+    x = _tensor(input_tensor)
     raw_max = reduce_max(x, axis, keepdims=True)
     shift = stop_gradient(where(is_finite(raw_max), raw_max, zeros_like(raw_max)))
     result = log(reduce_sum(exp(x - shift), axis, keepdims=keepdims))
@@ -281,7 +281,7 @@ def reduce_logsumexp(input_tensor: Any, axis: Any = None, keepdims: bool = False
 def reduce_variance(input_tensor: Any, axis: Any = None, keepdims: bool = False,
                     name: str | None = None):
     """Population variance over `axis`."""
-    x = input_tensor if hasattr(input_tensor, "dtype") else convert_to_tensor(input_tensor)
+    x = _tensor(input_tensor)
     centered = x - reduce_mean(x, axis, keepdims=True)
     return reduce_mean(centered * centered, axis, keepdims=keepdims)
 
@@ -298,7 +298,7 @@ def reduce_std(input_tensor: Any, axis: Any = None, keepdims: bool = False,
 def _arg(kernel_op, input, axis, output_type):  # noqa: A002
     from tapeflow.framework import dtypes as _dtypes
 
-    x = input if hasattr(input, "dtype") else convert_to_tensor(input)
+    x = _tensor(input)
     rank = x.shape.rank
     axis = 0 if axis is None else int(axis.numpy() if hasattr(axis, "numpy") else axis)
     if rank is not None:
@@ -324,7 +324,7 @@ def argmin(input: Any, axis: Any = None, output_type: Any = "int64",  # noqa: A0
 
 
 def _scan_public(kernel_op, x, axis, exclusive, reverse):
-    x = x if hasattr(x, "dtype") else convert_to_tensor(x)
+    x = _tensor(x)
     axis = int(axis.numpy() if hasattr(axis, "numpy") else axis)
     rank = x.shape.rank
     if rank is not None:
