@@ -1,0 +1,333 @@
+"""2-D convolution on NHWC arrays: forward, gradient w.r.t. the input, gradient w.r.t. the filter.
+
+Every variant is one BLAS matrix product plus a cheap data-movement pass; which operand gets
+expanded depends on which side has fewer channels (DenseNet convs have 12 outputs and up to
+148 inputs, so expanding the thin side moves ~10x less memory than plain im2col):
+
+- ``im2col``: copy each receptive field into a row (rows x taps*Cin), multiply by the filter.
+- ``kn2row``: multiply the padded input by every tap's filter at once (rows x taps*Cout), then
+  sum each output pixel's taps from shifted rows (``tap_sum``).
+- filter gradient, thin output: scatter the output gradient to every tap's shifted rows
+  (``tap_scatter``, the adjoint of ``tap_sum``), then one product with the padded input.
+- input gradient: the convolution of the (stride-dilated, padded) output gradient with the
+  flipped, transposed filter, so it reuses the forward path and its choice of algorithm.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from tapeflow.kernels._jit import jit, prange
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """Sizes of one 2-D convolution or pooling window: kernel, strides, dilations, padding."""
+
+    kh: int
+    kw: int
+    sh: int
+    sw: int
+    dh: int
+    dw: int
+    pt: int
+    pb: int
+    pl: int
+    pr: int
+    h: int
+    w: int
+    ho: int
+    wo: int
+
+    @property
+    def taps(self) -> int:
+        return self.kh * self.kw
+
+    @property
+    def padded(self) -> bool:
+        return bool(self.pt or self.pb or self.pl or self.pr)
+
+    @property
+    def pointwise(self) -> bool:
+        """A 1x1 window without padding: the convolution is a plain matrix product."""
+        return self.kh == 1 and self.kw == 1 and not self.padded
+
+
+def _same_pads(size: int, k: int, s: int, d: int) -> tuple[int, int, int]:
+    out = -(-size // s)
+    total = max((out - 1) * s + (k - 1) * d + 1 - size, 0)
+    return total // 2, total - total // 2, out
+
+
+def geometry(hw: tuple[int, int], k: tuple[int, int], strides: tuple[int, int],
+             dilations: tuple[int, int], padding) -> Geometry:
+    """Output size and padding of a window sweep ('SAME', 'VALID' or ((top, bottom), (l, r)))."""
+    sizes = []
+    for axis in range(2):
+        size, kk, s, d = hw[axis], k[axis], strides[axis], dilations[axis]
+        if padding == "SAME":
+            sizes.append(_same_pads(size, kk, s, d))
+            continue
+        before, after = (0, 0) if padding == "VALID" else padding[axis]
+        span = size + before + after - (kk - 1) * d
+        if span < 1:
+            raise ValueError(f"the window ({kk} with dilation {d}) is larger than the padded "
+                             f"input ({size + before + after})")
+        sizes.append((before, after, (span - 1) // s + 1))
+    (pt, pb, ho), (pl, pr, wo) = sizes
+    return Geometry(k[0], k[1], strides[0], strides[1], dilations[0], dilations[1],
+                    pt, pb, pl, pr, hw[0], hw[1], ho, wo)
+
+
+def pad(x: np.ndarray, g: Geometry, value: float = 0.0) -> np.ndarray:
+    """Pad the spatial dims of NHWC `x` as the geometry says (no copy when there is none)."""
+    if not g.padded:
+        return x
+    n, h, w, c = x.shape
+    xp = np.full((n, h + g.pt + g.pb, w + g.pl + g.pr, c), value, dtype=x.dtype)
+    xp[:, g.pt:g.pt + h, g.pl:g.pl + w] = x
+    return xp
+
+
+def _tap_offsets(g: Geometry, wp: int) -> np.ndarray:
+    return np.array([a * g.dh * wp + b * g.dw for a in range(g.kh) for b in range(g.kw)],
+                    dtype=np.int64)
+
+
+def _window(arr: np.ndarray, a: int, b: int, g: Geometry) -> np.ndarray:
+    """View of `arr` (N, Hp, Wp, C) at tap (a, b) for every output pixel (N, Ho, Wo, C)."""
+    r0, c0 = a * g.dh, b * g.dw
+    return arr[:, r0:r0 + (g.ho - 1) * g.sh + 1:g.sh, c0:c0 + (g.wo - 1) * g.sw + 1:g.sw]
+
+
+# --- compiled loops (numba); each has a NumPy twin below -------------------------------------
+
+
+@jit(parallel=True)
+def _tap_sum_nb(y, images, hp, wp, ho, wo, sh, sw, offs, out):
+    """y: (images*hp*wp, taps*cout); out: (images*ho*wo, cout), both C-contiguous."""
+    taps = offs.shape[0]
+    cout = out.shape[1]
+    for r in prange(images * ho):
+        b, i = r // ho, r % ho
+        for j in range(wo):
+            base = b * hp * wp + i * sh * wp + j * sw
+            dst = out[r * wo + j]
+            src = y[base + offs[0]]
+            for o in range(cout):
+                dst[o] = src[o]
+            for t in range(1, taps):
+                src = y[base + offs[t], t * cout:(t + 1) * cout]
+                for o in range(cout):
+                    dst[o] += src[o]
+
+
+@jit(parallel=True)
+def _tap_scatter_nb(gr, images, hp, wp, ho, wo, sh, sw, offs, cols):
+    """gr: (images*ho*wo, cout); cols: (images*hp*wp, taps*cout), both C-contiguous."""
+    taps = offs.shape[0]
+    cout = gr.shape[1]
+    for r in prange(images * ho):
+        b, i = r // ho, r % ho
+        for j in range(wo):
+            base = b * hp * wp + i * sh * wp + j * sw
+            src = gr[r * wo + j]
+            for t in range(taps):
+                dst = cols[base + offs[t], t * cout:(t + 1) * cout]
+                for o in range(cout):
+                    dst[o] = src[o]
+
+
+@jit(parallel=True)
+def _im2col_nb(xp, kh, kw, sh, sw, dh, dw, ho, wo, cols):
+    """xp: (images, hp, wp, c); cols: (images*ho*wo, taps*c), both C-contiguous."""
+    images, _, wp, c = xp.shape
+    hpwp = xp.shape[1] * wp
+    flat = xp.reshape(-1, c)
+    for r in prange(images * ho):
+        b, i = r // ho, r % ho
+        for j in range(wo):
+            dst = cols[r * wo + j]
+            for a in range(kh):
+                row = b * hpwp + (i * sh + a * dh) * wp + j * sw
+                for q in range(kw):
+                    src = flat[row + q * dw]
+                    c0 = (a * kw + q) * c
+                    for ch in range(c):
+                        dst[c0 + ch] = src[ch]
+
+
+# --- data-movement passes (write into caller-owned buffers) ------------------------------------
+
+
+def tap_sum(y: np.ndarray, images: int, hp: int, wp: int, g: Geometry, out: np.ndarray) -> None:
+    """out[n,i,j] = sum over taps t of y[row of tap t's input pixel, t's block of Cout]."""
+    cout = out.shape[3]
+    if _tap_sum_nb is not None:
+        _tap_sum_nb(y, images, hp, wp, g.ho, g.wo, g.sh, g.sw, _tap_offsets(g, wp), _rows(out))
+        return
+    y4 = y.reshape(images, hp, wp, g.taps * cout)
+    out[...] = 0
+    for a in range(g.kh):
+        for b in range(g.kw):
+            t = a * g.kw + b
+            out += _window(y4, a, b, g)[..., t * cout:(t + 1) * cout]
+
+
+def tap_scatter(gr: np.ndarray, hp: int, wp: int, g: Geometry, cols: np.ndarray) -> None:
+    """Adjoint of ``tap_sum``: each tap's block of `cols` gets `gr` at that tap's shifted rows.
+
+    Rows no tap touches are left alone (zero in a fresh buffer, and the same rows each call).
+    """
+    images, cout = gr.shape[0], gr.shape[3]
+    if _tap_scatter_nb is not None:
+        _tap_scatter_nb(_rows(gr), images, hp, wp, g.ho, g.wo, g.sh, g.sw, _tap_offsets(g, wp),
+                        cols)
+        return
+    cols4 = cols.reshape(images, hp, wp, g.taps * cout)
+    for a in range(g.kh):
+        for b in range(g.kw):
+            t = a * g.kw + b
+            _window(cols4, a, b, g)[..., t * cout:(t + 1) * cout] = gr
+
+
+def im2col(xp: np.ndarray, g: Geometry, cols: np.ndarray) -> None:
+    """Receptive fields as rows: cols[n, i, j, tap] = the input pixel under that tap."""
+    if _im2col_nb is not None:
+        _im2col_nb(np.ascontiguousarray(xp), g.kh, g.kw, g.sh, g.sw, g.dh, g.dw, g.ho, g.wo,
+                   cols.reshape(-1, cols.shape[3] * cols.shape[4]))
+        return
+    for a in range(g.kh):
+        for b in range(g.kw):
+            cols[:, :, :, a * g.kw + b] = _window(xp, a, b, g)
+
+
+# --- batching: work on a few images at a time so the expanded buffer stays in cache ------------
+
+CHUNK_BYTES = 1 << 20
+
+
+class _Chunks:
+    """Split the batch so each chunk's expanded buffer (``per_image`` elements/image) fits in
+    cache; a padded copy of each chunk is written into one reused, pre-zeroed buffer."""
+
+    def __init__(self, x: np.ndarray, g: Geometry, per_image: int):
+        self.x, self.g = x, g
+        n, h, w, c = x.shape
+        self.hp, self.wp = h + g.pt + g.pb, w + g.pl + g.pr
+        self.step = max(1, min(n, CHUNK_BYTES // max(1, per_image * x.itemsize)))
+        self.bounds = [(b, min(n, b + self.step)) for b in range(0, n, self.step)]
+        self._pad = (np.zeros((self.step, self.hp, self.wp, c), dtype=x.dtype)
+                     if g.padded else None)
+
+    def padded(self, b0: int, b1: int) -> np.ndarray:
+        """Images b0..b1 of x, padded (a view into the reused buffer)."""
+        if self._pad is None:
+            return self.x[b0:b1]
+        g, (_, h, w, _) = self.g, self.x.shape
+        xp = self._pad[:b1 - b0]
+        xp[:, g.pt:g.pt + h, g.pl:g.pl + w] = self.x[b0:b1]
+        return xp
+
+
+def _rows(a: np.ndarray) -> np.ndarray:
+    return a.reshape(-1, a.shape[-1])
+
+
+# --- the three convolution kernels -------------------------------------------------------------
+
+
+def conv2d(x: np.ndarray, w: np.ndarray, g: Geometry) -> np.ndarray:
+    """NHWC convolution (cross-correlation, as TF) of `x` with HWIO filter `w`."""
+    x = np.ascontiguousarray(x)
+    n, _, _, cin = x.shape
+    cout = w.shape[3]
+    if g.pointwise:
+        xs = x if g.sh == g.sw == 1 else np.ascontiguousarray(x[:, ::g.sh, ::g.sw])
+        return (_rows(xs) @ w.reshape(cin, cout)).reshape(n, g.ho, g.wo, cout)
+    out = np.empty((n, g.ho, g.wo, cout), dtype=x.dtype)
+    if cout * g.sh * g.sw < cin:  # kn2row: expand the thin output side
+        hp, wp = g.h + g.pt + g.pb, g.w + g.pl + g.pr
+        chunks = _Chunks(x, g, hp * wp * g.taps * cout)
+        w_all = np.ascontiguousarray(w.transpose(2, 0, 1, 3)).reshape(cin, g.taps * cout)
+        y = np.empty((chunks.step * hp * wp, g.taps * cout), dtype=x.dtype)
+        for b0, b1 in chunks.bounds:
+            m = (b1 - b0) * hp * wp
+            np.matmul(_rows(chunks.padded(b0, b1)), w_all, out=y[:m])
+            tap_sum(y[:m], b1 - b0, hp, wp, g, out[b0:b1])
+        return out
+    chunks = _Chunks(x, g, g.ho * g.wo * g.taps * cin)
+    cols = np.empty((chunks.step, g.ho, g.wo, g.taps, cin), dtype=x.dtype)
+    w2 = w.reshape(g.taps * cin, cout)
+    for b0, b1 in chunks.bounds:
+        im2col(chunks.padded(b0, b1), g, cols[:b1 - b0])
+        np.matmul(cols[:b1 - b0].reshape(-1, g.taps * cin), w2, out=_rows(out[b0:b1]))
+    return out
+
+
+def conv2d_backprop_input(gr: np.ndarray, w: np.ndarray, g: Geometry) -> np.ndarray:
+    """Gradient w.r.t. the input of ``conv2d`` given the output gradient `gr`."""
+    n = gr.shape[0]
+    cin, cout = w.shape[2], w.shape[3]
+    if g.pointwise:
+        rows = _rows(np.ascontiguousarray(gr)) @ w.reshape(cin, cout).T
+        if g.sh == g.sw == 1:
+            return rows.reshape(n, g.h, g.w, cin)
+        dx = np.zeros((n, g.h, g.w, cin), dtype=gr.dtype)
+        dx[:, ::g.sh, ::g.sw] = rows.reshape(n, g.ho, g.wo, cin)
+        return dx
+    # dx[a] = sum_k gd[a + k*d] * w[K-1-k], where gd is gr spread by the stride and shifted by
+    # (K-1)*d - pad_before: a stride-1 convolution with the flipped, transposed filter.
+    w_flip = np.ascontiguousarray(w[::-1, ::-1].transpose(0, 1, 3, 2))
+    ext_h, ext_w = (g.kh - 1) * g.dh, (g.kw - 1) * g.dw
+    before = (ext_h - g.pt, ext_w - g.pl)
+    after = (g.h + ext_h - g.ho - before[0], g.w + ext_w - g.wo - before[1])
+    if g.sh == g.sw == 1 and min(before + after) >= 0:
+        inner = Geometry(g.kh, g.kw, 1, 1, g.dh, g.dw, before[0], after[0], before[1], after[1],
+                         g.ho, g.wo, g.h, g.w)
+        return conv2d(gr, w_flip, inner)
+    hd, wd = g.h + ext_h, g.w + ext_w
+    gd = np.zeros((n, hd, wd, cout), dtype=gr.dtype)
+    i0, i1 = _spread(g.ho, g.sh, before[0], hd)
+    j0, j1 = _spread(g.wo, g.sw, before[1], wd)
+    if i1 > i0 and j1 > j0:
+        gd[:, before[0] + i0 * g.sh:before[0] + (i1 - 1) * g.sh + 1:g.sh,
+           before[1] + j0 * g.sw:before[1] + (j1 - 1) * g.sw + 1:g.sw] = gr[:, i0:i1, j0:j1]
+    inner = Geometry(g.kh, g.kw, 1, 1, g.dh, g.dw, 0, 0, 0, 0, hd, wd, g.h, g.w)
+    return conv2d(gd, w_flip, inner)
+
+
+def _spread(n_out: int, stride: int, offset: int, size: int) -> tuple[int, int]:
+    """Range of output indices i whose spread position offset + i*stride lies in [0, size)."""
+    first = max(0, math.ceil(-offset / stride))
+    end = min(n_out, (size - 1 - offset) // stride + 1)
+    return first, end
+
+
+def conv2d_backprop_filter(x: np.ndarray, gr: np.ndarray, g: Geometry) -> np.ndarray:
+    """Gradient w.r.t. the HWIO filter of ``conv2d`` given input `x` and output gradient `gr`."""
+    x, gr = np.ascontiguousarray(x), np.ascontiguousarray(gr)
+    cin, cout = x.shape[3], gr.shape[3]
+    if g.pointwise:
+        xs = x if g.sh == g.sw == 1 else np.ascontiguousarray(x[:, ::g.sh, ::g.sw])
+        return (_rows(xs).T @ _rows(gr)).reshape(1, 1, cin, cout)
+    if cout * g.sh * g.sw < cin:  # scatter the thin gradient to every tap, one product
+        hp, wp = g.h + g.pt + g.pb, g.w + g.pl + g.pr
+        chunks = _Chunks(x, g, hp * wp * g.taps * cout)
+        cols = np.zeros((chunks.step * hp * wp, g.taps * cout), dtype=x.dtype)
+        dw = np.zeros((cin, g.taps * cout), dtype=x.dtype)
+        for b0, b1 in chunks.bounds:
+            m = (b1 - b0) * hp * wp
+            tap_scatter(gr[b0:b1], hp, wp, g, cols[:m])
+            dw += _rows(chunks.padded(b0, b1)).T @ cols[:m]
+        return np.ascontiguousarray(dw.reshape(cin, g.kh, g.kw, cout).transpose(1, 2, 0, 3))
+    chunks = _Chunks(x, g, g.ho * g.wo * g.taps * cin)
+    cols = np.empty((chunks.step, g.ho, g.wo, g.taps, cin), dtype=x.dtype)
+    dw = np.zeros((g.taps * cin, cout), dtype=x.dtype)
+    for b0, b1 in chunks.bounds:
+        im2col(chunks.padded(b0, b1), g, cols[:b1 - b0])
+        dw += cols[:b1 - b0].reshape(-1, g.taps * cin).T @ _rows(gr[b0:b1])
+    return dw.reshape(g.kh, g.kw, cin, cout)
