@@ -72,13 +72,14 @@ class DenseBlock(layers.Layer):
         super().__init__(**kwargs)
         self.num_layers = int(num_layers)
         self.growth_rate = int(growth_rate)
-        self.norms = [layers.BatchNormalization() for _ in range(self.num_layers)]
-        self.convs = [layers.Conv2D(self.growth_rate, 3, padding="same")
+        # (norm, conv) pairs: weights come out in the functional DenseNet's order
+        self.pairs = [(layers.BatchNormalization(),
+                       layers.Conv2D(self.growth_rate, 3, padding="same"))
                       for _ in range(self.num_layers)]
 
     def call(self, inputs: Any, training: Any = None):
         x = inputs
-        for norm, conv in zip(self.norms, self.convs):
+        for norm, conv in self.pairs:
             y = conv(tf.nn.relu(norm(x, training=training)))
             x = tf.concat([x, y], axis=-1)
         return x

@@ -1,0 +1,90 @@
+"""RevNet (seed 002): reversible backprop equals regular backprop; activation memory is flat."""
+
+import tracemalloc
+
+import numpy as np
+import pytest
+
+import tapeflow as tf
+from tapeflow.keras import backend
+from tapeflow.models import Residual, RevNet
+
+
+@pytest.fixture(autouse=True)
+def _fresh_names():
+    backend.clear_session()
+
+
+def _normal(shape, seed, dtype):
+    return tf.constant(np.random.default_rng(seed).standard_normal(shape).astype(dtype))
+
+
+@pytest.mark.parametrize("dtype,tol", [("float32", 1e-5), ("float64", 1e-10)])
+def test_seed_002_block_backward_grads_equal_true_grads(dtype, tol):
+    block = Residual(4, dtype=dtype)
+    x = _normal((3, 6, 6, 8), 0, dtype)
+    dy = _normal((3, 6, 6, 8), 1, dtype)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = block(x)
+    variables = block.f.trainable_variables + block.g.trainable_variables
+    true_grads = tape.gradient(y, [x] + variables, output_gradients=dy)
+    x_rec, dx, grads = block.backward_grads(y, dy)
+    np.testing.assert_allclose(x_rec.numpy(), x.numpy(), atol=tol * 10)
+    diff_abs = np.abs(dx.numpy() - true_grads[0].numpy()).reshape(-1)
+    assert all(diff_abs < tol * 10)
+    for got, want in zip(grads, true_grads[1:]):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), atol=tol, rtol=tol)
+
+
+@pytest.mark.parametrize("dtype,tol", [("float32", 1e-5), ("float64", 1e-10)])
+def test_model_reversible_gradients_equal_regular_backprop(dtype, tol):
+    model = RevNet(num_classes=3, filters=4, num_blocks=3, dtype=dtype)
+    x = _normal((4, 8, 8, 2), 2, dtype)
+    labels = tf.constant(np.array([0, 1, 2, 1]))
+    model(x)
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+            labels=labels, logits=model(x, training=True)))
+    regular = tape.gradient(loss, model.trainable_variables)
+    reversible, rev_loss = model.compute_gradients(x, labels)
+    np.testing.assert_allclose(rev_loss.numpy(), loss.numpy(), rtol=tol)
+    assert len(reversible) == len(regular) == len(model.trainable_variables)
+    for got, want, v in zip(reversible, regular, model.trainable_variables):
+        scale = max(1.0, float(np.abs(want.numpy()).max()))
+        np.testing.assert_allclose(got.numpy(), want.numpy(), atol=tol * scale,
+                                   err_msg=v.name)
+
+
+def _peak_bytes(fn):
+    tracemalloc.start()
+    tracemalloc.reset_peak()
+    base = tracemalloc.get_traced_memory()[0]
+    fn()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return peak - base
+
+
+def _regular_backprop(model, x, labels):
+    with tf.GradientTape() as tape:
+        logits = model(x, training=True)
+        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+            labels=labels, logits=logits))
+    return tape.gradient(loss, model.trainable_variables)
+
+
+def test_reversible_backward_memory_stays_flat_with_depth():
+    x = _normal((16, 16, 16, 3), 3, "float32")
+    labels = tf.constant(np.arange(16) % 10)
+    peaks = {}
+    for depth in (2, 8):
+        model = RevNet(filters=8, num_blocks=depth)
+        model(x[:1])
+        peaks[depth] = (_peak_bytes(lambda m=model: _regular_backprop(m, x, labels)),
+                        _peak_bytes(lambda m=model: m.compute_gradients(x, labels)))
+    regular_growth = peaks[8][0] / peaks[2][0]
+    reversible_growth = peaks[8][1] / peaks[2][1]
+    assert regular_growth > 2.0, peaks
+    assert reversible_growth < 1.35, peaks
+    assert peaks[8][1] < 0.4 * peaks[8][0], peaks
