@@ -1,0 +1,247 @@
+"""Model benchmarks, tapeflow side by side with PyTorch (eager) in one run.
+
+W4: one DenseNet training step (Adam), batch 64, input [64, 32, 32, 3]: Conv3x3(16) -> 3 dense
+    blocks of 4 x [BN-ReLU-Conv3x3(12), concat] with BN-ReLU-Conv1x1-AvgPool2 transitions ->
+    BN-ReLU-GAP-Dense(10). Median step time after warm-up, and the process's peak RSS.
+W5: seed 004's CIFAR CNN trained with ``model.fit`` (RMSprop, categorical cross-entropy,
+    batch 256): images per second over one epoch after a warm-up epoch.
+
+Every measurement runs in its own process, so peak RSS belongs to that workload alone.
+
+    python benchmarks/bench_models.py            # everything
+    python benchmarks/bench_models.py --only w4  # one workload
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+# TensorFlow's numbers on the project machine, quoted in issue 5 (TF is not installed here)
+TF_REFERENCE = {"w4_graph_ms": 219.0, "w5_img_s": 984.0}
+
+
+def _peak_rss_mb() -> float:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024.0
+    return float("nan")
+
+
+def _median_ms(step, steps: int, warmup: int) -> float:
+    for _ in range(warmup):
+        step()
+    times = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1e3
+
+
+def _w4_data(batch: int = 64):
+    rng = np.random.default_rng(0)
+    return (rng.standard_normal((batch, 32, 32, 3)).astype(np.float32),
+            rng.integers(0, 10, size=batch))
+
+
+def w4_tapeflow(mode: str, steps: int, warmup: int) -> dict:
+    import tapeflow as tf
+    from tapeflow.models import DenseNet
+
+    tf.random.set_seed(0)
+    x_np, y_np = _w4_data()
+    model = DenseNet(input_shape=(32, 32, 3))
+    optimizer = tf.keras.optimizers.Adam(1e-3)
+    loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    x, y = tf.constant(x_np), tf.constant(y_np)
+
+    def train_step(images, labels):
+        with tf.GradientTape() as tape:
+            loss = loss_fn(labels, model(images, training=True))
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        return loss
+
+    step = tf.function(train_step) if mode == "graph" else train_step
+    ms = _median_ms(lambda: step(x, y), steps, warmup)
+    return {"ms": ms, "rss_mb": _peak_rss_mb()}
+
+
+def _torch_densenet(torch):
+    nn = torch.nn
+
+    class Block(nn.Module):
+        def __init__(self, channels: int, layers: int, growth: int):
+            super().__init__()
+            self.norms = nn.ModuleList()
+            self.convs = nn.ModuleList()
+            for i in range(layers):
+                self.norms.append(nn.BatchNorm2d(channels + i * growth, eps=1e-3,
+                                                 momentum=0.01))
+                self.convs.append(nn.Conv2d(channels + i * growth, growth, 3, padding=1))
+
+        def forward(self, x):
+            for norm, conv in zip(self.norms, self.convs):
+                x = torch.cat([x, conv(torch.relu(norm(x)))], dim=1)
+            return x
+
+    def transition(channels: int):
+        return nn.Sequential(nn.BatchNorm2d(channels, eps=1e-3, momentum=0.01), nn.ReLU(),
+                             nn.Conv2d(channels, channels, 1), nn.AvgPool2d(2))
+
+    return nn.Sequential(
+        nn.Conv2d(3, 16, 3, padding=1), Block(16, 4, 12), transition(64), Block(64, 4, 12),
+        transition(112), Block(112, 4, 12), nn.BatchNorm2d(160, eps=1e-3, momentum=0.01),
+        nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(160, 10))
+
+
+def w4_torch(mode: str, steps: int, warmup: int) -> dict:
+    import torch
+
+    torch.manual_seed(0)
+    x_np, y_np = _w4_data()
+    model = _torch_densenet(torch)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    x = torch.tensor(x_np.transpose(0, 3, 1, 2).copy())
+    y = torch.tensor(y_np)
+
+    def step():
+        optimizer.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+
+    return {"ms": _median_ms(step, steps, warmup), "rss_mb": _peak_rss_mb(),
+            "params": sum(p.numel() for p in model.parameters())}
+
+
+def _w5_data(n: int):
+    rng = np.random.default_rng(0)
+    x = rng.random((n, 32, 32, 3), dtype=np.float32)
+    y = np.eye(10, dtype=np.float32)[rng.integers(0, 10, size=n)]
+    return x, y
+
+
+def w5_tapeflow(mode: str, images: int, warmup: int) -> dict:
+    import tapeflow as tf
+    from tapeflow.models import CifarCNN
+
+    tf.random.set_seed(0)
+    x, y = _w5_data(images)
+    model = CifarCNN()
+    model.compile(loss="categorical_crossentropy",
+                  optimizer=tf.keras.optimizers.RMSprop(learning_rate=0.0001, decay=1e-6),
+                  metrics=["accuracy"], run_eagerly=(mode == "eager"))
+    model.fit(x[:512], y[:512], batch_size=256, epochs=1, verbose=0)  # warm-up: traces
+    start = time.perf_counter()
+    model.fit(x, y, batch_size=256, epochs=1, shuffle=True, verbose=0)
+    return {"img_s": images / (time.perf_counter() - start), "rss_mb": _peak_rss_mb()}
+
+
+def w5_torch(mode: str, images: int, warmup: int) -> dict:
+    import torch
+
+    nn = torch.nn
+    torch.manual_seed(0)
+    x_np, y_np = _w5_data(images)
+    model = nn.Sequential(
+        nn.Conv2d(3, 32, 3, padding=1), nn.ReLU(), nn.Conv2d(32, 32, 3), nn.ReLU(),
+        nn.MaxPool2d(2), nn.Dropout(0.25), nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(),
+        nn.Conv2d(64, 64, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Dropout(0.25), nn.Flatten(),
+        nn.Linear(2304, 512), nn.ReLU(), nn.Dropout(0.5), nn.Linear(512, 10))
+    optimizer = torch.optim.RMSprop(model.parameters(), lr=0.0001, alpha=0.9, eps=1e-7)
+    x = torch.tensor(x_np.transpose(0, 3, 1, 2).copy())
+    y = torch.tensor(y_np.argmax(axis=1))
+
+    def epoch(n: int):
+        perm = torch.randperm(n)
+        for i in range(0, n, 256):
+            idx = perm[i:i + 256]
+            optimizer.zero_grad()
+            loss = nn.functional.cross_entropy(model(x[idx]), y[idx])
+            loss.backward()
+            optimizer.step()
+
+    epoch(512)
+    start = time.perf_counter()
+    epoch(images)
+    return {"img_s": images / (time.perf_counter() - start), "rss_mb": _peak_rss_mb()}
+
+
+WORKERS = {
+    "w4-tapeflow-graph": (w4_tapeflow, "graph"), "w4-tapeflow-eager": (w4_tapeflow, "eager"),
+    "w4-torch-eager": (w4_torch, "eager"),
+    "w5-tapeflow-graph": (w5_tapeflow, "graph"), "w5-torch-eager": (w5_torch, "eager"),
+}
+
+
+def _run_worker(name: str, size: int, warmup: int) -> dict:
+    out = subprocess.run([sys.executable, __file__, "--worker", name, "--size", str(size),
+                          "--warmup", str(warmup)], capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        return {"error": out.stderr.strip().splitlines()[-1] if out.stderr else "failed"}
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", choices=["w4", "w5"], default=None)
+    parser.add_argument("--steps", type=int, default=10, help="W4 timed steps")
+    parser.add_argument("--images", type=int, default=2048, help="W5 images per timed epoch")
+    parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--size", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--warmup", type=int, default=3, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        fn, mode = WORKERS[args.worker]
+        print(json.dumps(fn(mode, args.size, args.warmup)))
+        return
+    if args.only in (None, "w4"):
+        res = {name: _run_worker(name, args.steps, args.warmup)
+               for name in ("w4-torch-eager", "w4-tapeflow-graph", "w4-tapeflow-eager")}
+        _report_w4(res)
+    if args.only in (None, "w5"):
+        res = {name: _run_worker(name, args.images, 1)
+               for name in ("w5-torch-eager", "w5-tapeflow-graph")}
+        _report_w5(res)
+
+
+def _report_w4(res: dict) -> None:
+    torch_ms = res["w4-torch-eager"].get("ms")
+    torch_rss = res["w4-torch-eager"].get("rss_mb")
+    print("W4 DenseNet training step, batch 64, [64,32,32,3], Adam (median)")
+    print(f"  {'run':22s} {'step ms':>9s} {'vs torch':>9s} {'peak RSS MB':>12s} {'vs torch':>9s}")
+    for name, r in res.items():
+        if "error" in r:
+            print(f"  {name:22s} error: {r['error']}")
+            continue
+        ratio = r["ms"] / torch_ms if torch_ms else float("nan")
+        rss_ratio = r["rss_mb"] / torch_rss if torch_rss else float("nan")
+        print(f"  {name:22s} {r['ms']:9.1f} {ratio:8.2f}x {r['rss_mb']:12.0f} {rss_ratio:8.2f}x")
+    if torch_ms:
+        print(f"  TensorFlow graph (issue 5, same machine): {TF_REFERENCE['w4_graph_ms']:.0f} ms "
+              f"= {TF_REFERENCE['w4_graph_ms'] / torch_ms:.2f}x torch; target tapeflow graph "
+              "<= 0.70x torch in time and peak RSS")
+
+
+def _report_w5(res: dict) -> None:
+    print("W5 seed-004 CIFAR CNN fit throughput, batch 256, RMSprop")
+    print(f"  {'run':22s} {'img/s':>9s} {'vs TF 984':>10s} {'peak RSS MB':>12s}")
+    for name, r in res.items():
+        if "error" in r:
+            print(f"  {name:22s} error: {r['error']}")
+            continue
+        print(f"  {name:22s} {r['img_s']:9.0f} {r['img_s'] / TF_REFERENCE['w5_img_s']:9.2f}x "
+              f"{r['rss_mb']:12.0f}")
+
+
+if __name__ == "__main__":
+    main()
