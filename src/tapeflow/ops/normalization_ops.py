@@ -1,0 +1,169 @@
+"""Normalization: moments, batch_normalization, l2_normalize and the fused training batch norm.
+
+``moments``/``batch_normalization``/``l2_normalize`` are compositions of math ops, so every
+mode and derivative order comes for free. ``fused_batch_norm`` (what a BatchNormalization layer
+should call in training) is one primitive, FusedBatchNorm, computing y and the batch statistics
+in two passes over x; its gradient is the fused FusedBatchNormGrad primitive, or, when some
+tape is recording the backward pass (higher-order gradients), the same formula written in
+differentiable ops.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tapeflow._api import export
+from tapeflow.framework import errors
+from tapeflow.framework.context import state as _state
+from tapeflow.framework.dispatch import apply, op
+from tapeflow.framework.tensor import EagerTensor
+from tapeflow.kernels import batch_norm as _bn
+from tapeflow.ops import math_ops
+from tapeflow.ops.array_ops import stop_gradient, transpose
+from tapeflow.ops.conv_ops import as_tensor
+from tapeflow.ops.reduce_ops import normalize_axes, reduce_mean, reduce_sum
+
+
+@export("nn.moments")
+def moments(x: Any, axes: Any, shift: Any = None, keepdims: bool = False,
+            name: str | None = None):
+    """(mean, variance) of `x` over `axes`; the variance is the biased (population) one."""
+    x = as_tensor(x)
+    axes = list(normalize_axes(axes, x.shape.rank))
+    mean = reduce_mean(x, axes, keepdims=True)
+    centred = x - stop_gradient(mean)  # d var / d mean is 0 at the mean: skip that path
+    variance = reduce_mean(centred * centred, axes, keepdims=keepdims)
+    if not keepdims:
+        mean = reduce_mean(x, axes, keepdims=False)
+    return mean, variance
+
+
+@export("nn.batch_normalization")
+def batch_normalization(x: Any, mean: Any, variance: Any, offset: Any, scale: Any,
+                        variance_epsilon: float, name: str | None = None):
+    """(x - mean) * scale / sqrt(variance + eps) + offset, as one scale and one shift of x."""
+    x = as_tensor(x)
+    inv = math_ops.rsqrt(as_tensor(variance) + variance_epsilon)
+    if scale is not None:
+        inv = inv * as_tensor(scale)
+    shift = -as_tensor(mean) * inv
+    if offset is not None:
+        shift = shift + as_tensor(offset)
+    return x * inv + shift
+
+
+@export("nn.l2_normalize", "math.l2_normalize", "linalg.l2_normalize")
+def l2_normalize(x: Any, axis: Any = None, epsilon: float = 1e-12, name: str | None = None,
+                 dim: Any = None):
+    """x / sqrt(max(sum(x**2, axis), epsilon))."""
+    x = as_tensor(x)
+    axis = dim if axis is None else axis
+    sq = reduce_sum(x * x, axis, keepdims=True)
+    return x * math_ops.rsqrt(math_ops.maximum(sq, epsilon))
+
+
+# --- fused training batch norm ------------------------------------------------------------------
+
+
+def _fused_rule(x, scale, offset, *, epsilon):
+    xs, dtype = x
+    c = (None if xs is None else xs[-1],)
+    return [(xs, dtype), (c, dtype), (c, dtype), (c, dtype)]
+
+
+@op("FusedBatchNorm", multi_output=True, same_dtype=True, shape=_fused_rule)
+def _fused_batch_norm(x, scale, offset, *, epsilon):
+    """(y, batch mean, batch variance with Bessel's correction, 1/sqrt(biased var + eps))."""
+    c = x.shape[-1]
+    if scale.shape != (c,) or offset.shape != (c,):
+        raise ValueError(f"scale and offset must be vectors of the channel count {c}, got "
+                         f"{list(scale.shape)} and {list(offset.shape)}")
+    return _bn.forward(x, scale, offset, epsilon)
+
+
+def _fused_grad_rule(g, x, scale, mean, inv):
+    return [x, scale, scale]
+
+
+@op("FusedBatchNormGrad", multi_output=True, same_dtype=True, shape=_fused_grad_rule)
+def _fused_batch_norm_grad(g, x, scale, mean, inv):
+    """(dx, dscale, doffset) of FusedBatchNorm's y."""
+    return _bn.backward(g, x, scale, mean, inv)
+
+
+def _reduce_axes(x) -> list[int]:
+    return list(range(x.shape.rank - 1))
+
+
+def _backward_in_ops(g, x, scale, epsilon: float):
+    """FusedBatchNormGrad written in differentiable ops (for higher-order gradients)."""
+    axes = _reduce_axes(x)
+    mean, var = moments(x, axes, keepdims=True)
+    inv = math_ops.rsqrt(var + epsilon)
+    xhat = (x - mean) * inv
+    dx = scale * inv * (g - reduce_mean(g, axes, keepdims=True)
+                        - xhat * reduce_mean(g * xhat, axes, keepdims=True))
+    return dx, reduce_sum(g * xhat, axes), reduce_sum(g, axes)
+
+
+def _nonzero(t) -> bool:
+    return not (type(t) is EagerTensor and not t._value.any())
+
+
+@_fused_batch_norm.def_grad
+def _(gs, outs, x, scale, offset, *, epsilon):
+    gy, g_mean, g_var, _ = gs
+    _, mean, _, inv = outs
+    if _state.tapes:
+        dx, dscale, doffset = _backward_in_ops(gy, x, scale, epsilon)
+    else:
+        dx, dscale, doffset = apply(_fused_batch_norm_grad, gy, x, scale, mean, inv)
+    if _nonzero(g_mean) or _nonzero(g_var):  # the statistics outputs were used too
+        r = math_ops._size_ratio(mean, x)  # 1 / rows
+        dx = dx + g_mean * r + g_var * (2.0 * (x - mean)) * (r / (1.0 - r))
+    return dx, dscale, doffset
+
+
+@export("nn.fused_batch_norm", "compat.v1.nn.fused_batch_norm")
+def fused_batch_norm(x: Any, scale: Any, offset: Any, mean: Any = None, variance: Any = None,
+                     epsilon: float = 0.001, data_format: str = "NHWC", is_training: bool = True,
+                     name: str | None = None, exponential_avg_factor: float = 1.0):
+    """Batch norm over all axes but the channels: (y, mean, variance).
+
+    Training: the batch statistics normalize x; the returned variance has Bessel's correction
+    (n/(n-1)), as TF's, and with ``exponential_avg_factor`` f < 1 the returned statistics are
+    (1-f)*given + f*batch (the moving averages). Inference: the given mean/variance are used.
+    """
+    x, scale, offset = as_tensor(x), as_tensor(scale), as_tensor(offset)
+    if data_format not in ("NHWC", "NCHW"):
+        raise errors.InvalidArgumentError(
+            f"FusedBatchNorm: data_format must be 'NHWC' or 'NCHW', got {data_format!r}\n"
+            f"{errors.user_line()}")
+    if x.shape.rank is not None and x.shape.rank < 2:
+        raise errors.InvalidArgumentError(
+            f"FusedBatchNorm: x must have a batch and a channel dim, got shape {x.shape}\n"
+            f"{errors.user_line()}")
+    nchw = data_format == "NCHW"
+    if nchw:
+        rank = x.shape.rank
+        x = transpose(x, [0] + list(range(2, rank)) + [1])
+    if not is_training:
+        if mean is None or variance is None:
+            raise errors.InvalidArgumentError(
+                f"FusedBatchNorm: inference (is_training=False) needs mean and variance\n"
+                f"{errors.user_line()}")
+        mean, variance = as_tensor(mean), as_tensor(variance)
+        y = batch_normalization(x, mean, variance, offset, scale, epsilon)
+    else:
+        y, batch_mean, batch_var, _ = apply(_fused_batch_norm, x, scale, offset,
+                                            epsilon=float(epsilon))
+        f = float(exponential_avg_factor)
+        if f != 1.0 and mean is not None and variance is not None:
+            mean = as_tensor(mean) * (1.0 - f) + batch_mean * f
+            variance = as_tensor(variance) * (1.0 - f) + batch_var * f
+        else:
+            mean, variance = batch_mean, batch_var
+    if nchw:
+        rank = y.shape.rank
+        y = transpose(y, [0, rank - 1] + list(range(1, rank - 1)))
+    return y, mean, variance
