@@ -1,1 +1,634 @@
-"""control_flow_ops: see issue #2."""
+"""Control flow: ``tf.cond``, ``tf.while_loop``, ``tf.TensorArray``, ``tf.print``, ``tf.group``.
+
+Eagerly these are plain Python. While tracing, ``cond`` and ``while_loop`` become single nodes
+holding traced sub-graphs (branches, loop condition and body); outer tensors a sub-graph uses are
+captured as extra node inputs, and variable reads are hoisted out of sub-graphs that do not assign
+them, so gradients reach variables used inside loops and branches.
+
+Gradients: ``If`` differentiates by a ``cond`` over the replayed branches (differentiable again);
+``While`` by ``WhileGrad``, which re-runs the loop keeping each iterate, then runs the body's
+vector-Jacobian graph backwards over them.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import numpy as np
+
+from tapeflow._api import export
+from tapeflow.framework import dtypes as _dtypes
+from tapeflow.framework import errors, nest
+from tapeflow.framework.constant import convert_to_tensor
+from tapeflow.framework.context import graph_scope
+from tapeflow.framework.context import state as _state
+from tapeflow.framework.dispatch import apply, op
+from tapeflow.framework.shapes import TensorShape
+from tapeflow.framework.tape import GradientTape
+from tapeflow.framework.tensor import Tensor
+from tapeflow.framework.variable import Variable
+
+
+def _graph_mod():
+    from tapeflow.graph import codegen, ir
+
+    return ir, codegen
+
+
+def _differentiable(t) -> bool:
+    return t.dtype.is_floating or t.dtype.is_complex
+
+
+# --- tracing sub-graphs -------------------------------------------------------------------------
+
+
+def _trace_subgraph(fn, name: str, arg_specs: list, args_structure: Any = None):
+    """Trace `fn(*args)` into a SubGraph of the current graph; returns (graph, raw result)."""
+    ir, _ = _graph_mod()
+    parent = _state.graph
+    sub = ir.SubGraph(name, parent=parent)
+    with graph_scope(sub):
+        phs = [sub.placeholder(s, d, name=f"arg{i}") for i, (s, d) in enumerate(arg_specs)]
+        args = phs if args_structure is None else _pack(args_structure, phs)
+        result = fn(*args)
+    return sub, result
+
+
+def _hoist_reads(sub) -> None:
+    """Variable reads in `sub` that it never assigns become captures of reads in the parent."""
+    ir, _ = _graph_mod()
+    assigned = set()
+
+    def scan(g):
+        for n in g.nodes:
+            if n.op.name.startswith("Assign"):
+                assigned.add(id(n.attrs["var"]))
+            for s in ir.subgraphs(n):
+                scan(s)
+
+    scan(sub)
+    outer_reads: dict[int, Any] = {}
+    dead = set()
+    for node in list(sub.nodes):
+        if node.op.name != "ReadVariableOp" or id(node.attrs["var"]) in assigned:
+            continue
+        var = node.attrs["var"]
+        if id(var) not in outer_reads:
+            outer_reads[id(var)] = sub.parent.convert(var)
+        ph = sub.capture(outer_reads[id(var)])
+        if sub.nodes[-1] is ph.node:
+            sub.nodes.insert(0, sub.nodes.pop())
+        ir.replace_uses(sub, node.outputs[0], ph)
+        dead.add(id(node))
+    ir.remove_nodes(sub, dead)
+
+
+def _align_captures(graphs: list, n_args: int) -> list:
+    """Give every graph the same capture inputs (union, in first-seen order); return outers."""
+    outers, seen = [], set()
+    for g in graphs:
+        for outer, _ in g.captures:
+            if id(outer) not in seen:
+                seen.add(id(outer))
+                outers.append(outer)
+    for g in graphs:
+        g.inputs = g.inputs[:n_args] + [g.capture(o) for o in outers]
+    return outers
+
+
+def _flatten(structure: Any) -> list:
+    return [x._buffer_tensor() if isinstance(x, TensorArray) else x
+            for x in nest.flatten(structure)]
+
+
+def _pack(structure: Any, flat: list) -> Any:
+    leaves = nest.flatten(structure)
+    out = [x._with_buffer(v) if isinstance(x, TensorArray) else v for x, v in zip(leaves, flat)]
+    return nest.pack_sequence_as(structure, out)
+
+
+def _is_stateful(graphs: list) -> bool:
+    ir, _ = _graph_mod()
+    for g in graphs:
+        for n in g.nodes:
+            if n.op.stateful and n.op is not ir.PLACEHOLDER:
+                return True
+            if _is_stateful(ir.subgraphs(n)):
+                return True
+    return False
+
+
+def _spec(t) -> tuple:
+    return t.shape.as_tuple(), t.dtype
+
+
+# --- cond ---------------------------------------------------------------------------------------
+
+
+def _if_shape(pred, *args, then_graph, else_graph):
+    specs = []
+    for a, b in zip(then_graph.outputs, else_graph.outputs):
+        shape = a.shape.most_specific_common_supertype([b.shape])
+        specs.append((shape.as_tuple(), a.dtype))
+    return specs
+
+
+def _if_kernel(pred, *args, then_graph, else_graph):
+    _, codegen = _graph_mod()
+    return codegen.executable(then_graph if pred else else_graph).fn(*args)
+
+
+_if = op("StatelessIf", multi_output=True, shape=_if_shape)(_if_kernel)
+_stateful_if = op("If", multi_output=True, stateful=True, shape=_if_shape)(_if_kernel)
+
+
+def _if_grad(gs, outs, pred, *args, then_graph, else_graph):
+    diff_in = [i for i, a in enumerate(args) if _differentiable(a)]
+    diff_out = [i for i, o in enumerate(outs) if _differentiable(o)]
+    if not diff_in or not diff_out:
+        return (None,) * (len(args) + 1)
+    g_out = [gs[i] for i in diff_out]
+
+    def branch(graph):
+        def fn():
+            return _replay_vjp(graph, list(args), diff_in, diff_out, g_out)
+        return fn
+
+    grads = cond(pred, branch(then_graph), branch(else_graph))
+    result: list = [None] * len(args)
+    for i, g in zip(diff_in, grads):
+        result[i] = g
+    return (None, *result)
+
+
+_if.def_grad(_if_grad)
+_stateful_if.def_grad(_if_grad)
+
+
+def _replay_vjp(graph, args: list, diff_in: list, diff_out: list, g_out: list) -> list:
+    """Gradients of `graph`'s outputs wrt `args[diff_in]`, replaying it with the current ops."""
+    from tapeflow.graph.gradients import replay
+    from tapeflow.ops import array_ops
+
+    ir, _ = _graph_mod()
+    args = [_state.graph.convert(a) for a in args]  # captured here: the tape keys local tensors
+    sources = [args[i] for i in diff_in]
+    tape = GradientTape(persistent=True, watch_accessed_variables=False)
+    with tape:
+        tape.watch(sources)
+        mapping = replay(graph, args)
+    outs = [mapping[id(graph.outputs[i])] if isinstance(graph.outputs[i], ir.SymbolicTensor)
+            else None for i in diff_out]
+    pairs = [(o, g) for o, g in zip(outs, g_out) if o is not None]
+    grads = tape.gradient([o for o, _ in pairs], sources,
+                          output_gradients=[g for _, g in pairs]) if pairs else [None] * len(
+        sources)
+    return [array_ops.zeros_like(s) if g is None else g for s, g in zip(sources, grads)]
+
+
+@export("cond")
+def cond(pred: Any, true_fn: Any = None, false_fn: Any = None, name: str | None = None):
+    """``tf.cond``: `true_fn()` if `pred` else `false_fn()`; one graph node when tracing."""
+    if true_fn is None or false_fn is None:
+        raise TypeError("tf.cond needs both true_fn and false_fn")
+    ir, _ = _graph_mod()
+    if not isinstance(pred, ir.SymbolicTensor):
+        return true_fn() if bool(pred) else false_fn()
+    if pred.dtype is not _dtypes.bool or pred.shape.rank not in (0, None):
+        raise errors.InvalidArgumentError(
+            None, "If", f"tf.cond: pred must be a scalar bool tensor, got {pred.dtype.name} of "
+            f"shape {pred.shape}\n{errors.user_line()}")
+    then_g, then_r = _trace_subgraph(true_fn, "cond_true", [])
+    else_g, else_r = _trace_subgraph(false_fn, "cond_false", [])
+    structure = _merge_branch_outputs(then_g, then_r, else_g, else_r)
+    for g in (then_g, else_g):
+        _hoist_reads(g)
+    outers = _align_captures([then_g, else_g], 0)
+    then_g, else_g = _optimized(then_g), _optimized(else_g)
+    if not then_g.outputs:
+        return _unflatten_outputs(structure, [])
+    kind = _stateful_if if _is_stateful([then_g, else_g]) else _if
+    outs = apply(kind, pred, *outers, then_graph=then_g, else_graph=else_g)
+    return _unflatten_outputs(structure, list(outs))
+
+
+def _optimized(g):
+    from tapeflow.graph.passes.pipeline import optimize
+
+    return optimize(g)[0]
+
+
+class _Same:
+    """A non-tensor value both branches returned unchanged (passed through as is)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+
+def _leaf_to_tensor(g, x: Any, what: str):
+    if isinstance(x, (Tensor, Variable, np.ndarray)) or isinstance(x, (int, float, bool)):
+        with graph_scope(g):
+            return g.convert(x)
+    raise TypeError(f"{what} must be a tensor or a number, got {type(x).__name__} ({x!r})\n"
+                    f"{errors.user_line()}")
+
+
+def _merge_branch_outputs(then_g, then_r, else_g, else_r) -> Any:
+    """Check both branches return the same structure and dtypes; set the graphs' outputs."""
+    try:
+        nest.assert_same_structure(then_r, else_r)
+    except ValueError as e:
+        raise ValueError(f"tf.cond: true_fn and false_fn must return the same structure: "
+                         f"{e}\n{errors.user_line()}") from None
+    ta, fa = _flatten(then_r), _flatten(else_r)
+    marks = []
+    for i, (a, b) in enumerate(zip(ta, fa)):
+        if a is b and not isinstance(a, Tensor):
+            marks.append(_Same(a))
+            continue
+        if a is None or b is None:
+            raise ValueError(f"tf.cond: output {i} is None in one branch only\n"
+                             f"{errors.user_line()}")
+        ta_t = _leaf_to_tensor(then_g, a, f"tf.cond true_fn output {i}")
+        fa_t = _leaf_to_tensor(else_g, b, f"tf.cond false_fn output {i}")
+        if ta_t.dtype is not fa_t.dtype:
+            if isinstance(b, (int, float)) and not isinstance(b, bool):
+                fa_t = _leaf_to_tensor(else_g, convert_to_tensor(b, dtype=ta_t.dtype), "")
+            elif isinstance(a, (int, float)) and not isinstance(a, bool):
+                ta_t = _leaf_to_tensor(then_g, convert_to_tensor(a, dtype=fa_t.dtype), "")
+            else:
+                raise TypeError(f"tf.cond: output {i} has dtype {ta_t.dtype.name} in true_fn but "
+                                f"{fa_t.dtype.name} in false_fn\n{errors.user_line()}")
+        marks.append(len(then_g.outputs))
+        then_g.outputs.append(ta_t)
+        else_g.outputs.append(fa_t)
+    return then_r, marks
+
+
+def _unflatten_outputs(structure: Any, outs: list) -> Any:
+    template, marks = structure
+    flat = [m.value if isinstance(m, _Same) else outs[m] for m in marks]
+    return _pack(template, flat)
+
+
+# --- while_loop ---------------------------------------------------------------------------------
+
+
+def _while_shape(*specs, cond_graph, body_graph, n_vars, maximum_iterations):
+    return [(t.shape.as_tuple(), t.dtype) for t in body_graph.inputs[:n_vars]]
+
+
+def _while_kernel(*args, cond_graph, body_graph, n_vars, maximum_iterations):
+    _, codegen = _graph_mod()
+    test, body = codegen.executable(cond_graph).fn, codegen.executable(body_graph).fn
+    values, caps = args[:n_vars], args[n_vars:]
+    i = 0
+    while (maximum_iterations is None or i < maximum_iterations) and test(*values, *caps)[0]:
+        values = body(*values, *caps)
+        i += 1
+    return tuple(values)
+
+
+_while = op("StatelessWhile", multi_output=True, shape=_while_shape)(_while_kernel)
+_stateful_while = op("While", multi_output=True, stateful=True, shape=_while_shape)(_while_kernel)
+
+
+def _while_grad_rule(gs, outs, *inputs, cond_graph, body_graph, n_vars, maximum_iterations):
+    values, caps = inputs[:n_vars], inputs[n_vars:]
+    var_idx = tuple(i for i, v in enumerate(values) if _differentiable(v))
+    cap_idx = tuple(j for j, c in enumerate(caps) if _differentiable(c))
+    if not var_idx:
+        return (None,) * len(inputs)
+    vjp = _body_vjp(body_graph, n_vars, var_idx, cap_idx)
+    g_in = [gs[i] for i in var_idx]
+    res = apply(_while_grad, *inputs, *g_in, cond_graph=cond_graph, body_graph=body_graph,
+                vjp_graph=vjp, n_vars=n_vars, var_idx=var_idx, cap_idx=cap_idx,
+                maximum_iterations=maximum_iterations)
+    result: list = [None] * len(inputs)
+    for k, i in enumerate(var_idx):
+        result[i] = res[k]
+    for k, j in enumerate(cap_idx):
+        result[n_vars + j] = res[len(var_idx) + k]
+    return tuple(result)
+
+
+_while.def_grad(_while_grad_rule)
+_stateful_while.def_grad(_while_grad_rule)
+
+
+def _body_vjp(body_graph, n_vars: int, var_idx: tuple, cap_idx: tuple):
+    """Graph: (loop values, captures, grads of differentiable outputs) -> grads of inputs."""
+    from tapeflow.graph.function import FuncGraph
+    from tapeflow.graph.gradients import replay
+    from tapeflow.ops import array_ops
+
+    cache = body_graph.__dict__.setdefault("_vjp_cache", {})
+    key = (var_idx, cap_idx)
+    if key in cache:
+        return cache[key]
+    g = FuncGraph(f"{body_graph.name}_vjp")
+    saved, _state.tapes = _state.tapes, ()
+    try:
+        with graph_scope(g):
+            phs = [g.placeholder(t.shape, t.dtype, name=f"x{i}")
+                   for i, t in enumerate(body_graph.inputs)]
+            sources = [phs[i] for i in var_idx] + [phs[n_vars + j] for j in cap_idx]
+            gphs = [g.placeholder(body_graph.inputs[i].shape, body_graph.inputs[i].dtype,
+                                  name=f"g{i}") for i in var_idx]
+            tape = GradientTape(persistent=True, watch_accessed_variables=False)
+            with tape:
+                tape.watch(sources)
+                mapping = replay(body_graph, phs)
+            outs = [mapping[id(body_graph.outputs[i])] for i in var_idx]
+            grads = tape.gradient(outs, sources, output_gradients=gphs)
+            g.outputs = [array_ops.zeros_like(s) if d is None else d
+                         for s, d in zip(sources, grads)]
+    finally:
+        _state.tapes = saved
+    cache[key] = g
+    return g
+
+
+def _while_grad_shape(*specs, cond_graph, body_graph, vjp_graph, n_vars, var_idx, cap_idx,
+                      maximum_iterations):
+    n_caps = len(specs) - n_vars - len(var_idx)
+    caps = specs[n_vars:n_vars + n_caps]
+    return [specs[i] for i in var_idx] + [caps[j] for j in cap_idx]
+
+
+@op("WhileGrad", multi_output=True, shape=_while_grad_shape)
+def _while_grad(*args, cond_graph, body_graph, vjp_graph, n_vars, var_idx, cap_idx,
+                maximum_iterations):
+    _, codegen = _graph_mod()
+    test, body = codegen.executable(cond_graph).fn, codegen.executable(body_graph).fn
+    vjp = codegen.executable(vjp_graph).fn
+    n_caps = len(args) - n_vars - len(var_idx)
+    values, caps = args[:n_vars], args[n_vars:n_vars + n_caps]
+    g = list(args[n_vars + n_caps:])
+    states = []
+    i = 0
+    while (maximum_iterations is None or i < maximum_iterations) and test(*values, *caps)[0]:
+        states.append(values)
+        values = body(*values, *caps)
+        i += 1
+    g_caps = [np.zeros_like(caps[j]) for j in cap_idx]
+    nv = len(var_idx)
+    for state in reversed(states):
+        res = vjp(*state, *caps, *g)
+        g = list(res[:nv])
+        for k in range(len(cap_idx)):
+            g_caps[k] = g_caps[k] + res[nv + k]
+    return tuple(g) + tuple(g_caps)
+
+
+@export("while_loop")
+def while_loop(cond: Any, body: Any, loop_vars: Any, shape_invariants: Any = None,
+               parallel_iterations: int = 10, back_prop: bool = True, swap_memory: bool = False,
+               maximum_iterations: Any = None, name: str | None = None):
+    """``tf.while_loop``: repeat `body` while `cond`; one graph node when tracing."""
+    single = not isinstance(loop_vars, (list, tuple))
+    structure = [loop_vars] if single else loop_vars
+    ir, _ = _graph_mod()
+    if maximum_iterations is not None and not isinstance(maximum_iterations, (int, np.integer)):
+        maximum_iterations = int(maximum_iterations)
+
+    def call(fn, values):
+        out = fn(*values)
+        if len(structure) == 1 and not isinstance(out, (list, tuple)):
+            out = [out]
+        return out
+
+    if _state.graph is None:
+        values, i = structure, 0
+        while (maximum_iterations is None or i < maximum_iterations) and bool(cond(*values)):
+            values = call(body, values)
+            i += 1
+        return values[0] if single else values
+    g = _state.graph
+    flat = [x if isinstance(x, ir.SymbolicTensor) and x.graph is g else g.convert(x)
+            for x in _flatten(structure)]
+    specs = [_spec(t) for t in flat]
+    if shape_invariants is not None:
+        inv = nest.flatten(shape_invariants)
+        specs = [(TensorShape(s).as_tuple(), d) for s, (_, d) in zip(inv, specs)]
+    for _ in range(4):
+        body_g, out = _trace_subgraph(lambda *a: call(body, a), "while_body", specs, structure)
+        try:
+            nest.assert_same_structure(list(structure), list(out))
+        except ValueError as e:
+            raise ValueError(f"tf.while_loop: body must return the same structure as "
+                             f"loop_vars: {e}\n{errors.user_line()}") from None
+        out_flat = [_leaf_to_tensor(body_g, x, f"while_loop body output {i}")
+                    for i, x in enumerate(_flatten(out))]
+        for i, (t, (_, d)) in enumerate(zip(out_flat, specs)):
+            if t.dtype is not d:
+                raise TypeError(f"tf.while_loop: loop variable {i} enters as {d.name} but the "
+                                f"body returns {t.dtype.name}\n{errors.user_line()}")
+        relaxed = [(TensorShape(s).most_specific_common_supertype([t.shape]).as_tuple(), d)
+                   for t, (s, d) in zip(out_flat, specs)]
+        if relaxed == specs:
+            break
+        specs = relaxed
+    body_g.outputs = out_flat
+    cond_g, test = _trace_subgraph(lambda *a: cond(*a), "while_cond", specs, structure)
+    test_t = _leaf_to_tensor(cond_g, test, "while_loop cond result")
+    if test_t.dtype is not _dtypes.bool:
+        raise TypeError(f"tf.while_loop: cond must return a bool, got {test_t.dtype.name}\n"
+                        f"{errors.user_line()}")
+    cond_g.outputs = [test_t]
+    for sub in (cond_g, body_g):
+        _hoist_reads(sub)
+    n = len(flat)
+    outers = _align_captures([cond_g, body_g], n)
+    cond_g, body_g = _optimized(cond_g), _optimized(body_g)
+    kind = _stateful_while if _is_stateful([cond_g, body_g]) else _while
+    outs = apply(kind, *flat, *outers, cond_graph=cond_g, body_graph=body_g, n_vars=n,
+                 maximum_iterations=maximum_iterations)
+    result = _pack(structure, list(outs))
+    return result[0] if single else result
+
+
+# --- TensorArray --------------------------------------------------------------------------------
+
+
+def _ta_write_shape(buf, index, value, *, size, dynamic):
+    vs, dtype = value
+    lead = None if dynamic or size is None else size
+    return (None if vs is None else (lead, *vs)), dtype
+
+
+@op("TensorArrayWrite", shape=_ta_write_shape)
+def _ta_write(buf, index, value, *, size, dynamic):
+    i = int(index)
+    fits = buf.ndim == value.ndim + 1 and buf.shape[1:] == value.shape
+    n = max(size or 0, i + 1, buf.shape[0] if fits else 0)
+    if not dynamic and size is not None and i >= size:
+        raise errors.InvalidArgumentError(
+            None, "TensorArrayWrite",
+            f"TensorArray index {i} out of range for a TensorArray of size {size}")
+    out = np.zeros((n, *value.shape), dtype=value.dtype)
+    if fits:
+        out[:buf.shape[0]] = buf
+    out[i] = value
+    return out
+
+
+@_ta_write.def_grad
+def _(g, out, buf, index, value, *, size, dynamic):
+    from tapeflow.ops import array_ops
+
+    g_value = array_ops.gather(g, index)
+    g_buf = apply(_ta_write, g, index, array_ops.zeros_like(value), size=size, dynamic=dynamic)
+    return g_buf, None, g_value
+
+
+@export("TensorArray")
+class TensorArray:
+    """``tf.TensorArray`` (minimal): a list of same-shaped tensors usable as a loop variable.
+
+    Stored as one dense tensor [size, *element_shape]; ``write`` returns a new TensorArray (use
+    the returned value, as in TF), ``stack`` returns the dense tensor.
+    """
+
+    def __init__(self, dtype: Any, size: Any = None, dynamic_size: bool | None = None,
+                 clear_after_read: bool | None = None, tensor_array_name: str | None = None,
+                 handle: Any = None, flow: Any = None, infer_shape: bool = True,
+                 element_shape: Any = None, colocate_with_first_write_call: bool = True,
+                 name: str | None = None, _buffer: Any = None):
+        self._dtype = _dtypes.as_dtype(dtype)
+        self._size = None if size is None else int(size)
+        self._dynamic = bool(dynamic_size) or size is None
+        self._element_shape = TensorShape(element_shape) if element_shape is not None else None
+        if _buffer is None:
+            from tapeflow.ops import array_ops
+
+            if self._element_shape is not None and self._element_shape.is_fully_defined():
+                shape = [self._size or 0] + self._element_shape.as_list()
+            else:
+                shape = [0]
+            _buffer = array_ops.zeros(shape, dtype=self._dtype)
+        self._buffer = _buffer
+
+    @property
+    def dtype(self) -> _dtypes.DType:
+        return self._dtype
+
+    @property
+    def dynamic_size(self) -> bool:
+        return self._dynamic
+
+    def _buffer_tensor(self):
+        return self._buffer
+
+    def _with_buffer(self, buf) -> TensorArray:
+        return TensorArray(self._dtype, self._size, self._dynamic,
+                           element_shape=self._element_shape, _buffer=buf)
+
+    def write(self, index: Any, value: Any, name: str | None = None) -> TensorArray:
+        """A TensorArray with element `index` set to `value`."""
+        value = convert_to_tensor(value, dtype=self._dtype) if not isinstance(
+            value, Tensor) else value
+        index = convert_to_tensor(index) if not isinstance(index, Tensor) else index
+        buf = apply(_ta_write, self._buffer, index, value, size=self._size,
+                    dynamic=self._dynamic)
+        return self._with_buffer(buf)
+
+    def read(self, index: Any, name: str | None = None):
+        from tapeflow.ops import array_ops
+
+        return array_ops.gather(self._buffer, index)
+
+    def stack(self, name: str | None = None):
+        """All elements as one tensor [size, *element_shape]."""
+        from tapeflow.ops import array_ops
+
+        return array_ops.identity(self._buffer)
+
+    def unstack(self, value: Any, name: str | None = None) -> TensorArray:
+        value = convert_to_tensor(value, dtype=self._dtype)
+        return self._with_buffer(value)
+
+    def size(self, name: str | None = None):
+        from tapeflow.ops import array_ops
+
+        return array_ops.shape(self._buffer)[0]
+
+
+# --- print, group -------------------------------------------------------------------------------
+
+
+def _format(value: np.ndarray, summarize: int) -> str:
+    if value.dtype == object:
+        value = np.vectorize(lambda s: s.decode() if isinstance(s, bytes) else str(s))(value) \
+            if value.size else value
+    if value.ndim == 0:
+        v = value[()]
+        return v if isinstance(v, str) else str(v)
+    edge = summarize if summarize and summarize > 0 else 3
+    return np.array2string(value, threshold=0 if summarize != -1 else sys.maxsize,
+                           edgeitems=edge, separator=" ")
+
+
+@op("PrintV2", multi_output=True, stateful=True, shape=lambda *specs, **attrs: [])
+def _print(*values, template, sep, end, stream, summarize):
+    it = iter(values)
+    parts = [_format(next(it), summarize) if slot is None else slot for slot in template]
+    out = sys.stderr if stream is None else (sys.stdout if stream == "stdout" else stream)
+    print(*parts, sep=sep, end=end, file=out)
+    return ()
+
+
+@export("print")
+def print_(*inputs: Any, output_stream: Any = None, summarize: int = 3, sep: str = " ",
+           end: str = "\n", name: str | None = None):
+    """``tf.print``: print tensors when the op runs (every call of a traced function)."""
+    tensors, template = [], []
+    for x in inputs:
+        if isinstance(x, (Tensor, Variable)):
+            tensors.append(x)
+            template.append(None)
+        elif isinstance(x, TensorArray):
+            tensors.append(x.stack())
+            template.append(None)
+        else:
+            template.append(str(x))
+    stream = output_stream
+    if stream is sys.stdout:
+        stream = "stdout"
+    elif stream is sys.stderr:
+        stream = None
+    apply(_print, *tensors, template=tuple(template), sep=sep, end=end, stream=stream,
+          summarize=summarize)
+    graph = _state.graph
+    return graph.nodes[-1] if graph is not None else None
+
+
+@op("NoOp", multi_output=True, stateful=True, shape=lambda *specs: [])
+def _no_op(*inputs):
+    return ()
+
+
+@export("group")
+def group(*inputs: Any, name: str | None = None):
+    """``tf.group``: one op that runs all `inputs` (graph mode); None eagerly."""
+    if _state.graph is None:
+        return None
+    ir, _ = _graph_mod()
+    tensors = []
+    for x in nest.flatten(list(inputs)):
+        if isinstance(x, ir.Node):
+            tensors.extend(x.outputs)
+            if not x.outputs:
+                tensors.extend(x.inputs)
+        elif x is not None:
+            tensors.append(x)
+    apply(_no_op, *tensors)
+    return _state.graph.nodes[-1]
+
+
+@export("no_op")
+def no_op(name: str | None = None):
+    return group(name=name)
