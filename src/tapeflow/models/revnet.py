@@ -15,6 +15,7 @@ from typing import Any
 import tapeflow as tf
 from tapeflow import keras
 from tapeflow.keras import layers
+from tapeflow.keras.engine import data_adapter
 
 
 class ResidualInner(keras.Model):
@@ -77,7 +78,8 @@ class RevNet(keras.Model):
     """Conv3x3 stem -> `num_blocks` reversible blocks -> BN-ReLU-GAP-Dense logits.
 
     ``model(x, training=True)`` is ordinary backprop-able code; ``compute_gradients`` is the
-    reversible backward pass and returns the same gradients (up to rounding).
+    reversible backward pass and returns the same gradients (up to rounding); ``fit`` trains
+    with it.
     """
 
     def __init__(self, num_classes: int = 10, filters: int = 16, num_blocks: int = 4,
@@ -107,7 +109,24 @@ class RevNet(keras.Model):
 
         `loss_fn(labels, logits)` defaults to mean sparse softmax cross-entropy on logits.
         """
-        loss_fn = loss_fn or _sparse_softmax_cross_entropy
+        grads, loss, _ = self._reversible_backward(
+            x, labels, loss_fn or _sparse_softmax_cross_entropy, training)
+        return grads, loss
+
+    def train_step(self, data: Any) -> dict:
+        """``fit``'s step with the reversible backward pass (flat activation memory)."""
+        x, y, sample_weight = data_adapter.unpack_x_y_sample_weight(data)
+
+        def loss_fn(labels: Any, logits: Any):
+            return self.compute_loss(x, labels, logits, sample_weight)
+
+        grads, _, logits = self._reversible_backward(x, y, loss_fn, True)
+        self.optimizer.apply_gradients(zip(grads, self.trainable_variables))
+        return self.compute_metrics(x, y, logits, sample_weight)
+
+    def _reversible_backward(self, x: Any, labels: Any, loss_fn: Any,
+                             training: Any) -> tuple[list, Any, Any]:
+        """(grads, loss, logits): forward without a tape, then blocks backward in reverse."""
         with tf.GradientTape() as stem_tape:
             h0 = self.stem(x)
         h = h0
@@ -117,7 +136,8 @@ class RevNet(keras.Model):
                      + self.classifier.trainable_variables)
         with tf.GradientTape() as head_tape:
             head_tape.watch(h)
-            loss = loss_fn(labels, self.head(h, training=training))
+            logits = self.head(h, training=training)
+            loss = loss_fn(labels, logits)
         grads = head_tape.gradient(loss, [h] + head_vars)
         by_var = {id(v): g for v, g in zip(head_vars, grads[1:])}
         y, dy = h, grads[0]
@@ -128,7 +148,7 @@ class RevNet(keras.Model):
         stem_vars = self.stem.trainable_variables
         by_var.update((id(v), g) for v, g in zip(
             stem_vars, stem_tape.gradient(h0, stem_vars, output_gradients=dy)))
-        return [by_var[id(v)] for v in self.trainable_variables], loss
+        return [by_var[id(v)] for v in self.trainable_variables], loss, logits
 
 
 def _sparse_softmax_cross_entropy(labels: Any, logits: Any):
