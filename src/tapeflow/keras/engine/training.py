@@ -222,10 +222,11 @@ class Model(Layer):
     def _callback_list(self, callbacks: Any, verbose: int, add_history: bool,
                        **params: Any) -> callbacks_mod.CallbackList:
         cbs = list(callbacks or [])
-        if add_history:
-            cbs.insert(0, callbacks_mod.History())
+        # Keras's order: progress bar first, History last (it sees what others add to logs)
         if verbose and not any(isinstance(c, callbacks_mod.ProgbarLogger) for c in cbs):
-            cbs.append(callbacks_mod.ProgbarLogger(verbose=verbose))
+            cbs.insert(0, callbacks_mod.ProgbarLogger(verbose=verbose))
+        if add_history:
+            cbs.append(callbacks_mod.History())
         return callbacks_mod.CallbackList(cbs, model=self, verbose=verbose, **params)
 
     def fit(self, x: Any = None, y: Any = None, batch_size: int | None = None, epochs: int = 1,
