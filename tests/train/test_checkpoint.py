@@ -148,14 +148,24 @@ def test_partial_matches_and_assertions(tmp_path):
     status.expect_partial()
 
     holder = Checkpoint(model=Net(2), more=tf.Variable(2.0))
+    status = holder.restore(path)
+    with pytest.raises(AssertionError, match="no value for existing variables: more"):
+        status.assert_existing_objects_matched()
+    status.expect_partial()
+
+
+@pytest.mark.parametrize("silenced", [False, True])
+def test_unused_values_warn_unless_expect_partial(tmp_path, silenced):
+    path = Checkpoint(model=Net(1)).save(str(tmp_path / "ckpt"))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        status = holder.restore(path)
-        with pytest.raises(AssertionError, match="no value for existing variables: more"):
-            status.assert_existing_objects_matched()
+        status = Checkpoint(model=[Net(2)]).restore(path)
+        if silenced:
+            status.expect_partial()
         del status
         gc.collect()
-    assert any("only partly used" in str(w.message) for w in caught)
+    warned = any("only partly used" in str(w.message) for w in caught)
+    assert warned is not silenced
 
 
 class Lazy:

@@ -93,7 +93,8 @@ class LoadStatus:
     initialize_or_restore = run_restore_ops
 
     def __del__(self) -> None:
-        if not self._silenced and self._path is not None and (self._unused or self._pending):
+        # values still waiting for their variables may yet be used: only unmatched ones warn
+        if not self._silenced and self._path is not None and self._unused:
             warnings.warn(f"Checkpoint {self._path!r} was only partly used: {self._describe()}. "
                           f"Call expect_partial() on the restore status to silence this.",
                           stacklevel=1)
