@@ -115,11 +115,22 @@ class BatchNormalization(Layer):
         if not training:
             return self._affine(x, _broadcast_param(self.moving_mean, rank, self._axes),
                                 _broadcast_param(self.moving_variance, rank, self._axes))
+        if self._axes == [rank - 1]:  # channels last: one fused kernel for forward and backward
+            shape = self.moving_mean.shape
+            scale = self.gamma if self.gamma is not None else tf.ones(shape, x.dtype)
+            offset = self.beta if self.beta is not None else tf.zeros(shape, x.dtype)
+            out, mean, unbiased_variance = tf.nn.fused_batch_norm(
+                x, scale, offset, epsilon=self.epsilon, is_training=True)
+            self._update_moving(mean, unbiased_variance)
+            return out
         mean, variance = tf.nn.moments(x, axes=self._reduce_axes, keepdims=True)
-        self._update_moving(x, mean, variance)
+        stats_shape = self.moving_mean.shape.as_list()
+        self._update_moving(tf.reshape(mean, stats_shape),
+                            tf.reshape(variance, stats_shape) * self._bessel(x))
         return self._affine(x, mean, variance)
 
-    def _update_moving(self, x: Any, mean: Any, variance: Any) -> None:
+    def _bessel(self, x: Any) -> float:
+        """n / (n - 1) for the n values that make up each batch statistic."""
         shape = x.shape.as_list()
         n = 1
         for a in self._reduce_axes:
@@ -127,13 +138,14 @@ class BatchNormalization(Layer):
                 raise ValueError(f"BatchNormalization {self.name!r}: training needs the static "
                                  f"size of the reduced axes, got input shape {x.shape}")
             n *= shape[a]
-        correction = n / max(n - 1, 1)
+        return n / max(n - 1, 1)
+
+    def _update_moving(self, mean: Any, variance: Any) -> None:
+        """moving -= (moving - batch) * (1 - momentum), outside any gradient."""
         decay = 1.0 - self.momentum
-        stats_shape = self.moving_mean.shape.as_list()
-        mean = tf.reshape(tf.stop_gradient(mean), stats_shape)
-        variance = tf.reshape(tf.stop_gradient(variance), stats_shape) * correction
-        self.moving_mean.assign_sub((self.moving_mean - mean) * decay)
-        self.moving_variance.assign_sub((self.moving_variance - variance) * decay)
+        self.moving_mean.assign_sub((self.moving_mean - tf.stop_gradient(mean)) * decay)
+        self.moving_variance.assign_sub(
+            (self.moving_variance - tf.stop_gradient(variance)) * decay)
 
     def compute_output_shape(self, input_shape: Any) -> tf.TensorShape:
         return tf.TensorShape(input_shape)
