@@ -139,6 +139,6 @@ def test_bad_axis_is_reported():
 
 def test_integer_reductions_keep_dtype():
     x = tf.constant([[1, 2], [3, 4]])
-    assert tf.reduce_prod(x).dtype == tf.int32
+    assert tf.reduce_prod(x).dtype == tf.int32 and tf.reduce_sum(x).dtype == tf.int32
     assert int(tf.reduce_prod(x)) == 24
     assert int(tf.reduce_max(x)) == 4

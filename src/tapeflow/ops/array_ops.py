@@ -1069,6 +1069,12 @@ def slice_by_index(tensor: Any, key: Any):
     and a bool mask. Differentiable; negative indices count from the end."""
     x = _tensor(tensor)
     if not isinstance(key, tuple):
+        if type(key) is int:  # fast paths: x[i] and x[a:b:c] with Python ints
+            return apply(_strided_slice, x, spec=_expand_ellipsis((("i", key),), x.ndim))
+        if type(key) is slice and all(type(v) is int or v is None
+                                      for v in (key.start, key.stop, key.step)) and key.step != 0:
+            return apply(_strided_slice, x, spec=_expand_ellipsis(
+                (("s", key.start, key.stop, key.step),), x.ndim))
         key = (key,)
     if len(key) == 1 and _is_index_array(key[0]):
         idx = _tensor(key[0])
@@ -1098,7 +1104,7 @@ def slice_by_index(tensor: Any, key: Any):
     if len(advanced) > 1:
         raise TypeError(f"tapeflow supports one tensor index per subscript, got {len(advanced)} "
                         f"(use tf.gather_nd)\n{errors.user_line()}")
-    rank = x.shape.rank
+    rank = x.ndim
     spec_t = tuple(spec)
     if rank is not None:
         spec_t = _expand_ellipsis(spec_t, rank)

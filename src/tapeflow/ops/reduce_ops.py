@@ -56,7 +56,8 @@ def expand_reduced(g, x, axis, keepdims):
 
 @op("Sum", shape=reduced_shape_rule)
 def _sum(x, *, axis, keepdims):
-    return np.sum(x, axis=axis, keepdims=keepdims)
+    # dtype=x.dtype: NumPy would widen int32 sums to int64; TF keeps the input dtype
+    return np.add.reduce(x, axis=axis, dtype=x.dtype, keepdims=keepdims)
 
 
 @_sum.def_grad
@@ -79,7 +80,8 @@ def _(g, out, x, *, axis, keepdims):
 
 def _reduce(kernel_op, input_tensor, axis, keepdims):
     x = _tensor(input_tensor)
-    axes = normalize_axes(axis, x.shape.rank)
+    rank = x.ndim
+    axes = tuple(range(rank)) if axis is None and rank is not None else normalize_axes(axis, rank)
     return apply(kernel_op, x, axis=axes, keepdims=bool(keepdims))
 
 
