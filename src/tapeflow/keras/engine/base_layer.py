@@ -220,6 +220,9 @@ class Layer:
                             constraint=_resolve_constraint(constraint),
                             synchronization=synchronization, aggregation=aggregation)
         self._own_weights.append(variable)
+        from tapeflow.train.deferred import restore_on_create
+
+        restore_on_create(self, name, variable)  # a checkpoint restored before build
         reg = _resolve_regularizer(regularizer)
         if reg is not None:
             self._regularized.append((reg, variable))
