@@ -343,12 +343,9 @@ def _(gs, outs, logits, labels):
     return d_logits, d_labels
 
 
-def _rows_of(x, classes_last: bool = True):
+def _rows_of(x):
     """Flatten leading dims so the classes axis is the second of a matrix."""
-    rank = x.shape.rank
-    if rank == 2:
-        return x
-    return reshape(x, [-1, x.shape[-1]]) if classes_last else reshape(x, [-1])
+    return x if x.shape.rank == 2 else reshape(x, [-1, x.shape[-1]])
 
 
 @export("nn.sparse_softmax_cross_entropy_with_logits")
@@ -370,7 +367,8 @@ def sparse_softmax_cross_entropy_with_logits(labels: Any = None, logits: Any = N
         raise errors.InvalidArgumentError(
             f"{name_}: logits must have the shape of labels plus a classes dim, got logits "
             f"{ls} and labels {lb}\n{errors.user_line()}")
-    loss, _ = apply(_sparse_xent, _rows_of(logits), _rows_of(labels, classes_last=False))
+    loss, _ = apply(_sparse_xent, _rows_of(logits),
+                    labels if lb.rank == 1 else reshape(labels, [-1]))
     return loss if lb.rank == 1 else reshape(loss, [-1 if d is None else d for d in lb])
 
 

@@ -19,7 +19,7 @@ from tapeflow.framework.dispatch import apply, op
 from tapeflow.framework.tensor import EagerTensor
 from tapeflow.kernels import batch_norm as _bn
 from tapeflow.ops import math_ops
-from tapeflow.ops.array_ops import stop_gradient, transpose
+from tapeflow.ops.array_ops import transpose
 from tapeflow.ops.conv_ops import as_tensor
 from tapeflow.ops.reduce_ops import normalize_axes, reduce_mean, reduce_sum
 
@@ -31,7 +31,7 @@ def moments(x: Any, axes: Any, shift: Any = None, keepdims: bool = False,
     x = as_tensor(x)
     axes = list(normalize_axes(axes, x.shape.rank))
     mean = reduce_mean(x, axes, keepdims=True)
-    centred = x - stop_gradient(mean)  # d var / d mean is 0 at the mean: skip that path
+    centred = x - mean  # NOTE: stop_gradient(mean) here (as TF) breaks second derivatives
     variance = reduce_mean(centred * centred, axes, keepdims=keepdims)
     if not keepdims:
         mean = reduce_mean(x, axes, keepdims=False)
