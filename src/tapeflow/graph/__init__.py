@@ -1,1 +1,32 @@
-"""Graph mode: IR, tracing (`function`), gradients, optimizer passes, codegen, AutoGraph."""
+"""Graph mode: IR, tracing (`function`), gradients, optimizer passes, codegen, AutoGraph.
+
+Importing this package registers ``tf.function``, ``tf.autograph``, ``tf.init_scope`` and
+``tf.Graph``.
+"""
+
+import contextlib
+
+from tapeflow._api import export
+from tapeflow.framework.context import eager_scope
+from tapeflow.framework.context import state as _state
+from tapeflow.graph import autograph, function
+from tapeflow.graph.function import ConcreteFunction, Function
+from tapeflow.graph.ir import Graph
+
+export("Graph")(Graph)
+
+
+@export("init_scope")
+@contextlib.contextmanager
+def init_scope():
+    """Lift ops out of a function being traced (run them eagerly, tapes paused).
+
+    Inside a compat.v1 graph there is nothing to lift out of: ops stay in that graph.
+    """
+    graph = _state.graph
+    if graph is not None and not getattr(graph, "building_function", False) \
+            and graph.parent is None:
+        yield
+        return
+    with eager_scope():
+        yield

@@ -206,9 +206,10 @@ def cond(pred: Any, true_fn: Any = None, false_fn: Any = None, name: str | None 
         _hoist_reads(g)
     outers = _align_captures([then_g, else_g], 0)
     then_g, else_g = _optimized(then_g), _optimized(else_g)
-    if not then_g.outputs:
+    stateful = _is_stateful([then_g, else_g])
+    if not then_g.outputs and not stateful:
         return _unflatten_outputs(structure, [])
-    kind = _stateful_if if _is_stateful([then_g, else_g]) else _if
+    kind = _stateful_if if stateful else _if
     outs = apply(kind, pred, *outers, then_graph=then_g, else_graph=else_g)
     return _unflatten_outputs(structure, list(outs))
 
@@ -243,12 +244,29 @@ def _merge_branch_outputs(then_g, then_r, else_g, else_r) -> Any:
     except ValueError as e:
         raise ValueError(f"tf.cond: true_fn and false_fn must return the same structure: "
                          f"{e}\n{errors.user_line()}") from None
+    from tapeflow.graph.autograph.api import RETVAL, Undefined
+
     ta, fa = _flatten(then_r), _flatten(else_r)
     marks = []
     for i, (a, b) in enumerate(zip(ta, fa)):
         if a is b and not isinstance(a, Tensor):
             marks.append(_Same(a))
             continue
+        if isinstance(a, Undefined) or isinstance(b, Undefined):
+            undefined, other, g = (a, b, then_g) if isinstance(a, Undefined) else (b, a, else_g)
+            if undefined.name != RETVAL or isinstance(other, Undefined):
+                marks.append(_Same(undefined))
+                continue
+            other_t = other if isinstance(other, Tensor) else convert_to_tensor(other)
+            if not other_t.shape.is_fully_defined():
+                raise ValueError(f"a `return` inside an `if` on a tensor returns a value of "
+                                 f"unknown shape {other_t.shape}; return on every path"
+                                 f"\n{errors.user_line()}")
+            from tapeflow.ops import array_ops
+
+            with graph_scope(g):
+                filler = array_ops.zeros(other_t.shape.as_list(), dtype=other_t.dtype)
+            a, b = (filler, b) if g is then_g else (a, filler)
         if a is None or b is None:
             raise ValueError(f"tf.cond: output {i} is None in one branch only\n"
                              f"{errors.user_line()}")
