@@ -172,3 +172,21 @@ def test_traced_train_step_matches_eager():
     model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
     history = model.fit(x, y, batch_size=4, epochs=3, shuffle=False, verbose=0)
     np.testing.assert_allclose(history.history["loss"], _numpy_sgd(x, y, 3, 4)[2], rtol=1e-5)
+
+
+def test_partial_last_batch_does_not_retrace_each_epoch():
+    x, y = _data(10)
+    model = _linear_model()
+    model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse", metrics=["mae"])
+    history = model.fit(x, y, batch_size=4, epochs=3, shuffle=False, verbose=0)
+    np.testing.assert_allclose(history.history["loss"], _numpy_sgd(x, y, 3, 4)[2], rtol=1e-5)
+    assert model.make_train_function().experimental_get_tracing_count() <= 2
+    model.evaluate(x, y, batch_size=4, verbose=0)
+    model.evaluate(x, y, batch_size=3, verbose=0)
+    assert model.make_test_function().experimental_get_tracing_count() <= 2
+    w = model.layers[0].kernel.numpy()
+    b = model.layers[0].bias.numpy()
+    for batch_size in (4, 3, 7):
+        np.testing.assert_allclose(model.predict(x, batch_size=batch_size, verbose=0),
+                                   x @ w + b, rtol=1e-5)
+    assert model.make_predict_function().experimental_get_tracing_count() <= 2

@@ -197,11 +197,13 @@ class Model(Layer):
         return self(x, training=False)
 
     def _compiled(self, step: Any) -> Any:
-        """`step` as a traced function, or as is when running eagerly."""
+        """`step` as a traced function, or as is when running eagerly. Shapes are relaxed
+        (``reduce_retracing``) so a smaller last batch shares a trace with a None batch dim
+        instead of retracing every epoch."""
         function = getattr(tf, "function", None)
         if self._run_eagerly or function is None:
             return step
-        return function(step)
+        return function(step, reduce_retracing=True)
 
     def make_train_function(self) -> Any:
         if self._train_fn is None:
