@@ -21,6 +21,11 @@ from tapeflow.framework.variable import Variable
 
 ShapeRule = Callable[..., Any]
 
+# Set by tapeflow.keras: consulted only when an eager input has no `_value` (the slow conversion
+# path), so an op on a symbolic KerasTensor becomes a functional-API layer. NotImplemented
+# declines and conversion goes on as usual.
+symbolic_apply: Callable[..., Any] | None = None
+
 
 class Op:
     """A primitive: kernel + shape/dtype rule + gradient rule + flags the compiler reads.
@@ -97,6 +102,10 @@ def apply(op: Op, *inputs: Any, **attrs: Any):
             else:
                 arrays = tuple([x._value for x in inputs])
         except AttributeError:
+            if symbolic_apply is not None:
+                out = symbolic_apply(op, inputs, attrs)
+                if out is not NotImplemented:
+                    return out
             inputs, arrays = _convert_eager_inputs(op, inputs)
         if op.same_dtype and len(arrays) > 1:
             d0 = arrays[0].dtype
@@ -149,24 +158,28 @@ _NO_ATTRS: dict = {}
 
 
 def _convert_eager_inputs(op: Op, inputs: tuple) -> tuple[tuple, list]:
-    from tapeflow.framework.constant import convert_to_tensor
-
     hint = None
     if op.same_dtype:
         for x in inputs:
-            if isinstance(x, EagerTensor) or hasattr(x, "_value"):
-                hint = x.dtype
+            if hasattr(x, "_value") and not isinstance(x, np.ndarray):
+                hint = _dtypes.from_numpy(x._value.dtype) if x._value is not None else x.dtype
                 break
     converted = []
     for i, x in enumerate(inputs):
-        if isinstance(x, Tensor) and not isinstance(x, EagerTensor):
+        kind = type(x)
+        if hint is not None and (kind is float or kind is int) and (
+                hint.is_floating or (kind is int and hint.is_integer)):
+            converted.append(wrap(np.asarray(x, hint._np)))  # `x + 1.0`: the common case
+        elif isinstance(x, Tensor) and not isinstance(x, EagerTensor):
             raise errors.InvalidArgumentError(
                 f"{op.name}: input {i} is a symbolic tensor from a graph ({x!r}) but the op runs "
                 f"eagerly. Return it from the traced function instead of leaking it.\n"
                 f"{errors.user_line()}")
-        if hasattr(x, "_value") and not isinstance(x, np.ndarray):
+        elif hasattr(x, "_value") and not isinstance(x, np.ndarray):
             converted.append(x)
         else:
+            from tapeflow.framework.constant import convert_to_tensor
+
             converted.append(convert_to_tensor(x, dtype_hint=hint, _op_name=op.name))
     return tuple(converted), [x._value for x in converted]
 

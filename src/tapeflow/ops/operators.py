@@ -8,36 +8,47 @@ from __future__ import annotations
 
 import importlib
 
+import numpy as np
+
 from tapeflow.framework.dispatch import apply
-from tapeflow.framework.tensor import Tensor
+from tapeflow.framework.tensor import Tensor, wrap
 from tapeflow.framework.variable import Variable
 from tapeflow.ops import linalg_ops, math_ops
 
 _add, _sub, _mul = math_ops._add, math_ops._sub, math_ops._mul
+_NUMBERS = (float, int)
+
+
+def _like(y, x):
+    """A Python number as an eager tensor of x's dtype (`x * 2`), skipping general conversion."""
+    value = getattr(x, "_value", None)
+    if value is None or value.dtype.kind not in "fc" and type(y) is float:
+        return y  # graph mode, or int tensor + float: let dispatch convert (and complain)
+    return wrap(np.asarray(y, value.dtype))
 
 
 def __add__(x, y):
-    return apply(_add, x, y)
+    return apply(_add, x, _like(y, x) if type(y) in _NUMBERS else y)
 
 
 def __radd__(x, y):
-    return apply(_add, y, x)
+    return apply(_add, _like(y, x) if type(y) in _NUMBERS else y, x)
 
 
 def __sub__(x, y):
-    return apply(_sub, x, y)
+    return apply(_sub, x, _like(y, x) if type(y) in _NUMBERS else y)
 
 
 def __rsub__(x, y):
-    return apply(_sub, y, x)
+    return apply(_sub, _like(y, x) if type(y) in _NUMBERS else y, x)
 
 
 def __mul__(x, y):
-    return apply(_mul, x, y)
+    return apply(_mul, x, _like(y, x) if type(y) in _NUMBERS else y)
 
 
 def __rmul__(x, y):
-    return apply(_mul, y, x)
+    return apply(_mul, _like(y, x) if type(y) in _NUMBERS else y, x)
 
 
 def __truediv__(x, y):
