@@ -6,6 +6,8 @@ that are not real subpackages (``math``, ``nn``, ``linalg``, ``random`` ...) are
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import sys
 import types
 from collections.abc import Callable
@@ -21,8 +23,13 @@ def _namespace(path: list[str]) -> Any:
         full = f"{full}.{part}"
         child = getattr(obj, part, None)
         if child is None:
-            child = sys.modules.get(full) or types.ModuleType(full)
-            sys.modules[full] = child
+            child = sys.modules.get(full)
+            if (child is None and hasattr(obj, "__path__")
+                    and importlib.util.find_spec(full) is not None):
+                child = importlib.import_module(full)  # a real subpackage (compat, keras...)
+            if child is None:
+                child = types.ModuleType(full)
+                sys.modules[full] = child
             setattr(obj, part, child)
         obj = child
     return obj

@@ -98,17 +98,19 @@ def _name_of(t: SymbolicTensor) -> str:
 
 
 def compile_graph(graph: Graph, outputs: list | None = None, inputs: list | None = None,
-                  keep_stateful: bool = True, name: str | None = None) -> Executable:
+                  keep_stateful: bool = True, name: str | None = None,
+                  run_nodes: list | None = None) -> Executable:
     """Generate and compile the straight-line function computing `outputs` from `inputs`.
 
     `inputs` default to the graph's placeholders (any tensor may be fed, as in TF1 sessions).
     With `keep_stateful`, stateful nodes run even when no output depends on them (tf.function
-    semantics); without, only the ancestors of `outputs` run (Session.run semantics).
+    semantics); without, only the ancestors of `outputs` (and `run_nodes`, fetched ops) run
+    (Session.run semantics).
     """
     outputs = list(graph.outputs if outputs is None else outputs)
     inputs = list(graph.inputs if inputs is None else inputs)
     fed = {id(t) for t in inputs}
-    needed = _needed_nodes(graph, outputs, fed, keep_stateful)
+    needed = _needed_nodes(graph, outputs, fed, keep_stateful, run_nodes or [])
 
     env: dict[str, Any] = {}
     bound: dict[int, str] = {}
@@ -206,9 +208,11 @@ def _reusable(node: Node, args: list[str], last_use: dict, final: set, fresh: se
     return None
 
 
-def _needed_nodes(graph: Graph, outputs: list, fed: set, keep_stateful: bool) -> set[int]:
+def _needed_nodes(graph: Graph, outputs: list, fed: set, keep_stateful: bool,
+                  run_nodes: list) -> set[int]:
     needed: set[int] = set()
     stack = [t.node for t in outputs if isinstance(t, SymbolicTensor) and id(t) not in fed]
+    stack += run_nodes
     if keep_stateful:
         stack += [n for n in graph.nodes if n.op.stateful and n.op is not PLACEHOLDER]
     while stack:
