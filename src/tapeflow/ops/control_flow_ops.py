@@ -517,8 +517,10 @@ class TensorArray:
                  element_shape: Any = None, colocate_with_first_write_call: bool = True,
                  name: str | None = None, _buffer: Any = None):
         self._dtype = _dtypes.as_dtype(dtype)
-        self._size = None if size is None else int(size)
-        self._dynamic = bool(dynamic_size) or size is None
+        ir, _ = _graph_mod()
+        symbolic = isinstance(size, ir.SymbolicTensor)  # known when the graph runs: grow
+        self._size = None if size is None or symbolic else int(size)
+        self._dynamic = bool(dynamic_size) or self._size is None
         self._element_shape = TensorShape(element_shape) if element_shape is not None else None
         if _buffer is None:
             from tapeflow.ops import array_ops

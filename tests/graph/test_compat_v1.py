@@ -1,0 +1,96 @@
+"""tf.compat.v1 over the graph IR: seed 004's TF1 program and seed 003's session slides."""
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import tapeflow as tf
+from tapeflow.framework import errors
+
+v1 = tf.compat.v1
+
+
+def test_seed_004_tf1_program_prints_expected_output():
+    program = textwrap.dedent("""
+        import tapeflow as tf
+        tf.compat.v1.disable_eager_execution()
+        print(f'TF executing eagerly is {tf.executing_eagerly()}')
+        in_a = tf.compat.v1.placeholder(dtype=tf.float32, shape=(2))
+        in_b = tf.compat.v1.placeholder(dtype=tf.float32, shape=(2))
+        def forward(x):
+          with tf.compat.v1.variable_scope("matmul", reuse=tf.compat.v1.AUTO_REUSE):
+            W = tf.compat.v1.get_variable("W", initializer=tf.ones(shape=(2,2)),
+                                regularizer=lambda w: 0.04 * tf.reduce_sum(tf.square(w)))
+            b = tf.compat.v1.get_variable("b", initializer=tf.zeros(shape=(2)))
+            return W * x + b
+        out_a = forward(in_a)
+        out_b = forward(in_b)
+        reg_loss=tf.compat.v1.losses.get_regularization_loss(scope="matmul")
+        with tf.compat.v1.Session() as sess:
+          sess.run(tf.compat.v1.global_variables_initializer())
+          outs = sess.run([out_a, out_b, reg_loss],
+                        feed_dict={in_a: [1, 0], in_b: [0, 1]})
+          print(outs)
+        """)
+    out = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                         check=True).stdout
+    assert out == ("TF executing eagerly is False\n"
+                   "[array([[1., 0.],\n       [1., 0.]], dtype=float32), "
+                   "array([[0., 1.],\n       [0., 1.]], dtype=float32), 0.16]\n")
+
+
+def test_seed_003_session_slides():
+    with tf.Graph().as_default() as g:
+        assert not tf.executing_eagerly()
+        x = tf.add(tf.constant(2), tf.constant(3))
+        w = tf.Variable(10)
+        with v1.Session() as sess:
+            assert sess.run(x) == 5
+            with pytest.raises(errors.FailedPreconditionError, match="uninitialized value"):
+                sess.run(w)
+            sess.run(w.initializer)
+            w.assign(100)
+            assert sess.run(w) == 10
+            assign_op = w.assign(100)
+            sess.run(assign_op)
+            assert sess.run(w) == 100
+        a = v1.placeholder(tf.float32, shape=[3])
+        b = tf.constant([5, 5, 5], tf.float32)
+        with v1.Session(graph=g) as sess:
+            np.testing.assert_array_equal(sess.run(tf.add(a, b), {a: [1, 2, 3]}), [6, 7, 8])
+            with pytest.raises(errors.InvalidArgumentError, match="must feed a value"):
+                sess.run(tf.add(a, b))
+            result = sess.run({"sum": tf.add(a, b), "pair": (b, [a])}, feed_dict={a: [0, 0, 1]})
+            assert sorted(result) == ["pair", "sum"] and isinstance(result["pair"], tuple)
+    assert tf.executing_eagerly()
+
+
+def test_variable_scope_reuse_rules():
+    with tf.Graph().as_default():
+        with v1.variable_scope("s"):
+            v = v1.get_variable("v", shape=[2, 3])
+        assert v.name == "s/v:0"
+        with pytest.raises(ValueError, match="already exists"):
+            with v1.variable_scope("s"):
+                v1.get_variable("v", shape=[2, 3])
+        with v1.variable_scope("s", reuse=True):
+            assert v1.get_variable("v") is v
+            with pytest.raises(ValueError, match="does not exist"):
+                v1.get_variable("other", shape=[1])
+        with v1.variable_scope("s", reuse=v1.AUTO_REUSE):
+            assert v1.get_variable("v") is v
+            assert v1.get_variable("new", shape=[1]).name == "s/new:0"
+        assert len(v1.global_variables()) == 2
+
+
+def test_placeholder_none_dims_and_feed_shape_check():
+    with tf.Graph().as_default():
+        x = v1.placeholder(tf.float32, shape=[None, 2])
+        y = tf.reduce_sum(x, axis=1)
+        with v1.Session() as sess:
+            assert sess.run(y, {x: np.ones((4, 2))}).shape == (4,)
+            with pytest.raises(ValueError, match="Cannot feed value of shape"):
+                sess.run(y, {x: np.ones((4, 3))})

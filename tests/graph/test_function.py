@@ -1,0 +1,232 @@
+"""tf.function: tracing per signature, retrace explanations, printed graphs, generated code."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import tapeflow as tf
+from tapeflow.framework import errors
+from tapeflow.graph.verify import verify
+
+
+def test_python_scalars_trace_by_value_tensors_by_spec():
+    @tf.function
+    def add(a, b):
+        return a + b
+
+    assert add(2, 3) == 5 and add(4, 3) == 7
+    assert add.experimental_get_tracing_count() == 2
+    add(tf.ones([2, 2]), tf.ones([2, 2]))
+    add(tf.zeros([2, 2]), tf.ones([2, 2]))
+    assert add.experimental_get_tracing_count() == 3
+    add(tf.ones([3]), tf.ones([3]))
+    assert add.experimental_get_tracing_count() == 4
+    assert "argument 'a': Python value 2 -> 4" in add.explain_retrace()
+    assert "shape [2, 2] -> [3]" in add.explain_retrace()
+
+
+def test_side_effects_at_trace_time_tf_print_every_call(capsys):
+    @tf.function
+    def f(x):
+        print("traced")
+        tf.print("value", x)
+        return x * 2
+
+    for _ in range(3):
+        f(tf.constant(1.0))
+    out = capsys.readouterr()
+    assert out.out.count("traced") == 1
+    assert out.err.count("value 1") == 3
+
+
+def test_input_signature_none_dims_and_bad_inputs():
+    @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.float32)])
+    def f(x):
+        return tf.reduce_sum(x, axis=1)
+
+    assert f(tf.ones([2, 3])).shape == (2,)
+    assert f(np.ones((5, 3), np.float32)).shape == (5,)
+    assert f.experimental_get_tracing_count() == 1
+    with pytest.raises(ValueError, match="argument 'x'.*incompatible"):
+        f(tf.ones([2, 4]))
+    with pytest.raises(TypeError, match="argument 'x' has dtype int32"):
+        f(tf.ones([2, 3], tf.int32))
+    assert "x: f32[?,3]" in str(f.get_concrete_function().graph)
+
+
+def test_reduce_retracing_generalizes_dims():
+    @tf.function(reduce_retracing=True)
+    def f(x):
+        return x * 2
+
+    for n in range(1, 6):
+        assert f(tf.ones([n, 3])).shape == (n, 3)
+    assert f.experimental_get_tracing_count() == 2
+    assert "f32[?,3]" in str(f._concretes[-1].graph)
+
+
+def test_retrace_warning_names_the_argument():
+    @tf.function
+    def f(x, n):
+        return x * n
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for n in range(6):
+            f(tf.constant(1.0), n)
+    messages = [str(w.message) for w in caught]
+    assert any("'n'" in m and "retraced 5 times" in m for m in messages)
+
+
+def test_variables_captured_by_reference_and_created_once():
+    v = tf.Variable(1.0)
+
+    @tf.function
+    def f(x):
+        v.assign_add(x)
+        return v.read_value()
+
+    assert float(f(tf.constant(2.0))) == 3.0
+    assert float(f(tf.constant(2.0))) == 5.0
+    assert float(v.numpy()) == 5.0
+
+    created = []
+
+    @tf.function
+    def g(x):
+        if not created:
+            created.append(tf.Variable(2.0))
+        return created[0] * x
+
+    assert float(g(tf.constant(3.0))) == 6.0
+
+    @tf.function
+    def h(x):
+        return tf.Variable(2.0) * x
+
+    h(tf.constant(1.0))
+    with pytest.raises(ValueError, match="first trace"):
+        h(tf.constant([1.0, 2.0]))
+
+
+def test_stateful_ops_keep_program_order():
+    v = tf.Variable(1.0)
+
+    @tf.function
+    def f():
+        a = v.read_value()
+        v.assign(10.0)
+        b = v.read_value()
+        v.assign_add(1.0)
+        return a, b, v.read_value()
+
+    a, b, c = f()
+    assert (float(a), float(b), float(c)) == (1.0, 10.0, 11.0)
+
+
+def test_methods_and_callable_objects():
+    class Model:
+        def __init__(self):
+            self.w = tf.Variable([[2.0]])
+            self.calls = 0
+
+        @tf.function
+        def apply(self, x):
+            return tf.matmul(x, self.w)
+
+        def __call__(self, x):
+            self.calls += 1
+            return x + 1.0
+
+    m = Model()
+    assert float(m.apply(tf.ones([1, 1]))[0, 0]) == 2.0
+    wrapped = tf.function(m)
+    wrapped(tf.ones([2]))
+    wrapped(tf.ones([2]))
+    assert m.calls == 1
+
+
+def test_printed_graph_golden_and_generated_code():
+    w = tf.Variable(np.ones((4, 2), np.float32), name="w")
+
+    @tf.function
+    def mlp(x):
+        return tf.nn.relu(tf.matmul(tf.reshape(x, [2, 4]), w) + 1.0)
+
+    concrete = mlp.get_concrete_function(tf.ones([2, 2, 2]))
+    expected = (
+        "graph mlp(x: f32[2,2,2]) captures (w: f32[4,2]):\n"
+        "  t0 = Reshape(x, shape=(2, 4))                  f32[2,4]\n"
+        "  t1 = ReadVariableOp(var=w)                     f32[4,2]\n"
+        "  t2 = MatMul(t0, t1, transpose_a=False, transpose_b=False) f32[2,2]\n"
+        "  t3 = Const(1.)                                 f32[]\n"
+        "  t4 = AddV2(t2, t3)                             f32[2,2]\n")
+    assert str(concrete.graph).startswith(expected)
+    code = concrete.code
+    assert code.startswith("def mlp(p0):") and "del " in code and "out=" in code
+    verify(concrete.graph)
+    np.testing.assert_allclose(mlp(tf.ones([2, 2, 2])).numpy(), np.full((2, 2), 5.0))
+
+
+def test_optimizer_passes_report_and_verify():
+    @tf.function
+    def f(x):
+        a = x * 2.0
+        b = x * 2.0          # CSE
+        c = tf.constant(3.0) * tf.constant(4.0)  # folded
+        unused = tf.exp(x)   # DCE  # noqa: F841
+        return a + b + c + x * 1.0 - x  # x * 1.0 is simplified
+
+    concrete = f.get_concrete_function(tf.ones([3]))
+    report = f.optimization_report()
+    counts = {line.split(":")[0]: int(line.split()[2]) for line in report.splitlines()[:4]}
+    assert counts["fold"] >= 1 and counts["simplify"] == 1 and counts["cse"] >= 1
+    assert "Exp" in report.splitlines()[3]
+    assert not any(n.op.name == "Exp" for n in concrete.graph.nodes)
+    verify(concrete.graph)
+    np.testing.assert_allclose(f(tf.ones([3])).numpy(), [16.0] * 3)
+
+
+def test_tensor_bool_without_autograph_points_at_user_line():
+    @tf.function(autograph=False)
+    def f(x):
+        if x > 0:  # the user's line
+            return x
+        return -x
+
+    with pytest.raises(errors.OperatorNotAllowedInGraphError) as info:
+        f(tf.constant(1.0))
+    assert "test_function.py" in str(info.value) and "if x > 0" in str(info.value)
+    assert "tf.cond" in str(info.value)
+
+
+def test_shape_error_while_tracing_names_op_shapes_and_line():
+    @tf.function
+    def f(a, b):
+        return tf.matmul(a, b)  # mismatched
+
+    with pytest.raises(errors.InvalidArgumentError) as info:
+        f(tf.ones([2, 3]), tf.ones([4, 5]))
+    msg = str(info.value)
+    assert "MatMul" in msg and "test_function.py" in msg and "return tf.matmul(a, b)" in msg
+
+
+def test_eager_vs_graph_equal_for_op_table():
+    x = tf.constant(np.linspace(0.1, 2.0, 12, dtype=np.float32).reshape(3, 4))
+    y = tf.constant(np.linspace(-1.0, 1.0, 12, dtype=np.float32).reshape(3, 4))
+    cases = [
+        lambda a, b: a + b, lambda a, b: a - b, lambda a, b: a * b, lambda a, b: a / b,
+        lambda a, b: tf.matmul(a, b, transpose_b=True), lambda a, b: tf.reduce_sum(a, axis=1),
+        lambda a, b: tf.reduce_mean(a * b), lambda a, b: tf.reshape(a, [4, 3]),
+        lambda a, b: tf.transpose(a), lambda a, b: tf.tanh(b), lambda a, b: tf.exp(b),
+        lambda a, b: tf.math.log(a), lambda a, b: tf.sigmoid(b), lambda a, b: tf.nn.relu(b),
+        lambda a, b: tf.maximum(a, b), lambda a, b: tf.cast(a > b, tf.float32),
+        lambda a, b: tf.stack([a, b]), lambda a, b: tf.gather(a, [2, 0]),
+        lambda a, b: tf.concat([a, b], axis=0), lambda a, b: tf.square(b) - tf.sqrt(a),
+        lambda a, b: tf.nn.softmax(b), lambda a, b: tf.where(a > 1.0, a, b),
+    ]
+    for fn in cases:
+        eager = fn(x, y).numpy()
+        graph = tf.function(fn)(x, y).numpy()
+        np.testing.assert_allclose(graph, eager, rtol=1e-6)
