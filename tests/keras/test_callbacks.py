@@ -31,7 +31,7 @@ def test_early_stopping_stops_and_restores_best():
     model = _model(lr=0.0)  # loss never improves after the first epoch
     stopper = keras.callbacks.EarlyStopping(monitor="loss", patience=2,
                                             restore_best_weights=True)
-    history = model.fit(x, y, epochs=10, verbose=0, callbacks=[stopper])
+    history = model.fit(x, y, epochs=10, shuffle=False, verbose=0, callbacks=[stopper])
     assert len(history.history["loss"]) == 3 and stopper.stopped_epoch == 2
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from tapeflow.framework import nest
+from tapeflow.framework import errors, nest
 from tapeflow.framework.context import eager_scope
 from tapeflow.framework.shapes import TensorShape, as_shape
 from tapeflow.framework.tensor import wrap
@@ -35,7 +35,7 @@ def _probe(layer: Any, arguments: tuple, batch: int, other: int) -> list:
     flat = [_zeros(x, batch, other) if isinstance(x, KerasTensor) else x
             for x in nest.flatten(arguments)]
     inputs, args, kwargs = nest.pack_sequence_as(arguments, flat)
-    with eager_scope():
+    with eager_scope(), np.errstate(all="ignore"):  # zeros may divide by zero, log(0)...
         out = layer(inputs, *args, **kwargs)
     return out
 
@@ -55,8 +55,15 @@ def _output_specs(layer: Any, inputs: Any, args: tuple, kwargs: dict) -> tuple[A
         layer._maybe_build(inputs)
     unknown = any(d is None for x in keras_inputs
                   for d in (x.shape.as_list() if x.shape.rank is not None else [None]))
-    first = _probe(layer, arguments, *_PROBES[0])
-    second = _probe(layer, arguments, *_PROBES[1]) if unknown else first
+    try:
+        first = _probe(layer, arguments, *_PROBES[0])
+        second = _probe(layer, arguments, *_PROBES[1]) if unknown else first
+    except errors.OpError as e:
+        shapes = ", ".join(str(x.shape.as_tuple()) for x in keras_inputs)
+        raise type(e)(e.node_def, e.op, f"{e.message}\nwhile calling layer '{layer.name}' "
+                      f"({type(layer).__name__}) on symbolic inputs of shapes {shapes} (run "
+                      f"on zero batches of size {_PROBES[0][0]} to find its output shapes)"
+                      ) from e
     for sub in layer._flatten_layers(include_self=True):
         sub._eager_losses = []
     specs = [(_merge(a, b, unknown), a.dtype)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tapeflow.keras import backend
+from tapeflow.keras.engine import op_lambda  # noqa: F401  (ops on KerasTensors record layers)
 from tapeflow.keras.engine.base_layer import Layer
 from tapeflow.keras.engine.keras_tensor import KerasTensor, Node
 
