@@ -1,5 +1,8 @@
 """compile/fit/evaluate/predict against hand-computed NumPy training."""
 
+import io
+import re
+
 import numpy as np
 import pytest
 
@@ -155,10 +158,12 @@ def test_progress_bar_format(capsys):
                   run_eagerly=True)
     model.fit(x, y, batch_size=32, epochs=2, verbose=1)
     out = capsys.readouterr().out
-    lines = [line.split("\r")[-1] for line in out.split("\n")]
-    assert lines[0] == "Epoch 1/2" and lines[2] == "Epoch 2/2"
-    assert lines[1].startswith("2/2 [==============================] - ")
-    assert "ms/step - loss: " in lines[1] and " - mae: " in lines[1]
+    assert "\r" not in out and "\x1b" not in out  # piped: plain lines, as Keras writes them
+    lines = out.split("\n")
+    assert lines[0] == "Epoch 1/2" and lines[2] == "Epoch 2/2" and lines[4] == ""
+    for line in (lines[1], lines[3]):
+        assert re.fullmatch(r"2/2 \[={30}\] - \d+s \d+m?s/step - loss: \d\.\d{4} - mae: "
+                            r"\d\.\d{4}", line), line
     model.fit(x, y, batch_size=32, epochs=1, verbose=2)
     line = capsys.readouterr().out.split("\n")[1]
     assert line.startswith("2/2 - ") and "ms/epoch" in line
@@ -190,3 +195,29 @@ def test_partial_last_batch_does_not_retrace_each_epoch():
         np.testing.assert_allclose(model.predict(x, batch_size=batch_size, verbose=0),
                                    x @ w + b, rtol=1e-5)
     assert model.make_predict_function().experimental_get_tracing_count() <= 2
+
+
+class _Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_progbar_live_on_a_terminal_and_partial_bar_when_stopped_early():
+    from tapeflow.keras.callbacks import Progbar
+
+    term = _Terminal()
+    bar = Progbar(4, file=term)
+    for step in range(1, 5):
+        bar.update(step, {"loss": 0.5})
+    bar.update(4, {"loss": 0.25}, finalize=True)
+    final = term.getvalue().rstrip("\n").split("\r")[-1]
+    assert "\r" in term.getvalue()  # redrawn in place by tqdm
+    assert re.fullmatch(r"4/4 \[={30}\] - \d+s \d+[mu]?s/step - loss: 0\.2500", final), final
+
+    pipe = io.StringIO()
+    stopped = Progbar(10, file=pipe)
+    stopped.update(3, {"loss": 1.0}, finalize=True)
+    assert pipe.getvalue().startswith(" 3/10 [========>.....................] - ")
+    unknown = io.StringIO()
+    Progbar(None, file=unknown).update(12, finalize=True)
+    assert unknown.getvalue().startswith("     12/Unknown - ")

@@ -140,17 +140,24 @@ class Progbar:
         self.file = file or sys.stdout
         self._start = time.time()
         self._bar = None
-        if verbose == 1:
-            width = len(str(target)) if target else 7
+        self._width = len(str(target)) if target else 7
+        interactive = hasattr(self.file, "isatty") and self.file.isatty()
+        if verbose == 1 and interactive:  # a live bar; a log file or pipe gets the final line
             if target:
-                fmt = f"{{n:>{width}d}}/{{total}} [{{bar:30}}]{{desc}}"
+                fmt = f"{{n:>{self._width}d}}/{{total}} [{{bar:30}}]{{desc}}"
             else:
-                fmt = f"{{n:>{width}d}}/Unknown{{desc}}"
-            interactive = hasattr(self.file, "isatty") and self.file.isatty()
-            # a log file or pipe gets only the finished line, as Keras writes it
+                fmt = f"{{n:>{self._width}d}}/Unknown{{desc}}"
             self._bar = tqdm(total=target, file=self.file, bar_format=fmt, ascii=".>=",
-                             mininterval=0.1 if interactive else float("inf"), delay=1e-9,
-                             leave=True, dynamic_ncols=False)
+                             mininterval=0.1, delay=1e-9, leave=True, dynamic_ncols=False)
+
+    def _static_bar(self, current: int) -> str:
+        """Keras's bar text for a finished line: all ``=`` or ``==>...`` when stopped early."""
+        if not self.target:
+            return f"{current:>{self._width}d}/Unknown"
+        done = min(int(30 * current / self.target), 30)
+        bar = "=" * done if current >= self.target else \
+            ("=" * (done - 1) + ">" if done else "") + "." * (30 - done)
+        return f"{current:>{self._width}d}/{self.target} [{bar}]"
 
     def update(self, current: int, logs: dict | None = None, finalize: bool = False) -> None:
         """Move to step `current` showing `logs`; `finalize` ends the line with timings."""
@@ -163,7 +170,12 @@ class Progbar:
                 print(f"{steps} - {elapsed:.0f}s{text} - {elapsed * 1e3:.0f}ms/epoch - "
                       f"{format_time_per_step(per_step)}", file=self.file, flush=True)
             return
+        if self.verbose != 1:
+            return
         if self._bar is None:
+            if finalize:
+                print(f"{self._static_bar(current)} - {elapsed:.0f}s "
+                      f"{format_time_per_step(per_step)}{text}", file=self.file, flush=True)
             return
         if finalize:
             timing = f" - {elapsed:.0f}s {format_time_per_step(per_step)}"
