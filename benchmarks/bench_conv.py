@@ -1,0 +1,142 @@
+"""Conv / pool / batch-norm cost on the W4 DenseNet shapes: tapeflow vs PyTorch eager, one run.
+
+Each row times forward + backward (input and filter gradients) of one layer at batch 64, as a
+training step runs it, through the public API with a GradientTape. Medians of repeats after
+warm-up; ratio = tapeflow / PyTorch (lower is better).
+
+    python benchmarks/bench_conv.py [--repeats 7] [--threads 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")  # see the note printed at the end
+
+import numpy as np  # noqa: E402
+
+import tapeflow as tf  # noqa: E402
+
+BATCH = 64
+# (spatial size, input channels, output channels, kernel): the W4 DenseNet's convolutions
+CONVS = [(32, 3, 16, 3)] + [(32, c, 12, 3) for c in (16, 28, 40, 52)] + [(32, 64, 64, 1)] + [
+    (16, c, 12, 3) for c in (64, 76, 88, 100)] + [(16, 112, 112, 1)] + [
+    (8, c, 12, 3) for c in (112, 124, 136, 148)]
+
+
+def median_ms(fn, repeats: int) -> float:
+    fn()
+    fn()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1e3
+
+
+def ours_conv(size, cin, cout, k):
+    rng = np.random.default_rng(0)
+    x = tf.constant(rng.standard_normal((BATCH, size, size, cin)).astype(np.float32))
+    w = tf.Variable(rng.standard_normal((k, k, cin, cout)).astype(np.float32))
+    cot = tf.constant(rng.standard_normal((BATCH, size, size, cout)).astype(np.float32))
+
+    def step():
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = tf.nn.conv2d(x, w, 1, "SAME")
+        return tape.gradient(y, [x, w], output_gradients=cot)
+
+    return step
+
+
+def torch_conv(torch, size, cin, cout, k, channels_last):
+    x = torch.randn(BATCH, cin, size, size, requires_grad=True)
+    conv = torch.nn.Conv2d(cin, cout, k, padding=k // 2, bias=False)
+    if channels_last:
+        x = x.detach().to(memory_format=torch.channels_last).requires_grad_()
+        conv = conv.to(memory_format=torch.channels_last)
+    cot = torch.randn(BATCH, cout, size, size)
+
+    def step():
+        x.grad = None
+        conv(x).backward(cot)
+
+    return step
+
+
+def ours_layer(kind, size, c):
+    rng = np.random.default_rng(1)
+    x = tf.constant(rng.standard_normal((BATCH, size, size, c)).astype(np.float32))
+    scale, offset = tf.Variable(tf.ones([c])), tf.Variable(tf.zeros([c]))
+
+    def step():
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            if kind == "bn+relu":
+                y = tf.nn.relu(tf.nn.fused_batch_norm(x, scale, offset)[0])
+            elif kind == "avgpool2":
+                y = tf.nn.avg_pool2d(x, 2, 2, "VALID")
+            else:
+                y = tf.nn.max_pool2d(x, 2, 2, "VALID")
+            loss = tf.reduce_sum(y)
+        return tape.gradient(loss, [x, scale, offset])
+
+    return step
+
+
+def torch_layer(torch, kind, size, c):
+    x = torch.randn(BATCH, c, size, size, requires_grad=True)
+    bn = torch.nn.BatchNorm2d(c)
+
+    def step():
+        x.grad = None
+        if kind == "bn+relu":
+            y = torch.relu(bn(x))
+        elif kind == "avgpool2":
+            y = torch.nn.functional.avg_pool2d(x, 2)
+        else:
+            y = torch.nn.functional.max_pool2d(x, 2)
+        y.sum().backward()
+
+    return step
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+    import torch
+
+    torch.set_num_threads(args.threads)
+    header = f"{'layer':34s} {'tapeflow ms':>12s} {'torch ms':>9s} {'ratio':>6s} " \
+             f"{'torch CL ms':>12s} {'ratio':>6s}"
+    print(header)
+    totals = [0.0, 0.0, 0.0]
+    for size, cin, cout, k in CONVS:
+        ours = median_ms(ours_conv(size, cin, cout, k), args.repeats)
+        theirs = median_ms(torch_conv(torch, size, cin, cout, k, False), args.repeats)
+        cl = median_ms(torch_conv(torch, size, cin, cout, k, True), args.repeats)
+        totals = [totals[0] + ours, totals[1] + theirs, totals[2] + cl]
+        name = f"conv{k}x{k} {size}x{size} {cin}->{cout} fwd+bwd"
+        print(f"{name:34s} {ours:12.2f} {theirs:9.2f} {ours / theirs:6.2f} {cl:12.2f} "
+              f"{ours / cl:6.2f}")
+    print(f"{'all W4 convs':34s} {totals[0]:12.2f} {totals[1]:9.2f} "
+          f"{totals[0] / totals[1]:6.2f} {totals[2]:12.2f} {totals[0] / totals[2]:6.2f}")
+    for kind, size, c in [("bn+relu", 32, 64), ("bn+relu", 16, 112), ("avgpool2", 32, 64),
+                          ("maxpool2", 32, 64)]:
+        ours = median_ms(ours_layer(kind, size, c), args.repeats)
+        theirs = median_ms(torch_layer(torch, kind, size, c), args.repeats)
+        name = f"{kind} {size}x{size}x{c} fwd+bwd"
+        print(f"{name:34s} {ours:12.2f} {theirs:9.2f} {ours / theirs:6.2f}")
+    print("\nNOTE: OPENBLAS_THREAD_TIMEOUT=4 (set above, before NumPy loads) stops OpenBLAS's "
+          "idle threads from spinning ~0.1 s after each product, which otherwise steals a core "
+          "from the next kernel on a 2-core machine.")
+
+
+if __name__ == "__main__":
+    main()
