@@ -18,10 +18,10 @@ from tapeflow._api import export
 from tapeflow.framework import errors
 from tapeflow.framework.dispatch import apply, op
 from tapeflow.framework.shape_rules import same_as_first
-from tapeflow.framework.tensor import EagerTensor
-from tapeflow.ops import math_ops, normalization_ops  # noqa: F401 (registers tf.nn.moments ...)
+from tapeflow.ops import math_ops
 from tapeflow.ops.array_ops import expand_dims, reshape, transpose
 from tapeflow.ops.conv_ops import as_tensor
+from tapeflow.ops.normalization_ops import is_zero_gradient  # also registers tf.nn.moments ...
 from tapeflow.ops.reduce_ops import reduce_sum
 
 # --- ReLU family -------------------------------------------------------------------------------
@@ -271,11 +271,6 @@ def log_softmax(logits: Any, axis: int | None = None, name: str | None = None):
 # --- softmax cross-entropies: fused (loss, backprop) primitives, as TF -------------------------
 
 
-def _is_zero(t) -> bool:
-    """True for an eager all-zero gradient (the tape fills unused outputs' gradients so)."""
-    return type(t) is EagerTensor and not t._value.any()
-
-
 def _softmax_vjp(v, logits):
     sm = apply(_softmax, logits, axis=1)
     return (v - reduce_sum(v * sm, 1, keepdims=True)) * sm
@@ -309,7 +304,7 @@ def _sparse_xent(logits, labels):
 def _(gs, outs, logits, labels):
     g_loss, g_backprop = gs
     d_logits = expand_dims(g_loss, -1) * outs[1]
-    if not _is_zero(g_backprop):  # second order: backprop = softmax - onehot
+    if not is_zero_gradient(g_backprop):  # second order: backprop = softmax - onehot
         d_logits = d_logits + _softmax_vjp(g_backprop, logits)
     return d_logits, None
 
@@ -335,7 +330,7 @@ def _(gs, outs, logits, labels):
     g = expand_dims(g_loss, -1)
     d_logits = g * outs[1]
     d_labels = -g * apply(_log_softmax, logits, axis=1)
-    if not _is_zero(g_backprop):  # second order through backprop = softmax*sum(labels) - labels
+    if not is_zero_gradient(g_backprop):  # 2nd order: backprop = softmax*sum(labels) - labels
         sm = apply(_softmax, logits, axis=1)
         total = reduce_sum(labels, 1, keepdims=True)
         d_logits = d_logits + total * _softmax_vjp(g_backprop, logits)

@@ -91,6 +91,16 @@ def _fused_batch_norm_grad(g, x, scale, mean, inv):
     return _bn.backward(g, x, scale, mean, inv)
 
 
+def is_zero_gradient(t) -> bool:
+    """True for the zeros a tape fills in for an unused output (eager value or ZerosLike node),
+    so multi-output gradients skip terms that would only add zeros."""
+    if type(t) is EagerTensor:
+        return not t._value.any()
+    node = getattr(t, "node", None)
+    return node is not None and node.op.name in ("ZerosLike", "Fill") and (
+        node.op.name == "ZerosLike" or node.attrs.get("value") == 0)
+
+
 def _reduce_axes(x) -> list[int]:
     return list(range(x.shape.rank - 1))
 
@@ -106,10 +116,6 @@ def _backward_in_ops(g, x, scale, epsilon: float):
     return dx, reduce_sum(g * xhat, axes), reduce_sum(g, axes)
 
 
-def _nonzero(t) -> bool:
-    return not (type(t) is EagerTensor and not t._value.any())
-
-
 @_fused_batch_norm.def_grad
 def _(gs, outs, x, scale, offset, *, epsilon):
     gy, g_mean, g_var, _ = gs
@@ -118,7 +124,7 @@ def _(gs, outs, x, scale, offset, *, epsilon):
         dx, dscale, doffset = _backward_in_ops(gy, x, scale, epsilon)
     else:
         dx, dscale, doffset = apply(_fused_batch_norm_grad, gy, x, scale, mean, inv)
-    if _nonzero(g_mean) or _nonzero(g_var):  # the statistics outputs were used too
+    if not (is_zero_gradient(g_mean) and is_zero_gradient(g_var)):  # statistics were used
         r = math_ops._size_ratio(mean, x)  # 1 / rows
         dx = dx + g_mean * r + g_var * (2.0 * (x - mean)) * (r / (1.0 - r))
     return dx, dscale, doffset
