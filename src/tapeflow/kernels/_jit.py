@@ -1,4 +1,8 @@
-"""numba when installed, otherwise a marker so callers pick their NumPy path."""
+"""numba when installed, otherwise None so callers pick their NumPy path.
+
+Kernels are compiled serial on purpose: they run between BLAS calls, and a numba thread pool
+next to OpenBLAS's threads made each hand-over cost milliseconds on a 2-core machine.
+"""
 
 from __future__ import annotations
 
@@ -9,18 +13,13 @@ try:
 except ImportError:  # numba is an optional extra; kernels fall back to NumPy
     _numba = None
 
-HAVE_NUMBA = _numba is not None
 
-
-def jit(parallel: bool = False) -> Callable[[Callable], Callable | None]:
-    """Compile with numba (cached on disk); without numba return None so callers fall back."""
+def jit() -> Callable[[Callable], Callable | None]:
+    """Compile with numba (cached on disk); without numba return None."""
 
     def wrap(fn: Callable) -> Callable | None:
         if _numba is None:
             return None
-        return _numba.njit(cache=True, parallel=False, nogil=True)(fn)
+        return _numba.njit(cache=True, nogil=True)(fn)
 
     return wrap
-
-
-prange = _numba.prange if _numba is not None else range

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tapeflow.kernels._jit import jit, prange
+from tapeflow.kernels._jit import jit
 
 
 @dataclass(frozen=True)
@@ -106,12 +106,12 @@ def _window(arr: np.ndarray, a: int, b: int, g: Geometry) -> np.ndarray:
 # --- compiled loops (numba); each has a NumPy twin below -------------------------------------
 
 
-@jit(parallel=True)
+@jit()
 def _tap_sum_nb(y, images, hp, wp, ho, wo, sh, sw, offs, out):
     """y: (images*hp*wp, taps*cout); out: (images*ho*wo, cout), both C-contiguous."""
     taps = offs.shape[0]
     cout = out.shape[1]
-    for r in prange(images * ho):
+    for r in range(images * ho):
         b, i = r // ho, r % ho
         for j in range(wo):
             base = b * hp * wp + i * sh * wp + j * sw
@@ -125,12 +125,12 @@ def _tap_sum_nb(y, images, hp, wp, ho, wo, sh, sw, offs, out):
                     dst[o] += src[o]
 
 
-@jit(parallel=True)
+@jit()
 def _tap_scatter_nb(gr, images, hp, wp, ho, wo, sh, sw, offs, cols):
     """gr: (images*ho*wo, cout); cols: (images*hp*wp, taps*cout), both C-contiguous."""
     taps = offs.shape[0]
     cout = gr.shape[1]
-    for r in prange(images * ho):
+    for r in range(images * ho):
         b, i = r // ho, r % ho
         for j in range(wo):
             base = b * hp * wp + i * sh * wp + j * sw
@@ -141,13 +141,13 @@ def _tap_scatter_nb(gr, images, hp, wp, ho, wo, sh, sw, offs, cols):
                     dst[o] = src[o]
 
 
-@jit(parallel=True)
+@jit()
 def _im2col_nb(xp, kh, kw, sh, sw, dh, dw, ho, wo, cols):
     """xp: (images, hp, wp, c); cols: (images*ho*wo, taps*c), both C-contiguous."""
     images, _, wp, c = xp.shape
     hpwp = xp.shape[1] * wp
     flat = xp.reshape(-1, c)
-    for r in prange(images * ho):
+    for r in range(images * ho):
         b, i = r // ho, r % ho
         for j in range(wo):
             dst = cols[r * wo + j]
