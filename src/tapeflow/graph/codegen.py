@@ -45,12 +45,57 @@ def _inline(node: Node, args: list[str], bind: Callable[[Any], str], graph: Grap
         return f"{args[0]}.reshape({bind(tuple(attrs['shape']))})"
     if name == "Transpose":
         return f"{args[0]}.transpose({bind(tuple(attrs['perm']))})"
+    if name == "SplitV" and isinstance(attrs["sizes"], int):
+        return _split_slices(node, args[0])
+    helper = _FRESH_HELPERS.get(name)
+    if helper is not None and node.inputs[0].dtype.is_floating:
+        return f"{bind(helper)}({', '.join(args)})"
     return None
 
 
-def _ufunc(node: Node) -> np.ufunc | None:
+def _split_slices(node: Node, x: str) -> str | None:
+    """Equal splits along a static axis as basic slices (views, no kernel call)."""
+    shape, axis = node.inputs[0].shape, node.attrs["axis"]
+    if shape.rank is None or shape[axis] is None or shape[axis] % node.attrs["sizes"]:
+        return None
+    axis %= shape.rank
+    step = shape[axis] // node.attrs["sizes"]
+    lead = ":, " * axis
+    return ", ".join(f"{x}[{lead}{i * step}:{(i + 1) * step}]"
+                     for i in range(node.attrs["sizes"])) + ","
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    """1/(1+exp(-x)) as 0.5*tanh(x/2)+0.5: stable for any x, three in-place ufunc passes."""
+    half = x.dtype.type(0.5)
+    t = np.multiply(x, half)
+    np.tanh(t, out=t)
+    np.multiply(t, half, out=t)
+    return np.add(t, half, out=t)
+
+
+def _relu_grad(g: np.ndarray, out: np.ndarray) -> np.ndarray:
+    return np.multiply(g, np.greater(out, 0))
+
+
+# float ops lowered to one ufunc call (extra constant operands appended): the same math as
+# their kernels minus the Python-level dtype checks, and eligible for buffer reuse
+_UFUNC_LOWERINGS = {"Relu": (np.maximum, (0,)), "RealDiv": (np.true_divide, ()),
+                    "Sqrt": (np.sqrt, ()), "Exp": (np.exp, ()), "Log": (np.log, ()),
+                    "Tanh": (np.tanh, ()), "Log1p": (np.log1p, ()), "Sin": (np.sin, ()),
+                    "Cos": (np.cos, ())}
+# ops lowered to a helper that returns a fresh array
+_FRESH_HELPERS = {"Sigmoid": _sigmoid, "ReluGrad": _relu_grad}
+
+
+def _ufunc(node: Node) -> tuple[np.ufunc, tuple] | None:
     k = node.op.kernel
-    return k if isinstance(k, np.ufunc) and not node.attrs and k.nout == 1 else None
+    if isinstance(k, np.ufunc) and not node.attrs and k.nout == 1:
+        return k, ()
+    low = _UFUNC_LOWERINGS.get(node.op.name)
+    if low is not None and node.inputs and node.inputs[0].dtype.is_floating:
+        return low
+    return None
 
 
 class Executable:
@@ -147,9 +192,11 @@ def compile_graph(graph: Graph, outputs: list | None = None, inputs: list | None
         plan.append(node)
 
     last_use: dict[str, int] = {}
+    use_count: dict[str, int] = {}
     for step, node in enumerate(plan):
         for t in node.inputs:
             last_use[names[id(t)]] = step
+            use_count[names[id(t)]] = use_count.get(names[id(t)], 0) + 1
     final = {names[id(t)] for t in outputs if isinstance(t, SymbolicTensor)}
     fresh: set[str] = set()
 
@@ -160,11 +207,12 @@ def compile_graph(graph: Graph, outputs: list | None = None, inputs: list | None
         outs = [names[id(t)] for t in node.outputs]
         used_outs = [o for o in outs if o in last_use or o in final]
         expr = _inline(node, args, bind, graph)
-        uf = _ufunc(node)
-        if expr is None and uf is not None:
-            target = _reusable(node, args, last_use, final, fresh, step)
+        uf = _ufunc(node) if expr is None else None
+        if uf is not None:
+            target = _reusable(node, args, last_use, final, fresh, step, use_count)
             out_kw = f", out={target}" if target else ""
-            expr = f"{bind(uf)}({', '.join(args)}{out_kw})"
+            extra = "".join(f", {bind(c)}" for c in uf[1])
+            expr = f"{bind(uf[0])}({', '.join(args)}{extra}{out_kw})"
         if expr is None:
             kw = "".join(f", {k}={bind(v)}" for k, v in node.attrs.items())
             call_args = ", ".join(args)
@@ -177,7 +225,8 @@ def compile_graph(graph: Graph, outputs: list | None = None, inputs: list | None
             line = f"{', '.join(o if o in used_outs else '_' for o in outs)}, = {expr}"
         else:
             line = f"{outs[0]} = {expr}"
-        if uf is not None or node.op.name in _FRESH:
+        if uf is not None or node.op.name in _FRESH or (
+                node.op.name in _FRESH_HELPERS and node.inputs[0].dtype.is_floating):
             fresh.update(outs)
         src.append(f"    {line}")
         lines[len(src)] = node
@@ -196,14 +245,16 @@ def compile_graph(graph: Graph, outputs: list | None = None, inputs: list | None
 
 
 def _reusable(node: Node, args: list[str], last_use: dict, final: set, fresh: set,
-              step: int) -> str | None:
-    """An input buffer the ufunc may overwrite: fresh, dying here, same static spec as out."""
+              step: int, use_count: dict) -> str | None:
+    """An input buffer the ufunc may overwrite: a fresh array (never a view, input, constant
+    or variable value) whose only consumer is this node, with the output's static spec."""
     out = node.outputs[0]
     if not out.shape.is_fully_defined() or out.shape.rank == 0:
         return None
     for t, a in zip(node.inputs, args):
         if (a in fresh and last_use.get(a) == step and a not in final
-                and args.count(a) == 1 and t.shape == out.shape and t.dtype is out.dtype):
+                and use_count.get(a) == 1 and args.count(a) == 1
+                and t.shape == out.shape and t.dtype is out.dtype):
             return a
     return None
 

@@ -65,9 +65,11 @@ class ConcreteFunction:
         self.structured_outputs = structured_outputs
         self.input_paths = input_paths or [t.node.attrs["name"] for t in graph.inputs]
         self._exe = compile_graph(self.graph, name=name)
+        self._fn = self._exe.fn
         self._grad = None
         self._single = isinstance(structured_outputs, int)
         self._variables = None
+        self._pack = _make_packer(structured_outputs)
 
     # --- introspection ------------------------------------------------------------------
     @property
@@ -131,14 +133,11 @@ class ConcreteFunction:
         arrays = [t._value if type(t) is EagerTensor else _to_array(t) for t in tensors]
         if _state.tapes:
             return self._call_recorded(tensors, arrays)
-        return self._pack(self._exe(*arrays))
-
-    def _pack(self, arrays: tuple) -> Any:
-        if self._single:
-            out = arrays[0]
-            return wrap(out if type(out) is np.ndarray else np.asarray(out))
-        return self._pack_tensors([wrap(o if type(o) is np.ndarray else np.asarray(o))
-                                   for o in arrays])
+        try:
+            outs = self._fn(*arrays)
+        except Exception as e:
+            raise self._exe.runtime_error(e) from e
+        return self._pack(outs)
 
     def _pack_tensors(self, outs: list) -> Any:
         def leaf(x):
@@ -197,6 +196,49 @@ class _PyLeaf:
 
     def __init__(self, value: Any):
         self.value = value
+
+
+def _wrap_output(o: Any, _new=object.__new__, _nd=np.ndarray, _et=EagerTensor) -> EagerTensor:
+    t = _new(_et)
+    t._value = o if type(o) is _nd else np.asarray(o)
+    return t
+
+
+def _make_packer(structure: Any):
+    """Compile `outputs tuple -> user structure of EagerTensors` into one expression."""
+    env: dict[str, Any] = {"_w": _wrap_output}
+
+    def build(s: Any) -> str:
+        if isinstance(s, int) and not isinstance(s, bool):
+            return f"_w(o[{s}])"
+        if isinstance(s, _PyLeaf):
+            name = f"c{len(env)}"
+            env[name] = s.value
+            return name
+        if type(s) is dict and all(isinstance(k, (str, int)) for k in s):
+            return "{" + ", ".join(f"{k!r}: {build(v)}" for k, v in s.items()) + "}"
+        if type(s) is tuple:
+            inner = ", ".join(build(e) for e in s)
+            return f"({inner}{',' if len(s) == 1 else ''})"
+        if type(s) is list:
+            return "[" + ", ".join(build(e) for e in s) + "]"
+        return _generic(s)
+
+    def _generic(s: Any) -> str:
+        name = f"c{len(env)}"
+        env[name] = s
+        env["_map"] = nest.map_structure
+        env["_leaf"] = _leaf_value
+        return f"_map(lambda x: _leaf(x, o), {name})"
+
+    src = f"lambda o: {build(structure)}"
+    return eval(src, env)  # noqa: S307 - source built above from ints and names
+
+
+def _leaf_value(x: Any, outs: tuple) -> Any:
+    if isinstance(x, int) and not isinstance(x, bool):
+        return _wrap_output(outs[x])
+    return x.value if isinstance(x, _PyLeaf) else x
 
 
 def _to_array(t: Any) -> np.ndarray:
