@@ -6,18 +6,17 @@ here (``tapeflow.math.add`` etc. come from ``@export`` next to each op's definit
 
 __version__ = "0.1.0"
 
-from tapeflow import ops  # registers every op under tf.*, tf.math.*, tf.nn.*, ...
-from tapeflow.graph import function as _function_module  # tf.function, tf.config.*
-
-from tapeflow import data, datasets, distribute, image, io, keras, train
+from tapeflow import (
+    data,
+    datasets,
+    distribute,
+    image,
+    io,
+    keras,
+    ops,  # registers every op under tf.*, tf.math.*, tf.nn.*, ...
+    train,
+)
 from tapeflow.data.py_function import py_function
-from tapeflow.io.sparse_tensor import SparseTensor
-from tapeflow.io import example_pb as _example_pb
-
-for _name in ("Example", "Features", "Feature", "BytesList", "FloatList", "Int64List",
-              "SequenceExample", "FeatureList", "FeatureLists"):
-    setattr(train, _name, getattr(_example_pb, _name))
-del _name
 from tapeflow.framework import dtypes, errors, nest
 from tapeflow.framework.constant import constant, convert_to_tensor
 from tapeflow.framework.context import eager_scope as init_scope
@@ -49,3 +48,12 @@ from tapeflow.framework.tape import GradientTape, UnconnectedGradients, custom_g
 from tapeflow.framework.tensor import Tensor, is_tensor
 from tapeflow.framework.tensor_spec import TensorSpec
 from tapeflow.framework.variable import Variable, VariableAggregation, VariableSynchronization
+from tapeflow.graph import function as _function_module  # tf.function, tf.config.*
+from tapeflow.io import example_pb as _example_pb
+from tapeflow.io.sparse_tensor import SparseTensor
+
+# tf.train.Example and friends are protobuf messages defined with the TFRecord reader
+for _name in ("Example", "Features", "Feature", "BytesList", "FloatList", "Int64List",
+              "SequenceExample", "FeatureList", "FeatureLists"):
+    setattr(train, _name, getattr(_example_pb, _name))
+del _name
