@@ -230,3 +230,73 @@ def test_eager_vs_graph_equal_for_op_table():
         eager = fn(x, y).numpy()
         graph = tf.function(fn)(x, y).numpy()
         np.testing.assert_allclose(graph, eager, rtol=1e-6)
+
+
+def test_runtime_error_names_node_and_trace_line():
+    @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.float32),
+                                  tf.TensorSpec([None, 2], tf.float32)])
+    def f(a, b):
+        return tf.matmul(a, b, transpose_a=True)  # batch dims must agree at run time
+
+    with pytest.raises(errors.InvalidArgumentError) as info:
+        f(tf.ones([4, 3]), tf.ones([5, 2]))
+    msg = str(info.value)
+    assert "MatMul" in msg and "test_function.py" in msg and "traced at" in msg
+
+
+def test_nested_function_is_inlined_and_concrete_function_from_specs():
+    @tf.function
+    def inner(x):
+        return x * 3.0
+
+    @tf.function
+    def outer(x):
+        return inner(x) + 1.0
+
+    concrete = outer.get_concrete_function(tf.TensorSpec([None], tf.float32))
+    assert [n.op.name for n in concrete.graph.nodes if n.op.name != "Const"] == [
+        "Placeholder", "Mul", "AddV2"]
+    np.testing.assert_allclose(concrete(tf.constant([1.0, 2.0])).numpy(), [4.0, 7.0])
+    assert inner.experimental_get_tracing_count() == 0
+    assert "outer(x: float32[?])" in outer.pretty_printed_concrete_signatures()
+
+
+def test_run_functions_eagerly_and_init_scope():
+    calls = []
+
+    @tf.function
+    def f(x):
+        calls.append(tf.executing_eagerly())
+        with tf.init_scope():
+            calls.append(tf.executing_eagerly())
+        return x + 1
+
+    tf.config.run_functions_eagerly(True)
+    try:
+        f(tf.constant(1))
+    finally:
+        tf.config.run_functions_eagerly(False)
+    f(tf.constant(1))
+    assert calls == [True, True, False, True]
+
+
+def test_seed_002_keras_model_as_function():
+    keras = pytest.importorskip("tapeflow.keras")
+
+    class SequentialModel(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.flatten = keras.layers.Flatten(input_shape=(28, 28))
+            self.dense_1 = keras.layers.Dense(128, activation="relu")
+            self.dropout = keras.layers.Dropout(0.2)
+            self.dense_2 = keras.layers.Dense(10)
+
+        def call(self, x):
+            return self.dense_2(self.dropout(self.dense_1(self.flatten(x))))
+
+    data = tf.random.uniform([60, 28, 28])
+    graph_model = tf.function(SequentialModel())  # variables created during the first trace
+    out = graph_model(data)
+    np.testing.assert_allclose(out.numpy(), graph_model.python_function(data).numpy(),
+                               rtol=1e-5, atol=1e-6)
+    assert graph_model.experimental_get_tracing_count() == 1

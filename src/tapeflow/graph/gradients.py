@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from tapeflow.framework.context import graph_scope
 from tapeflow.framework.context import state as _state
 from tapeflow.framework.dispatch import apply
@@ -56,6 +58,26 @@ def _wrap(value):
     from tapeflow.framework.tensor import wrap
 
     return wrap(value)
+
+
+# inputs that ops read only for their shape/dtype ("like" tensors of gradient plumbing):
+# a backward pass that needs nothing else from a forward value does not keep it alive
+SHAPE_ONLY = {"BroadcastLike": {1}, "SumToShapeOf": {1}, "ReshapeLike": {1}, "ZerosLike": {0},
+              "OnesLike": {0}, "SizeRatio": {0, 1}, "ScatterAddLike": {2}, "Shape": {0},
+              "Size": {0}, "Rank": {0}}
+
+
+def _shape_only_uses(graph: Graph, t, start: int) -> bool:
+    """True if every use of `t` from node `start` on reads only its (static) shape."""
+    if not t.shape.is_fully_defined() or t.dtype.name == "string":
+        return False
+    if any(o is t for o in graph.outputs):
+        return False
+    for node in graph.nodes[start:]:
+        for i, x in enumerate(node.inputs):
+            if x is t and i not in SHAPE_ONLY.get(node.op.name, ()):
+                return False
+    return True
 
 
 def _differentiable(t) -> bool:
@@ -117,7 +139,14 @@ class FunctionGradient:
             if node.op in (PLACEHOLDER, CONST):
                 continue
             for joint_t, t in zip(joint_node.outputs, node.outputs):
-                if id(t) in uses:
+                if id(t) in uses and _shape_only_uses(back, t, boundary + len(phs)):
+                    dummy = np.broadcast_to(np.zeros((), t.dtype.as_numpy_dtype),
+                                            t.shape.as_tuple())
+                    const = back.constant(dummy)
+                    back.nodes.insert(0, back.nodes.pop())
+                    replace_uses(back, t, const, after=boundary + len(phs) + 1)
+                    boundary += 1
+                elif id(t) in uses:
                     ph = back.placeholder(t.shape, t.dtype, name="saved")
                     back.nodes.insert(0, back.nodes.pop())
                     replace_uses(back, t, ph, after=boundary + len(phs) + 1)
