@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from tapeflow.framework import errors
-from tapeflow.graph.ir import CONST, PLACEHOLDER, Graph, Node, SymbolicTensor
+from tapeflow.graph.ir import CONST, Graph, Node, SymbolicTensor
 
 _counter = itertools.count()
 
@@ -265,7 +265,9 @@ def _needed_nodes(graph: Graph, outputs: list, fed: set, keep_stateful: bool,
     stack = [t.node for t in outputs if isinstance(t, SymbolicTensor) and id(t) not in fed]
     stack += run_nodes
     if keep_stateful:
-        stack += [n for n in graph.nodes if n.op.stateful and n.op is not PLACEHOLDER]
+        from tapeflow.graph.passes.dce import has_effect
+
+        stack += [n for n in graph.nodes if has_effect(n)]
     while stack:
         node = stack.pop()
         if id(node) in needed:

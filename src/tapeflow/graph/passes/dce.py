@@ -1,8 +1,17 @@
-"""Dead-code elimination: drop nodes no output depends on (stateful ones stay, in order)."""
+"""Dead-code elimination: drop nodes no output depends on.
+
+Stateful nodes (assign, print, random) stay, in program order, except unused variable reads:
+reading has no effect of its own.
+"""
 
 from __future__ import annotations
 
 from tapeflow.graph.ir import PLACEHOLDER, Graph, SymbolicTensor, clone, remove_nodes
+
+
+def has_effect(node) -> bool:
+    """True for nodes that must run even when nothing uses their outputs."""
+    return node.op.stateful and node.op is not PLACEHOLDER and node.op.name != "ReadVariableOp"
 
 
 def run(graph: Graph, keep_stateful: bool = True) -> tuple[Graph, str]:
@@ -11,7 +20,7 @@ def run(graph: Graph, keep_stateful: bool = True) -> tuple[Graph, str]:
     live: set[int] = set()
     stack = [t.node for t in g.outputs if isinstance(t, SymbolicTensor)]
     if keep_stateful:
-        stack += [n for n in g.nodes if n.op.stateful and n.op is not PLACEHOLDER]
+        stack += [n for n in g.nodes if has_effect(n)]
     while stack:
         node = stack.pop()
         if id(node) not in live:
