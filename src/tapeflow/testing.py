@@ -196,3 +196,34 @@ def check_graph(case: OpCase, function: Callable) -> None:
     for e, t in zip(eager, traced):
         np.testing.assert_allclose(np.asarray(t), np.asarray(e), atol=1e-6, rtol=1e-6,
                                    err_msg=f"{case.name}: graph vs eager")
+
+
+def op_table_tests(cases: list[OpCase]) -> tuple[Callable, ...]:
+    """The four table columns as pytest tests: forward, gradient, vs PyTorch, graph vs eager.
+
+    Usage in a test module: ``test_forward, test_gradient, test_vs_torch, test_graph =
+    op_table_tests(CASES)``.
+    """
+    import pytest
+
+    from tapeflow.graph.function import function
+
+    ids = str
+
+    @pytest.mark.parametrize("case", cases, ids=ids)
+    def test_forward(case):
+        check_forward(case)
+
+    @pytest.mark.parametrize("case", [c for c in cases if c.grad], ids=ids)
+    def test_gradient(case):
+        check_case_grads(case)
+
+    @pytest.mark.parametrize("case", [c for c in cases if c.torch_fn is not None], ids=ids)
+    def test_vs_torch(case):
+        check_torch(case, pytest.importorskip("torch"))
+
+    @pytest.mark.parametrize("case", cases, ids=ids)
+    def test_graph_matches_eager(case):
+        check_graph(case, function)
+
+    return test_forward, test_gradient, test_vs_torch, test_graph_matches_eager

@@ -1,4 +1,4 @@
-"""Shared fixtures for op tests: the graph column runs only once ``tapeflow.function`` exists."""
+"""Shared fixtures for op tests."""
 
 import pytest
 
@@ -7,7 +7,5 @@ import tapeflow
 
 @pytest.fixture
 def tf_function():
-    function = getattr(tapeflow, "function", None)
-    if function is None:
-        pytest.skip("tapeflow.function (graph mode) is not built yet")
-    return function
+    """``tf.function``, for the graph-vs-eager column of op tests."""
+    return tapeflow.function

@@ -72,25 +72,8 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=str)
-def test_forward(case):
-    testing.check_forward(case)
-
-
-@pytest.mark.parametrize("case", [c for c in CASES if c.grad], ids=str)
-def test_gradient(case):
-    testing.check_case_grads(case)
-
-
-@pytest.mark.parametrize("case", [c for c in CASES if c.torch_fn is not None], ids=str)
-def test_vs_torch(case):
-    torch = pytest.importorskip("torch")
-    testing.check_torch(case, torch)
-
-
-@pytest.mark.parametrize("case", CASES, ids=str)
-def test_graph_matches_eager(case, tf_function):
-    testing.check_graph(case, tf_function)
+test_forward, test_gradient, test_vs_torch, test_graph_matches_eager = \
+    testing.op_table_tests(CASES)
 
 
 def test_max_gradient_is_split_evenly_among_ties():
