@@ -32,7 +32,7 @@ def _build(name: str) -> tuple[Any, bool]:
 
     if name == "densenet":
         return models.DenseNet(input_shape=(28, 28, 1), growth_rate=12, num_blocks=3,
-                               layers_per_block=4, initial_filters=16), True
+                               layers_per_block=4, initial_filters=16, bn_momentum=0.9), True
     if name == "revnet":
         return models.RevNet(num_classes=10, filters=16, num_blocks=3), True
     if name == "cnn":

@@ -34,31 +34,36 @@ def _check(num_blocks: int, layers_per_block: int, growth_rate: int) -> None:
 
 def DenseNet(input_shape: Any = (32, 32, 3), num_classes: int = 10,  # noqa: N802
              growth_rate: int = 12, num_blocks: int = 3, layers_per_block: int = 4,
-             initial_filters: int = 16, head_norm: bool = True,
+             initial_filters: int = 16, head_norm: bool = True, bn_momentum: float = 0.99,
              name: str = "densenet") -> keras.Model:
     """Functional DenseNet returning logits.
 
     Conv3x3(initial_filters) -> num_blocks x [layers_per_block x (BN-ReLU-Conv3x3(growth_rate),
     concat)] with BN-ReLU-Conv1x1-AvgPool2 transitions between blocks -> [BN-ReLU] ->
-    GlobalAveragePooling -> Dense(num_classes).
+    GlobalAveragePooling -> Dense(num_classes). A lower `bn_momentum` than Keras's 0.99 lets
+    the moving statistics (used at inference) catch up within a few hundred steps.
     """
     _check(num_blocks, layers_per_block, growth_rate)
+
+    def norm() -> layers.BatchNormalization:
+        return layers.BatchNormalization(momentum=bn_momentum)
+
     inputs = keras.Input(shape=tuple(input_shape))
     x = layers.Conv2D(initial_filters, 3, padding="same")(inputs)
     channels = _block_channels(initial_filters, num_blocks, layers_per_block, growth_rate)
     for b in range(num_blocks):
         for _ in range(layers_per_block):
-            y = layers.BatchNormalization()(x)
+            y = norm()(x)
             y = layers.Activation("relu")(y)
             y = layers.Conv2D(growth_rate, 3, padding="same")(y)
             x = layers.Concatenate()([x, y])
         if b < num_blocks - 1:
-            x = layers.BatchNormalization()(x)
+            x = norm()(x)
             x = layers.Activation("relu")(x)
             x = layers.Conv2D(channels[b], 1)(x)
             x = layers.AveragePooling2D(2)(x)
     if head_norm:
-        x = layers.BatchNormalization()(x)
+        x = norm()(x)
         x = layers.Activation("relu")(x)
     x = layers.GlobalAveragePooling2D()(x)
     outputs = layers.Dense(num_classes)(x)
