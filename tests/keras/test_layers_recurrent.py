@@ -170,3 +170,12 @@ def test_embedding_gradient_reaches_only_looked_up_rows():
     np.testing.assert_array_equal(grad, [[1, 1], [0, 0], [2, 2], [0, 0], [0, 0]])
     with pytest.raises(tf.errors.InvalidArgumentError):
         emb(np.array([[7]]))
+
+
+def test_seed_003_embedding_summary_table(capsys):
+    model = tf.keras.Sequential()
+    model.add(layers.Embedding(1000, 64))
+    model.summary()
+    text = capsys.readouterr().out
+    assert "embedding (Embedding)" in text and "(None, None, 64)" in text
+    assert "Total params: 64,000" in text and "Non-trainable params: 0" in text

@@ -20,7 +20,8 @@ class Embedding(Layer):
                  embeddings_regularizer: Any = None, activity_regularizer: Any = None,
                  embeddings_constraint: Any = None, input_length: int | None = None,
                  **kwargs: Any):
-        if "input_shape" not in kwargs and input_length is not None:
+        if "input_shape" not in kwargs and "batch_input_shape" not in kwargs:
+            # as Keras: a Sequential starting with an Embedding is built at once ([batch, time])
             kwargs["input_shape"] = (input_length,)
         super().__init__(activity_regularizer=activity_regularizer, **kwargs)
         if int(input_dim) <= 0 or int(output_dim) <= 0:
