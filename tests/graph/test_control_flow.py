@@ -147,3 +147,18 @@ def test_cond_branch_structure_mismatch():
 
     with pytest.raises(ValueError, match="same structure"):
         f(tf.constant(1.0))
+
+
+def _helper_abs(x):
+    if x > 0:
+        return x
+    return -x
+
+
+def test_user_functions_called_from_a_traced_function_are_converted():
+    @tf.function
+    def f(x):
+        return _helper_abs(x) + _helper_abs(-x)
+
+    assert float(f(tf.constant(-2.0))) == 4.0
+    assert "ag__.call(_helper_abs, x)" in tf.autograph.to_code(f)

@@ -31,6 +31,11 @@ def _inline(node: Node, args: list[str], bind: Callable[[Any], str], graph: Grap
     name, attrs = node.op.name, node.attrs
     if name == "ReadVariableOp" and not graph._root().defers_variable_init:
         return f"{bind(attrs['var'])}._value"
+    if name in _ASSIGNS and not graph._root().defers_variable_init:
+        var, value = attrs["var"], node.inputs[0]
+        if (value.dtype is var.dtype and value.shape.is_fully_defined()
+                and value.shape == var.shape):
+            return f"{bind(_ASSIGNS[name])}({bind(var)}, {args[0]})"
     if name == "MatMul":
         a, b = args
         ranks = [t.shape.rank for t in node.inputs]
@@ -76,6 +81,26 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 
 def _relu_grad(g: np.ndarray, out: np.ndarray) -> np.ndarray:
     return np.multiply(g, np.greater(out, 0))
+
+
+def _assign(var: Any, value: np.ndarray) -> np.ndarray:
+    """AssignVariableOp after the trace checked dtype and shape (never aliases a view)."""
+    var._value = value if value.base is None and value.flags.writeable else value.copy()
+    return value
+
+
+def _assign_add(var: Any, delta: np.ndarray) -> np.ndarray:
+    var._value = out = np.add(var._value, delta)
+    return out
+
+
+def _assign_sub(var: Any, delta: np.ndarray) -> np.ndarray:
+    var._value = out = np.subtract(var._value, delta)
+    return out
+
+
+_ASSIGNS = {"AssignVariableOp": _assign, "AssignAddVariableOp": _assign_add,
+            "AssignSubVariableOp": _assign_sub}
 
 
 # float ops lowered to one ufunc call (extra constant operands appended): the same math as

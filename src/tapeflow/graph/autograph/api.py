@@ -227,20 +227,32 @@ def _convertible(fn: Any) -> bool:
     if not isinstance(fn, types.FunctionType) or fn.__name__ == "<lambda>":
         return False
     module = getattr(fn, "__module__", "") or ""
-    return not module.startswith(_PACKAGE) and "super" not in fn.__code__.co_names
+    return (not module.startswith(_PACKAGE) and "super" not in fn.__code__.co_names
+            and not fn.__code__.co_flags & _NOT_CONVERTED and module != "builtins")
 
 
 def _converted_def(fn: Callable) -> tuple[ast.FunctionDef, bool]:
     node = _parse(fn)
-    conv = Converter()
+    modules = {k for k, v in fn.__globals__.items() if isinstance(v, types.ModuleType)}
+    conv = Converter(modules)
     node = conv.convert(node)
     return node, conv.changed
 
 
-def convert(fn: Any) -> Any:
+_NOT_CONVERTED = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
+
+
+def call(f: Any, *args: Any, **kwargs: Any) -> Any:
+    """Call `f`, converting it first when it is a user function and a graph is being traced."""
+    if _state.graph is not None and isinstance(f, (types.FunctionType, types.MethodType)):
+        f = convert(f, quiet=True)
+    return f(*args, **kwargs)
+
+
+def convert(fn: Any, quiet: bool = False) -> Any:
     """The AutoGraph version of `fn` (itself when nothing needs converting or it cannot be)."""
     if isinstance(fn, types.MethodType):
-        conv = convert(fn.__func__)
+        conv = convert(fn.__func__, quiet)
         return fn if conv is fn.__func__ else types.MethodType(conv, fn.__self__)
     if not _convertible(fn):
         return fn
@@ -252,8 +264,9 @@ def convert(fn: Any) -> Any:
         node, changed = _converted_def(fn)
         result = _build(fn, node) if changed else fn
     except (OSError, TypeError, SyntaxError, ValueError) as e:
-        warnings.warn(f"AutoGraph could not convert {fn.__name__} ({e}); it runs as written, "
-                      f"so Python control flow on tensors will fail.", stacklevel=3)
+        if not quiet:
+            warnings.warn(f"AutoGraph could not convert {fn.__name__} ({e}); it runs as "
+                          f"written, so Python control flow on tensors will fail.", stacklevel=3)
         result = fn
     _cache[key] = (fn, result)
     return result

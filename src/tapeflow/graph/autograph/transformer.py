@@ -1,7 +1,8 @@
 """AutoGraph's source transformation: Python control flow -> calls to runtime helpers.
 
 Passes over the function's AST, in order:
-1. ``not``/``and``/``or`` become ``ag__.not_/and_/or_`` (tensor-aware, lazy like Python);
+1. ``not``/``and``/``or`` become ``ag__.not_/and_/or_`` (tensor-aware, lazy like Python) and
+   calls go through ``ag__.call``, which converts the user functions they reach;
 2. ``return`` inside control flow becomes ``_ag_retval``/``_ag_do_return`` assignments, with the
    statements after it guarded and loops stopped (a ``break``);
 3. ``break``/``continue`` become flags that guard the rest of the loop body and stop the loop;
@@ -86,6 +87,38 @@ class _BoolOps(ast.NodeTransformer):
         for value in reversed(node.values[:-1]):
             result = _call(_ag(fn), _lambda(value), _lambda(result))
         return ast.copy_location(result, node)
+
+    def visit_Lambda(self, node):
+        return node
+
+
+_PLAIN_CALLS = {"range", "len", "print", "isinstance", "issubclass", "super", "int", "float",
+                "bool", "str", "list", "tuple", "dict", "set", "zip", "enumerate", "getattr",
+                "setattr", "hasattr", "type", "min", "max", "sum", "abs", "sorted", "any", "all",
+                "iter", "next", "locals", "globals", "repr", "id", "callable", "map", "filter"}
+
+
+class _Calls(ast.NodeTransformer):
+    """``f(x)`` -> ``ag__.call(f, x)``: user functions called while tracing are converted too.
+
+    Calls of builtins and of functions reached through a module (``tf.tanh``) stay as written.
+    """
+
+    def __init__(self, modules: set[str]):
+        self.modules = modules | {"ag__"}
+
+    def visit_Call(self, node: ast.Call):
+        self.generic_visit(node)
+        func = node.func
+        if isinstance(func, ast.Name) and func.id in _PLAIN_CALLS:
+            return node
+        base = func
+        while isinstance(base, ast.Attribute):
+            base = base.value
+        if base is not func and isinstance(base, ast.Name) and base.id in self.modules:
+            return node
+        call = ast.Call(func=_ag("call"), args=[func, *node.args], keywords=node.keywords)
+        return ast.copy_location(call, node)
 
     def visit_Lambda(self, node):
         return node
@@ -182,7 +215,8 @@ class _Loops:
 class Converter:
     """Turns one FunctionDef into its AutoGraph form (in place) and says if anything changed."""
 
-    def __init__(self):
+    def __init__(self, modules: set[str] | None = None):
+        self.modules = modules or set()
         self.counter = itertools.count()
         self.changed = False
         self.excluded: set[str] = set()
@@ -192,7 +226,7 @@ class Converter:
             if isinstance(n, (ast.Global, ast.Nonlocal)):
                 self.excluded.update(n.names)
         before = ast.dump(fn)
-        fn.body = [_BoolOps().visit(s) for s in fn.body]
+        fn.body = [_Calls(self.modules).visit(_BoolOps().visit(s)) for s in fn.body]
         if _needs_return_lowering(fn):
             first = fn.body[0]
             body = _Returns().lower(fn.body, in_loop=False)
