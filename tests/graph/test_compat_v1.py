@@ -94,3 +94,24 @@ def test_placeholder_none_dims_and_feed_shape_check():
             assert sess.run(y, {x: np.ones((4, 2))}).shape == (4,)
             with pytest.raises(ValueError, match="Cannot feed value of shape"):
                 sess.run(y, {x: np.ones((4, 3))})
+
+
+def test_placeholder_needs_a_graph():
+    with pytest.raises(RuntimeError, match="not compatible with eager execution"):
+        v1.placeholder(tf.float32, [2])
+
+
+def test_disable_eager_execution_builds_graphs_then_enable_restores():
+    v1.reset_default_graph()
+    v1.disable_eager_execution()
+    try:
+        assert not tf.executing_eagerly()
+        x = v1.placeholder(tf.float32, [2])
+        y = x * 2.0
+        assert isinstance(y, tf.Tensor) and y.graph is v1.get_default_graph()
+        with v1.Session() as sess:
+            np.testing.assert_array_equal(sess.run(y, {x: [1.0, 2.0]}), [2.0, 4.0])
+            np.testing.assert_array_equal(y.eval({x: [3.0, 4.0]}), [6.0, 8.0])
+    finally:
+        v1.enable_eager_execution()
+    assert tf.executing_eagerly()

@@ -300,3 +300,16 @@ def test_seed_002_keras_model_as_function():
     np.testing.assert_allclose(out.numpy(), graph_model.python_function(data).numpy(),
                                rtol=1e-5, atol=1e-6)
     assert graph_model.experimental_get_tracing_count() == 1
+
+
+def test_concrete_function_checks_its_inputs():
+    @tf.function
+    def f(x):
+        return x + 1.0
+
+    concrete = f.get_concrete_function(tf.TensorSpec([None, 2], tf.float32))
+    assert concrete(tf.ones([3, 2])).shape == (3, 2)
+    with pytest.raises(ValueError, match="argument 'x' has shape \\[3, 3\\]"):
+        concrete(tf.ones([3, 3]))
+    with pytest.raises(TypeError, match="argument 'x' has dtype float64"):
+        concrete(tf.ones([3, 2], tf.float64))

@@ -101,6 +101,10 @@ def executing_eagerly() -> bool:
 
 def placeholder(dtype: Any, shape: Any = None, name: str | None = None) -> SymbolicTensor:
     """A graph input that must be fed in ``Session.run`` (dims may be None)."""
+    if _state.graph is None:
+        raise RuntimeError("tf.placeholder() is not compatible with eager execution: build a "
+                           "graph (tf.compat.v1.disable_eager_execution() or "
+                           "tf.Graph().as_default()) or use tf.function.")
     return get_default_graph().placeholder(shape, dtype, name=name or "Placeholder")
 
 

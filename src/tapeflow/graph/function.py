@@ -55,10 +55,10 @@ class ConcreteFunction:
     """One traced graph, optimized and compiled; callable with tensors matching its inputs."""
 
     def __init__(self, graph: Graph, structured_outputs: Any, name: str,
-                 optimize: bool = True, input_paths: list[str] | None = None):
+                 optimized: bool = True, input_paths: list[str] | None = None):
         self.traced_graph = graph
-        if optimize:
-            self.graph, self._reports = _optimize(graph)
+        if optimized:
+            self.graph, self._reports = optimize(graph)
         else:
             self.graph, self._reports = graph, []
         self.name = name
@@ -119,7 +119,9 @@ class ConcreteFunction:
         if len(flat) != len(self.graph.inputs):
             raise TypeError(f"{self.name}: expected {len(self.graph.inputs)} tensor arguments, "
                             f"got {len(flat)}")
-        return self.call_flat(flat)
+        specs = [TensorSpec(t.shape, t.dtype) for t in self.graph.inputs]
+        tensors = sig.check_against_specs(flat, specs, self.input_paths, self.name)
+        return self.call_flat(tensors)
 
     def call_flat(self, tensors: list) -> Any:
         """Run on a flat list of tensors (eager), or inline into the graph being traced."""
@@ -259,10 +261,6 @@ def _shape_text(shape) -> str:
                                                       for d in dims) + "]"
 
 
-def _optimize(graph: Graph):
-    return optimize(graph)
-
-
 def _ident(path: str) -> str:
     out = "".join(c if c.isalnum() or c == "_" else "_" for c in path).strip("_")
     while "__" in out:
@@ -288,6 +286,7 @@ class Function:
         self._concretes: list[ConcreteFunction] = []
         self._traced_fn: Callable | None = None
         self._last_sig: sig.Signature | None = None
+        self._last_pattern: tuple | None = None
         self._retraces: list[str] = []
         self._streak: list = []
         self._warned = False
@@ -410,7 +409,7 @@ class Function:
                 self._cache[s.key] = c
                 return c
         pattern = None
-        if self._reduce_retracing and self._last_sig is not None:
+        if self._reduce_retracing and self._last_pattern is not None:
             pattern = sig.relax(self._last_pattern, s.key)
         concrete = self._trace(s, named, pattern)
         self._cache[s.key] = concrete

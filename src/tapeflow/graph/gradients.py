@@ -177,7 +177,7 @@ class FunctionGradient:
             from tapeflow.graph.function import ConcreteFunction
 
             self._joint_fn = ConcreteFunction(self.joint, list(range(len(self.joint.outputs))),
-                                              name=self.joint.name, optimize=False)
+                                              name=self.joint.name, optimized=False)
         return self._joint_fn
 
 
