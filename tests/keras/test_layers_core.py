@@ -136,3 +136,18 @@ def test_lambda_layer_passes_arguments():
     np.testing.assert_allclose(layer(np.ones((1, 2), np.float32)).numpy(), [[3.0, 3.0]])
     with pytest.raises(TypeError, match="callable"):
         layers.Lambda(3)
+
+
+def test_layer_errors_name_shapes_and_point_at_the_user_line():
+    with pytest.raises(ValueError) as info:
+        layers.Conv2D(2, 3)(np.zeros((4, 4, 3), np.float32))
+    message = str(info.value)
+    assert "Conv2D" in message and "(4, 4, 3)" in message
+    assert "test_layers_core.py" in message and "layers.Conv2D(2, 3)(np.zeros" in message
+
+
+def test_input_layer_is_re_exported():
+    x = layers.Input(shape=(3,))
+    model = tf.keras.Model(x, layers.Dense(2)(x))
+    assert isinstance(model.layers[0], layers.InputLayer)
+    assert model.output_shape == (None, 2)

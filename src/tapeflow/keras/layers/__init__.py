@@ -1,6 +1,7 @@
 """``tf.keras.layers``: one module per layer family, re-exported here."""
 
 from tapeflow.keras.engine.base_layer import Layer
+from tapeflow.keras.engine.input_layer import Input, InputLayer
 from tapeflow.keras.layers.activation import ELU, LeakyReLU, ReLU, Softmax
 from tapeflow.keras.layers.convolutional import Conv2D, Convolution2D
 from tapeflow.keras.layers.core import Activation, Dense, Dropout, Flatten, Lambda, Reshape

@@ -7,6 +7,7 @@ from typing import Any
 import tapeflow as tf
 from tapeflow.keras import activations
 from tapeflow.keras.engine.base_layer import Layer
+from tapeflow.keras.layers.utils import layer_error
 
 
 class ReLU(Layer):
@@ -16,9 +17,9 @@ class ReLU(Layer):
                  threshold: float = 0.0, **kwargs: Any):
         super().__init__(**kwargs)
         if max_value is not None and max_value < 0:
-            raise ValueError(f"ReLU: max_value must be >= 0, got {max_value}")
+            raise layer_error(f"ReLU: max_value must be >= 0, got {max_value}")
         if negative_slope < 0:
-            raise ValueError(f"ReLU: negative_slope must be >= 0, got {negative_slope}")
+            raise layer_error(f"ReLU: negative_slope must be >= 0, got {negative_slope}")
         self.max_value = max_value
         self.negative_slope = negative_slope
         self.threshold = threshold

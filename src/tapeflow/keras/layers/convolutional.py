@@ -7,7 +7,12 @@ from typing import Any
 import tapeflow as tf
 from tapeflow.keras import activations, initializers, regularizers
 from tapeflow.keras.engine.base_layer import Layer
-from tapeflow.keras.layers.utils import check_data_format, normalize_padding, normalize_tuple
+from tapeflow.keras.layers.utils import (
+    check_data_format,
+    layer_error,
+    normalize_padding,
+    normalize_tuple,
+)
 
 
 def conv_output_length(length: int | None, window: int, padding: str, stride: int,
@@ -39,9 +44,9 @@ class Conv2D(Layer):
         super().__init__(activity_regularizer=activity_regularizer, **kwargs)
         name = "Conv2D"
         if int(filters) <= 0:
-            raise ValueError(f"Conv2D: `filters` must be a positive integer, got {filters}")
+            raise layer_error(f"Conv2D: `filters` must be a positive integer, got {filters}")
         if groups != 1:
-            raise ValueError("Conv2D: grouped convolution (groups != 1) is not supported")
+            raise layer_error("Conv2D: grouped convolution (groups != 1) is not supported")
         check_data_format(data_format, name)
         self.filters = int(filters)
         self.kernel_size = normalize_tuple(kernel_size, 2, "kernel_size", name)
@@ -49,7 +54,7 @@ class Conv2D(Layer):
         self.padding = normalize_padding(padding, name)
         self.dilation_rate = normalize_tuple(dilation_rate, 2, "dilation_rate", name)
         if max(self.strides) > 1 and max(self.dilation_rate) > 1:
-            raise ValueError(f"Conv2D: strides {self.strides} > 1 are not compatible with "
+            raise layer_error(f"Conv2D: strides {self.strides} > 1 are not compatible with "
                              f"dilation_rate {self.dilation_rate} > 1")
         self.activation = activations.get(activation)
         self.use_bias = use_bias
@@ -63,7 +68,7 @@ class Conv2D(Layer):
     def build(self, input_shape: Any) -> None:
         shape = tf.TensorShape(input_shape)
         if shape.rank != 4 or shape[-1] is None:
-            raise ValueError(f"Conv2D {self.name!r}: expected inputs of shape [batch, height, "
+            raise layer_error(f"Conv2D {self.name!r}: expected inputs of shape [batch, height, "
                              f"width, channels] with known channels, got {shape}")
         in_channels = int(shape[-1])
         self.kernel = self.add_weight("kernel", shape=self.kernel_size + (in_channels,

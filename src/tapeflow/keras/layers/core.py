@@ -9,7 +9,7 @@ from typing import Any
 import tapeflow as tf
 from tapeflow.keras import activations, initializers, regularizers
 from tapeflow.keras.engine.base_layer import Layer
-from tapeflow.keras.layers.utils import static_shape
+from tapeflow.keras.layers.utils import layer_error, static_shape
 
 
 class Dense(Layer):
@@ -27,7 +27,7 @@ class Dense(Layer):
         super().__init__(activity_regularizer=activity_regularizer, **kwargs)
         units = int(units) if not isinstance(units, int) else units
         if units <= 0:
-            raise ValueError(f"Dense: `units` must be a positive integer, got {units}")
+            raise layer_error(f"Dense: `units` must be a positive integer, got {units}")
         self.units = units
         self.activation = activations.get(activation)
         self.use_bias = use_bias
@@ -41,7 +41,7 @@ class Dense(Layer):
     def build(self, input_shape: Any) -> None:
         last = tf.TensorShape(input_shape)[-1]
         if last is None:
-            raise ValueError(f"Dense {self.name!r}: the last dimension of the inputs must be "
+            raise layer_error(f"Dense {self.name!r}: the last dimension of the inputs must be "
                              f"known, got input shape {tf.TensorShape(input_shape)}")
         self.kernel = self.add_weight("kernel", shape=(int(last), self.units),
                                       initializer=self.kernel_initializer,
@@ -64,7 +64,7 @@ class Dense(Layer):
             out = tf.matmul(tf.reshape(x, [-1, shape[-1]]), self.kernel)
             lead = [-1 if d is None else d for d in shape[:-1]]
             if lead.count(-1) > 1:
-                raise ValueError(f"Dense {self.name!r}: inputs of shape {shape} have more than "
+                raise layer_error(f"Dense {self.name!r}: inputs of shape {shape} have more than "
                                  "one unknown leading dimension")
             out = tf.reshape(out, lead + [self.units])
         if self.use_bias:
@@ -102,7 +102,7 @@ class Flatten(Layer):
     def __init__(self, data_format: str | None = None, **kwargs: Any):
         super().__init__(**kwargs)
         if data_format not in (None, "channels_last"):
-            raise ValueError(f"Flatten: data_format={data_format!r} is not supported "
+            raise layer_error(f"Flatten: data_format={data_format!r} is not supported "
                              "(channels_last only)")
 
     def call(self, inputs: Any):
@@ -113,7 +113,7 @@ class Flatten(Layer):
         rest = shape[1:]
         if any(d is None for d in rest):
             if shape[0] is None:
-                raise ValueError(f"Flatten {self.name!r}: cannot flatten shape {shape}: only the "
+                raise layer_error(f"Flatten {self.name!r}: cannot flatten shape {shape}: only the "
                                  "batch dimension may be unknown")
             return tf.reshape(x, [shape[0], -1])
         return tf.reshape(x, [-1, math.prod(rest)])
@@ -132,7 +132,7 @@ class Reshape(Layer):
         super().__init__(**kwargs)
         self.target_shape = tuple(int(d) for d in target_shape)
         if sum(d == -1 for d in self.target_shape) > 1:
-            raise ValueError(f"Reshape: at most one dimension of target_shape may be -1, got "
+            raise layer_error(f"Reshape: at most one dimension of target_shape may be -1, got "
                              f"{self.target_shape}")
 
     def _resolved(self, input_shape: list) -> list:
@@ -143,7 +143,7 @@ class Reshape(Layer):
             return target
         total, known = math.prod(rest), math.prod(d for d in target if d != -1)
         if known == 0 or total % known:
-            raise ValueError(f"Reshape {self.name!r}: total size of the input {rest} is not "
+            raise layer_error(f"Reshape {self.name!r}: total size of the input {rest} is not "
                              f"compatible with target_shape {self.target_shape}")
         return [total // known if d == -1 else d for d in target]
 
@@ -153,12 +153,12 @@ class Reshape(Layer):
         target = self._resolved(shape)
         if -1 in target:
             if shape[0] is None:
-                raise ValueError(f"Reshape {self.name!r}: cannot infer the -1 of "
+                raise layer_error(f"Reshape {self.name!r}: cannot infer the -1 of "
                                  f"{self.target_shape} from input shape {shape}")
             return tf.reshape(x, [shape[0]] + target)
         rest = shape[1:]
         if all(d is not None for d in rest) and math.prod(rest) != math.prod(target):
-            raise ValueError(f"Reshape {self.name!r}: cannot reshape inputs of shape {shape} "
+            raise layer_error(f"Reshape {self.name!r}: cannot reshape inputs of shape {shape} "
                              f"to target_shape {self.target_shape}: sizes differ")
         return tf.reshape(x, [-1] + target)
 
@@ -182,7 +182,7 @@ class Dropout(Layer):
         super().__init__(**kwargs)
         rate = float(rate)
         if not 0.0 <= rate < 1.0:
-            raise ValueError(f"Dropout: `rate` must be in [0, 1), got {rate}")
+            raise layer_error(f"Dropout: `rate` must be in [0, 1), got {rate}")
         self.rate = rate
         self.noise_shape = noise_shape
         self.seed = seed

@@ -7,6 +7,7 @@ from typing import Any
 import tapeflow as tf
 from tapeflow.keras import initializers, regularizers
 from tapeflow.keras.engine.base_layer import Layer
+from tapeflow.keras.layers.utils import layer_error
 
 
 class Embedding(Layer):
@@ -25,7 +26,7 @@ class Embedding(Layer):
             kwargs["input_shape"] = (input_length,)
         super().__init__(activity_regularizer=activity_regularizer, **kwargs)
         if int(input_dim) <= 0 or int(output_dim) <= 0:
-            raise ValueError(f"Embedding: input_dim and output_dim must be positive, got "
+            raise layer_error(f"Embedding: input_dim and output_dim must be positive, got "
                              f"input_dim={input_dim}, output_dim={output_dim}")
         self.input_dim = int(input_dim)
         self.output_dim = int(output_dim)

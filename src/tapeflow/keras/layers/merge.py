@@ -6,6 +6,7 @@ from typing import Any
 
 import tapeflow as tf
 from tapeflow.keras.engine.base_layer import Layer
+from tapeflow.keras.layers.utils import layer_error
 
 
 class _Merge(Layer):
@@ -13,7 +14,7 @@ class _Merge(Layer):
 
     def _check(self, inputs: Any) -> list:
         if not isinstance(inputs, (list, tuple)) or len(inputs) < 2:
-            raise ValueError(f"{type(self).__name__} {self.name!r}: expects a list of at least "
+            raise layer_error(f"{type(self).__name__} {self.name!r}: expects a list of at least "
                              f"2 inputs, got {inputs!r}")
         return list(inputs)
 
@@ -34,7 +35,7 @@ class _ElementwiseMerge(_Merge):
             for dims in zip(*(s.as_list() for s in shapes)):
                 known = {d for d in dims if d not in (None, 1)}
                 if len(known) > 1:
-                    raise ValueError(f"{type(self).__name__} {self.name!r}: inputs must have "
+                    raise layer_error(f"{type(self).__name__} {self.name!r}: inputs must have "
                                      f"matching shapes, got {[str(s) for s in shapes]}")
         self.built = True
 
@@ -51,7 +52,7 @@ class Subtract(_ElementwiseMerge):
 
     def _merge(self, inputs: list) -> Any:
         if len(inputs) != 2:
-            raise ValueError(f"Subtract {self.name!r}: expects exactly 2 inputs, got "
+            raise layer_error(f"Subtract {self.name!r}: expects exactly 2 inputs, got "
                              f"{len(inputs)}")
         return inputs[0] - inputs[1]
 
@@ -104,7 +105,7 @@ class Concatenate(_Merge):
         shapes = [tf.TensorShape(s) for s in self._check(input_shape)]
         ranks = {s.rank for s in shapes}
         if len(ranks) > 1:
-            raise ValueError(f"Concatenate {self.name!r}: inputs must have the same rank, got "
+            raise layer_error(f"Concatenate {self.name!r}: inputs must have the same rank, got "
                              f"shapes {[str(s) for s in shapes]}")
         rank = ranks.pop()
         if rank is not None:
@@ -112,7 +113,7 @@ class Concatenate(_Merge):
             for i, dims in enumerate(zip(*(s.as_list() for s in shapes))):
                 known = {d for d in dims if d is not None}
                 if i != axis and len(known) > 1:
-                    raise ValueError(
+                    raise layer_error(
                         f"Concatenate {self.name!r}: a Concatenate layer requires inputs with "
                         f"matching shapes except for the concatenation axis {self.axis}. Got "
                         f"inputs shapes: {[str(s) for s in shapes]}")

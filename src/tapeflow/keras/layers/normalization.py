@@ -11,6 +11,7 @@ from typing import Any
 import tapeflow as tf
 from tapeflow.keras import initializers, regularizers
 from tapeflow.keras.engine.base_layer import Layer
+from tapeflow.keras.layers.utils import layer_error
 
 
 def _normalize_axes(axis: Any, rank: int, layer: str) -> list[int]:
@@ -18,7 +19,7 @@ def _normalize_axes(axis: Any, rank: int, layer: str) -> list[int]:
     out = []
     for a in axes:
         if not -rank <= a < rank:
-            raise ValueError(f"{layer}: axis {a} is out of range for inputs of rank {rank}")
+            raise layer_error(f"{layer}: axis {a} is out of range for inputs of rank {rank}")
         out.append(a % rank)
     return sorted(set(out))
 
@@ -26,7 +27,7 @@ def _normalize_axes(axis: Any, rank: int, layer: str) -> list[int]:
 def _param_shape(input_shape: tf.TensorShape, axes: list[int], layer: str) -> tuple[int, ...]:
     dims = [input_shape[a] for a in axes]
     if any(d is None for d in dims):
-        raise ValueError(f"{layer}: the normalized axes {axes} of the input shape {input_shape} "
+        raise layer_error(f"{layer}: the normalized axes {axes} of the input shape {input_shape} "
                          "must be known")
     return tuple(int(d) for d in dims)
 
@@ -58,9 +59,9 @@ class BatchNormalization(Layer):
                  gamma_constraint: Any = None, **kwargs: Any):
         super().__init__(**kwargs)
         if not 0.0 <= momentum <= 1.0:
-            raise ValueError(f"BatchNormalization: momentum must be in [0, 1], got {momentum}")
+            raise layer_error(f"BatchNormalization: momentum must be in [0, 1], got {momentum}")
         if epsilon <= 0:
-            raise ValueError(f"BatchNormalization: epsilon must be positive, got {epsilon}")
+            raise layer_error(f"BatchNormalization: epsilon must be positive, got {epsilon}")
         self.axis = axis
         self.momentum = float(momentum)
         self.epsilon = float(epsilon)
@@ -78,7 +79,7 @@ class BatchNormalization(Layer):
     def build(self, input_shape: Any) -> None:
         shape = tf.TensorShape(input_shape)
         if shape.rank is None:
-            raise ValueError(f"BatchNormalization {self.name!r}: input rank must be known")
+            raise layer_error(f"BatchNormalization {self.name!r}: input rank must be known")
         self._axes = _normalize_axes(self.axis, shape.rank, "BatchNormalization")
         self._reduce_axes = [i for i in range(shape.rank) if i not in self._axes]
         param_shape = _param_shape(shape, self._axes, "BatchNormalization")
@@ -135,7 +136,7 @@ class BatchNormalization(Layer):
         n = 1
         for a in self._reduce_axes:
             if shape[a] is None:
-                raise ValueError(f"BatchNormalization {self.name!r}: training needs the static "
+                raise layer_error(f"BatchNormalization {self.name!r}: training needs the static "
                                  f"size of the reduced axes, got input shape {x.shape}")
             n *= shape[a]
         return n / max(n - 1, 1)
@@ -178,7 +179,7 @@ class LayerNormalization(Layer):
     def build(self, input_shape: Any) -> None:
         shape = tf.TensorShape(input_shape)
         if shape.rank is None:
-            raise ValueError(f"LayerNormalization {self.name!r}: input rank must be known")
+            raise layer_error(f"LayerNormalization {self.name!r}: input rank must be known")
         self._axes = _normalize_axes(self.axis, shape.rank, "LayerNormalization")
         param_shape = _param_shape(shape, self._axes, "LayerNormalization")
         self.gamma = self.add_weight("gamma", shape=param_shape,

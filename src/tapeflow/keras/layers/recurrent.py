@@ -14,7 +14,7 @@ from typing import Any
 import tapeflow as tf
 from tapeflow.keras import activations, initializers, regularizers
 from tapeflow.keras.engine.base_layer import Layer
-from tapeflow.keras.layers.utils import static_shape
+from tapeflow.keras.layers.utils import layer_error, static_shape
 
 
 class _Cell(Layer):
@@ -30,7 +30,7 @@ class _Cell(Layer):
                  recurrent_constraint: Any = None, bias_constraint: Any = None, **kwargs: Any):
         super().__init__(**kwargs)
         if int(units) <= 0:
-            raise ValueError(f"{type(self).__name__}: `units` must be positive, got {units}")
+            raise layer_error(f"{type(self).__name__}: `units` must be positive, got {units}")
         self.units = int(units)
         self.activation = activations.get(activation)
         self.use_bias = use_bias
@@ -50,7 +50,7 @@ class _Cell(Layer):
     def build(self, input_shape: Any) -> None:
         last = tf.TensorShape(input_shape)[-1]
         if last is None:
-            raise ValueError(f"{type(self).__name__} {self.name!r}: the feature dimension of "
+            raise layer_error(f"{type(self).__name__} {self.name!r}: the feature dimension of "
                              f"the inputs must be known, got {tf.TensorShape(input_shape)}")
         width = self.gates * self.units
         self.kernel = self.add_weight("kernel", shape=(int(last), width),
@@ -193,7 +193,7 @@ class RNN(Layer):
     def build(self, input_shape: Any) -> None:
         shape = tf.TensorShape(input_shape)
         if shape.rank != 3:
-            raise ValueError(f"{type(self).__name__} {self.name!r}: expected inputs of shape "
+            raise layer_error(f"{type(self).__name__} {self.name!r}: expected inputs of shape "
                              f"[batch, time, features], got {shape}")
         if not self.cell.built:
             with tf.name_scope(self.cell.name):
@@ -205,7 +205,7 @@ class RNN(Layer):
         x = tf.convert_to_tensor(inputs)
         batch, steps, _ = static_shape(x)
         if steps is None:
-            raise ValueError(f"{type(self).__name__} {self.name!r}: the time dimension must be "
+            raise layer_error(f"{type(self).__name__} {self.name!r}: the time dimension must be "
                              f"known (inputs have shape {x.shape}); give Input(shape=(T, F)) or "
                              "pad the sequences to a fixed length")
         projected = tf.unstack(self.cell.project(x), num=steps, axis=1)

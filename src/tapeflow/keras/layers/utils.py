@@ -4,6 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from tapeflow.framework import errors
+
+
+def layer_error(message: str) -> ValueError:
+    """A ValueError for bad layer arguments or inputs, ending with the user's source line."""
+    where = errors.user_line()
+    return ValueError(f"{message}\n{where}" if where else message)
+
 
 def normalize_tuple(value: Any, n: int, name: str, layer: str) -> tuple[int, ...]:
     """An int or an n-sequence of ints -> n-tuple; a clear error naming the layer otherwise."""
@@ -12,10 +20,10 @@ def normalize_tuple(value: Any, n: int, name: str, layer: str) -> tuple[int, ...
     try:
         out = tuple(int(v) for v in value)
     except TypeError:
-        raise ValueError(f"{layer}: `{name}` must be an int or a tuple of {n} ints, got "
+        raise layer_error(f"{layer}: `{name}` must be an int or a tuple of {n} ints, got "
                          f"{value!r}") from None
     if len(out) != n:
-        raise ValueError(f"{layer}: `{name}` must be an int or a tuple of {n} ints, got "
+        raise layer_error(f"{layer}: `{name}` must be an int or a tuple of {n} ints, got "
                          f"{value!r}")
     return out
 
@@ -24,14 +32,14 @@ def normalize_padding(value: str, layer: str) -> str:
     """'same'/'valid' (any case) -> the op-level spelling 'SAME'/'VALID'."""
     padding = str(value).lower()
     if padding not in ("same", "valid"):
-        raise ValueError(f"{layer}: `padding` must be 'same' or 'valid', got {value!r}")
+        raise layer_error(f"{layer}: `padding` must be 'same' or 'valid', got {value!r}")
     return padding.upper()
 
 
 def check_data_format(value: str | None, layer: str) -> None:
     """Only channels_last (NHWC) is supported: the layout of every tapeflow conv kernel."""
     if value not in (None, "channels_last"):
-        raise ValueError(f"{layer}: data_format={value!r} is not supported; tapeflow layers use "
+        raise layer_error(f"{layer}: data_format={value!r} is not supported; tapeflow layers use "
                          "'channels_last' (NHWC). Transpose the input with tf.transpose.")
 
 
