@@ -544,3 +544,11 @@ class TerminateOnNaN(Callback):
         if loss is not None and not np.isfinite(loss):
             print(f"Batch {batch}: Invalid loss, terminating training")
             self.model.stop_training = True
+
+
+def __getattr__(name: str) -> Any:
+    if name == "TensorBoard":  # its own module: needs the optional `tensorboard` package
+        from tapeflow.keras.tensorboard import TensorBoard
+
+        return TensorBoard
+    raise AttributeError(f"module 'tapeflow.keras.callbacks' has no attribute {name!r}")
