@@ -50,12 +50,43 @@ def _inline(node: Node, args: list[str], bind: Callable[[Any], str], graph: Grap
         return f"{args[0]}.reshape({bind(tuple(attrs['shape']))})"
     if name == "Transpose":
         return f"{args[0]}.transpose({bind(tuple(attrs['perm']))})"
+    if name in ("Sum", "Mean", "SumToShapeOf"):
+        return _reduction(node, args, bind)
     if name == "SplitV" and isinstance(attrs["sizes"], int):
         return _split_slices(node, args[0])
     helper = _FRESH_HELPERS.get(name)
     if helper is not None and node.inputs[0].dtype.is_floating:
         return f"{bind(helper)}({', '.join(args)})"
     return None
+
+
+def _reduction(node: Node, args: list[str], bind: Callable[[Any], str]) -> str | None:
+    """Float sums/means over static axes as one ``np.add.reduce`` (np.sum/np.mean minus their
+    Python-level argument handling; Mean divides by the count exactly as np.mean does)."""
+    x, out = node.inputs[0], node.outputs[0]
+    if not x.dtype.is_floating or x.shape.rank is None:
+        return None
+    if node.op.name == "SumToShapeOf":
+        like = node.inputs[1]
+        if not (x.shape.is_fully_defined() and like.shape.is_fully_defined()):
+            return None
+        gs, xs = x.shape.as_tuple(), like.shape.as_tuple()
+        if gs == xs:
+            return args[0]
+        extra = len(gs) - len(xs)
+        axes = tuple(range(extra)) + tuple(i + extra for i, d in enumerate(xs)
+                                           if d == 1 and gs[i + extra] != 1)
+        return f"{bind(np.add.reduce)}({args[0]}, {bind(axes)}).reshape({bind(xs)})"
+    axis, keepdims = node.attrs["axis"], node.attrs["keepdims"]
+    axes = tuple(range(x.shape.rank)) if axis is None else tuple(axis)
+    expr = f"{bind(np.add.reduce)}({args[0]}, {bind(axes)}, None, None, {keepdims})"
+    if node.op.name == "Sum":
+        return expr
+    dims = [x.shape[a] for a in axes]
+    if any(d is None for d in dims) or not out.shape.is_fully_defined():
+        return None
+    count = x.dtype.as_numpy_dtype(int(np.prod(dims, dtype=np.int64)))
+    return f"{bind(np.true_divide)}({expr}, {bind(count)})"
 
 
 def _split_slices(node: Node, x: str) -> str | None:
