@@ -47,10 +47,13 @@ def test_operators_and_ops_build_a_model_that_computes_them():
 def test_constants_take_the_dtype_of_the_symbolic_input():
     f = keras.Input((3,), dtype="float64")
     i = keras.Input((3,), dtype="int32")
-    model = keras.Model([f, i], [f * 2 + 0.5, i * 3 + 1, tf.cast(i, "float64") + f])
-    assert [o.dtype.name for o in model.outputs] == ["float64", "int32", "float64"]
+    shift = np.array([1.0, 2.0, 3.0])
+    model = keras.Model([f, i], [f * 2 + 0.5, i * 3 + 1, tf.cast(i, "float64") + f,
+                                 shift + f])
+    assert [o.dtype.name for o in model.outputs] == ["float64", "int32", "float64", "float64"]
     a, b = np.arange(6.0).reshape(2, 3), np.arange(6, dtype=np.int32).reshape(2, 3)
-    of, oi, oc = model([a, b])
+    of, oi, oc, os_ = model([a, b])
+    np.testing.assert_array_equal(os_.numpy(), shift + a)
     assert of.dtype.name == "float64" and oi.dtype.name == "int32"
     np.testing.assert_array_equal(of.numpy(), a * 2 + 0.5)
     np.testing.assert_array_equal(oi.numpy(), b * 3 + 1)

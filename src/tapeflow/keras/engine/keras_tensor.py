@@ -21,6 +21,7 @@ class KerasTensor:
     """A placeholder for a layer's output while a functional model is being defined."""
 
     _is_keras_tensor = True
+    __array_priority__ = 100  # `ndarray + KerasTensor` defers to our reflected operator
 
     def __init__(self, shape: Any, dtype: Any = "float32", name: str | None = None):
         self._shape = shape if isinstance(shape, TensorShape) else as_shape(shape)
