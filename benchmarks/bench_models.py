@@ -5,6 +5,8 @@ W4: one DenseNet training step (Adam), batch 64, input [64, 32, 32, 3]: Conv3x3(
     BN-ReLU-GAP-Dense(10). Median step time after warm-up, and the process's peak RSS.
 W5: seed 004's CIFAR CNN trained with ``model.fit`` (RMSprop, categorical cross-entropy,
     batch 256): images per second over one epoch after a warm-up epoch.
+RevNet (seed 002): reversible vs regular backprop step time (the blog reports +25%) and the
+    peak memory of each as the network gets deeper.
 
 Every measurement runs in its own process, so peak RSS belongs to that workload alone.
 
@@ -176,10 +178,49 @@ def w5_torch(mode: str, images: int, warmup: int) -> dict:
     return {"img_s": images / (time.perf_counter() - start), "rss_mb": _peak_rss_mb()}
 
 
+def _revnet_step(tf, model, x, labels, reversible: bool):
+    if reversible:
+        return model.compute_gradients(x, labels)
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+            labels=labels, logits=model(x, training=True)))
+    return tape.gradient(loss, model.trainable_variables), loss
+
+
+def revnet_overhead(mode: str, steps: int, warmup: int) -> dict:
+    import tracemalloc
+
+    import tapeflow as tf
+    from tapeflow.models import RevNet
+
+    tf.random.set_seed(0)
+    x = tf.random.normal((32, 32, 32, 3))
+    labels = tf.constant(np.arange(32) % 10)
+    out = {}
+    for depth in (2, 6):
+        model = RevNet(filters=16, num_blocks=depth)
+        model(x[:1])
+        for reversible in (False, True):
+            kind = "reversible" if reversible else "regular"
+
+            def step(m=model, r=reversible):
+                return _revnet_step(tf, m, x, labels, r)
+
+            if mode == "graph":
+                step = tf.function(step)
+            out[f"{kind}_ms_depth{depth}"] = _median_ms(step, steps, warmup)
+            tracemalloc.start()
+            step()
+            out[f"{kind}_peak_mb_depth{depth}"] = tracemalloc.get_traced_memory()[1] / 2**20
+            tracemalloc.stop()
+    return out
+
+
 WORKERS = {
     "w4-tapeflow-graph": (w4_tapeflow, "graph"), "w4-tapeflow-eager": (w4_tapeflow, "eager"),
     "w4-torch-eager": (w4_torch, "eager"),
     "w5-tapeflow-graph": (w5_tapeflow, "graph"), "w5-torch-eager": (w5_torch, "eager"),
+    "revnet-eager": (revnet_overhead, "eager"), "revnet-graph": (revnet_overhead, "graph"),
 }
 
 
@@ -193,7 +234,7 @@ def _run_worker(name: str, size: int, warmup: int) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", choices=["w4", "w5"], default=None)
+    parser.add_argument("--only", choices=["w4", "w5", "revnet"], default=None)
     parser.add_argument("--steps", type=int, default=10, help="W4 timed steps")
     parser.add_argument("--images", type=int, default=2048, help="W5 images per timed epoch")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
@@ -212,6 +253,23 @@ def main() -> None:
         res = {name: _run_worker(name, args.images, 1)
                for name in ("w5-torch-eager", "w5-tapeflow-graph")}
         _report_w5(res)
+    if args.only in (None, "revnet"):
+        _report_revnet({mode: _run_worker(f"revnet-{mode}", 5, 2) for mode in ("eager", "graph")})
+
+
+def _report_revnet(res: dict) -> None:
+    print("RevNet step, batch 32, [32,32,32,3], filters 16: reversible vs regular backprop")
+    print(f"  {'run':18s} {'regular ms':>10s} {'reversible ms':>13s} {'overhead':>9s} "
+          f"{'regular peak MB':>15s} {'reversible peak MB':>18s}")
+    for mode, r in res.items():
+        if "error" in r:
+            print(f"  {mode:18s} error: {r['error']}")
+            continue
+        for depth in (2, 6):
+            reg, rev = r[f"regular_ms_depth{depth}"], r[f"reversible_ms_depth{depth}"]
+            print(f"  {mode + f' depth {depth}':18s} {reg:10.1f} {rev:13.1f} "
+                  f"{rev / reg - 1:8.0%} {r[f'regular_peak_mb_depth{depth}']:15.1f} "
+                  f"{r[f'reversible_peak_mb_depth{depth}']:18.1f}")
 
 
 def _report_w4(res: dict) -> None:
