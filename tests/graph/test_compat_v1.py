@@ -115,3 +115,28 @@ def test_disable_eager_execution_builds_graphs_then_enable_restores():
     finally:
         v1.enable_eager_execution()
     assert tf.executing_eagerly()
+
+
+def test_control_dependencies_run_the_assign_first():
+    with tf.Graph().as_default():
+        w = tf.Variable(1.0)
+        assign = w.assign(5.0)
+        with tf.control_dependencies([assign]):
+            y = tf.identity(tf.constant(2.0)) * 1.0
+        with v1.Session() as sess:
+            sess.run(w.initializer)
+            assert sess.run(y) == 2.0
+            assert sess.run(w) == 5.0
+
+
+def test_seed_003_two_assign_ops_in_one_run():
+    with tf.Graph().as_default():
+        x, y = tf.Variable(1.0), tf.Variable(1.0)
+        add_op = x.assign(x + y)
+        div_op = y.assign(y / 2)
+        init = v1.global_variables_initializer()
+        with v1.Session() as sess:
+            init.run()
+            for _ in range(50):
+                sess.run([add_op, div_op])
+            assert 2.0 <= sess.run(x) <= 3.0

@@ -332,6 +332,7 @@ def _needed_nodes(graph: Graph, outputs: list, fed: set, keep_stateful: bool,
             continue
         needed.add(id(node))
         stack.extend(t.node for t in node.inputs if id(t) not in fed)
+        stack.extend(node.control_inputs)
     return needed
 
 

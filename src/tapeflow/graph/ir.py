@@ -122,7 +122,8 @@ class SymbolicTensor(Tensor):
 class Node:
     """One op application: op, input tensors, attributes, output tensors, source location."""
 
-    __slots__ = ("op", "inputs", "attrs", "outputs", "name", "location", "graph", "id")
+    __slots__ = ("op", "inputs", "attrs", "outputs", "name", "location", "graph", "id",
+                 "control_inputs")
 
     def __init__(self, graph: Graph, op: Op, inputs: list, attrs: dict, name: str,
                  location: str):
@@ -134,6 +135,7 @@ class Node:
         self.name = name
         self.location = location
         self.id = next(_ids)
+        self.control_inputs: list[Node] = []  # must run first (compat.v1 control_dependencies)
 
     @property
     def type(self) -> str:
@@ -183,6 +185,7 @@ class Graph:
         self._capture_map: dict[int, SymbolicTensor] = {}
         self._const_cache: dict[int, tuple[Any, SymbolicTensor]] = {}
         self._names: dict[str, int] = {}
+        self._control: list[Node] = []
         self.building_function = False
 
     # --- building -----------------------------------------------------------------------
@@ -199,8 +202,23 @@ class Graph:
                     location if location is not None else errors.user_location())
         node.outputs = [SymbolicTensor(self, node, i, TensorShape(s), d)
                         for i, (s, d) in enumerate(specs)]
+        node.control_inputs = list(self._control)
         self.nodes.append(node)
         return node
+
+    @contextlib.contextmanager
+    def control_dependencies(self, control_inputs: Any) -> Iterator[None]:
+        """Nodes created inside run after `control_inputs` (ops or tensors); None clears."""
+        saved = self._control
+        if control_inputs is None:
+            self._control = []
+        else:
+            self._control = saved + [x.node if isinstance(x, SymbolicTensor) else x
+                                     for x in control_inputs if x is not None]
+        try:
+            yield
+        finally:
+            self._control = saved
 
     def apply(self, op: Op, inputs: tuple, attrs: dict) -> tuple[list, Any]:
         """Dispatch hook: add `op` as a node; return (input tensors, symbolic output(s))."""
@@ -395,9 +413,12 @@ def clone(graph: Graph, name: str | None = None) -> tuple[Graph, dict[int, Symbo
     new.name = name or graph.name
     new.nodes, new._names = [], dict(graph._names)
     mapping: dict[int, SymbolicTensor] = {}
+    nodes: dict[int, Node] = {}
     for node in graph.nodes:
         n = Node(new, node.op, [mapping[id(t)] for t in node.inputs], dict(node.attrs),
                  node.name, node.location)
+        n.control_inputs = [nodes[id(c)] for c in node.control_inputs if id(c) in nodes]
+        nodes[id(node)] = n
         n.outputs = [SymbolicTensor(new, n, t.index, t.shape, t.dtype) for t in node.outputs]
         for a, b in zip(node.outputs, n.outputs):
             mapping[id(a)] = b
@@ -407,6 +428,7 @@ def clone(graph: Graph, name: str | None = None) -> tuple[Graph, dict[int, Symbo
     new.captures = [(outer, mapping[id(ph)]) for outer, ph in graph.captures]
     new._capture_map = {k: mapping[id(v)] for k, v in graph._capture_map.items()}
     new._const_cache = {}
+    new._control = []
     return new, mapping
 
 
@@ -441,7 +463,8 @@ def remove_nodes(graph: Graph, dead: set[int]) -> None:
     """Erase the nodes with ids in `dead`; refuses if a surviving node still uses one."""
     removed = {id(t) for n in graph.nodes if id(n) in dead for t in n.outputs}
     for node in graph.nodes:
-        if id(node) not in dead and any(id(t) in removed for t in node.inputs):
+        if id(node) not in dead and (any(id(t) in removed for t in node.inputs)
+                                     or any(id(c) in dead for c in node.control_inputs)):
             raise errors.InternalError(None, "remove_nodes",
                                        f"cannot erase: {node.name} still uses a removed node")
     if any(id(t) in removed for t in graph.outputs if isinstance(t, SymbolicTensor)):

@@ -23,6 +23,9 @@ def verify(graph: Graph) -> Graph:
         seen_nodes.add(id(node))
         if node.graph is not graph:
             _fail(graph, f"node {node.name} belongs to graph {node.graph.name}")
+        for c in node.control_inputs:
+            if id(c) not in seen_nodes or c is node:
+                _fail(graph, f"node {node.name} has control input {c.name} not defined before it")
         for i, t in enumerate(node.inputs):
             if id(t) not in defined:
                 _fail(graph, f"node {node.name} uses {t.name} (input {i}) before it is defined")

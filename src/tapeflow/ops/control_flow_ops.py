@@ -652,3 +652,14 @@ def group(*inputs: Any, name: str | None = None):
 @export("no_op")
 def no_op(name: str | None = None):
     return group(name=name)
+
+
+@export("control_dependencies")
+def control_dependencies(control_inputs: Any):
+    """Ops created inside run after `control_inputs` (graphs); a no-op when eager."""
+    import contextlib
+
+    graph = _state.graph
+    if graph is None:
+        return contextlib.nullcontext()
+    return graph.control_dependencies(control_inputs)

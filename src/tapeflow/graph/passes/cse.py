@@ -30,7 +30,8 @@ def run(graph: Graph) -> tuple[Graph, str]:
     seen: dict[Any, Any] = {}
     dead: set[int] = set()
     for i, node in enumerate(g.nodes):
-        if node.op.stateful or (node.op is not CONST and not node.inputs and not node.attrs):
+        if node.op.stateful or node.control_inputs or (
+                node.op is not CONST and not node.inputs and not node.attrs):
             continue
         key = (node.op.name, tuple(id(t) for t in node.inputs),
                tuple(sorted((k, _attr_key(v)) for k, v in node.attrs.items())))

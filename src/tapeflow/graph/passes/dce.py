@@ -26,6 +26,7 @@ def run(graph: Graph, keep_stateful: bool = True) -> tuple[Graph, str]:
         if id(node) not in live:
             live.add(id(node))
             stack.extend(t.node for t in node.inputs)
+            stack.extend(node.control_inputs)
     dead = {id(n) for n in g.nodes if id(n) not in live and n.op is not PLACEHOLDER}
     names = sorted({n.op.name for n in g.nodes if id(n) in dead})
     remove_nodes(g, dead)

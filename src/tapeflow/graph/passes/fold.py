@@ -16,7 +16,7 @@ def run(graph: Graph) -> tuple[Graph, str]:
     dead: set[int] = set()
     for node in list(g.nodes):
         result.append(node)
-        if (node.op is CONST or node.op.stateful or not node.inputs
+        if (node.op is CONST or node.op.stateful or not node.inputs or node.control_inputs
                 or any(t.node.op is not CONST for t in node.inputs)):
             continue
         try:

@@ -49,7 +49,7 @@ def run(graph: Graph) -> tuple[Graph, str]:
     g, _ = clone(graph)
     dead: set[int] = set()
     for i, node in enumerate(g.nodes):
-        if node.op.stateful:
+        if node.op.stateful or node.control_inputs:
             continue
         src = _forwarded(node)
         if src is not None:
