@@ -162,3 +162,27 @@ def test_user_functions_called_from_a_traced_function_are_converted():
 
     assert float(f(tf.constant(-2.0))) == 4.0
     assert "ag__.call(_helper_abs, x)" in tf.autograph.to_code(f)
+
+
+def test_return_inside_tensor_loops():
+    @tf.function
+    def first_big(x):
+        for v in x:
+            if v > 3.0:
+                return v
+        return -1.0
+
+    assert float(first_big(tf.constant([1.0, 5.0, 7.0]))) == 5.0
+    assert float(first_big(tf.constant([1.0, 2.0]))) == -1.0
+
+    @tf.function
+    def count(n):
+        i = 0
+        while i < n:
+            i += 1
+            if i == 7:
+                return i * 10
+        return i
+
+    assert int(count(tf.constant(5))) == 5
+    assert int(count(tf.constant(9))) == 70

@@ -122,10 +122,41 @@ def while_stmt(test: Callable, body: Callable, init: tuple, names: tuple) -> tup
         values = tuple(body(*values))
 
 
+def _with_return_value(values: tuple, names: tuple, run_body: Callable) -> tuple:
+    """A `return` inside a tensor loop: give the return value a typed initial value (zeros).
+
+    Its dtype and shape come from tracing the body once into a scratch graph (Python side
+    effects of the body therefore run one extra time while tracing).
+    """
+    if RETVAL not in names or not isinstance(values[names.index(RETVAL)], Undefined):
+        return values
+    graph = _state.graph  # numbers become tensors first, as the loop will make them
+    values = tuple(graph.convert(v) if isinstance(v, (int, float)) and not isinstance(v, bool)
+                   or _symbolic(v) else v for v in values)
+    from tapeflow.framework.context import graph_scope
+    from tapeflow.graph.ir import SubGraph
+    from tapeflow.ops import array_ops
+
+    scratch = SubGraph("return_probe", parent=graph)
+    with graph_scope(scratch):
+        result = run_body(values)[names.index(RETVAL)]
+        if isinstance(result, Undefined):
+            return values
+        probe = scratch.convert(result)
+    if not probe.shape.is_fully_defined():
+        raise ValueError(f"a `return` inside a loop over tensors returns a value of unknown "
+                         f"shape {probe.shape}; return from outside the loop instead.\n"
+                         f"{errors.user_line()}")
+    merged = list(values)
+    merged[names.index(RETVAL)] = array_ops.zeros(probe.shape.as_list(), dtype=probe.dtype)
+    return tuple(merged)
+
+
 def _graph_loop(test: Callable, body: Callable, values: tuple, names: tuple,
                 maximum_iterations: Any = None) -> tuple:
     from tapeflow.ops.control_flow_ops import while_loop
 
+    values = _with_return_value(values, names, lambda vals: body(*vals))
     live = [i for i, v in enumerate(values) if not isinstance(v, Undefined)]
 
     def full(loop_values):
@@ -180,6 +211,8 @@ def _tensor_for(iterable, extra_test, body, values: tuple, names: tuple) -> tupl
 
     n = iterable.shape[0] if iterable.shape.rank else None
     length = n if n is not None else array_ops.shape(iterable)[0]
+    values = _with_return_value(values, names,
+                                lambda vals: body(array_ops.gather(iterable, 0), *vals))
     live = [i for i, v in enumerate(values) if not isinstance(v, Undefined)]
 
     def full(loop_values):
