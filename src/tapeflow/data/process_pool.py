@@ -1,0 +1,224 @@
+"""A pool of worker processes running one map function, for Python-heavy `map` calls.
+
+Threads cannot run pure-Python code in parallel (the GIL), so `Dataset.map(...,
+use_processes=True)` sends elements to worker processes instead:
+
+- processes come from the 'forkserver' start method ('spawn' where there is none): never a
+  plain fork of a process that runs BLAS or pipeline threads. The fork server preloads
+  tapeflow, so a pool starts in milliseconds once the server is up (about a second, once);
+- the map function travels pickled, so it must be importable: a top-level function or a
+  picklable callable object (not a lambda or a nested function);
+- element arrays travel through shared memory (`tapeflow.data.shm`); the pipes carry only
+  indices, seeds, block names and layouts;
+- a worker sets `context.state.seed_offset` around each call exactly as a map thread does, so
+  random ops give the same per-element values with processes as with threads;
+- an exception in the map function is re-raised at the consumer (rebuilt from its pickle, or as
+  `UnknownError` when it cannot be pickled), with the worker's traceback text as a note.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import pickle
+import signal
+import sys
+import time
+import traceback
+from multiprocessing import connection, spawn
+from typing import Any
+
+from tapeflow.data import shm
+from tapeflow.framework import errors
+from tapeflow.ops import random_ops
+
+SHUTDOWN_GRACE_S = 10.0  # how long close() lets a worker finish its current call
+
+
+def pickle_function(fn: Any, fn_label: str) -> bytes:
+    """`fn` pickled for the workers; a TypeError naming it when it cannot be."""
+    try:
+        return pickle.dumps(fn)
+    except Exception as e:  # noqa: BLE001 - pickling raises many types
+        raise TypeError(
+            f"map(use_processes=True): map_func {fn_label} cannot be pickled "
+            f"({type(e).__name__}: {e}). Worker processes receive the function by pickling: "
+            f"define it at module top level (not a lambda or a nested function) or pass a "
+            f"picklable callable object.\n{errors.user_line()}") from None
+
+
+def _context() -> Any:
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload([__name__])  # used when the server starts (once)
+        return ctx
+    return multiprocessing.get_context("spawn")
+
+
+def _main_module_data(fn_bytes: bytes, method: str) -> dict:
+    """How a worker re-imports the user's `__main__` when the function lives there (spawn does
+    this itself; the fork server of Python < 3.12 does not)."""
+    if b"__main__" not in fn_bytes or method == "spawn":
+        return {}
+    data = spawn.get_preparation_data("tf.data")
+    return {k: v for k, v in data.items() if k in ("init_main_from_name", "init_main_from_path")}
+
+
+class ProcessPool:
+    """`size` worker processes for one iterator; the consumer submits and receives tasks."""
+
+    def __init__(self, fn_bytes: bytes, size: int, fn_label: str):
+        ctx = _context()
+        self.fn_label = fn_label
+        main = _main_module_data(fn_bytes, ctx.get_start_method())
+        seed = random_ops.get_global_seed()
+        self._conns: list = []
+        self._procs: list = []
+        self._load: list[int] = []
+        self._inputs: dict = {}   # task index -> (worker, input block)
+        for i in range(size):
+            mine, theirs = ctx.Pipe()
+            proc = ctx.Process(target=_worker_main, name=f"tf.data:process-map-{i}", daemon=True,
+                               args=(theirs, fn_bytes, list(sys.path), main, seed))
+            proc.start()
+            theirs.close()
+            self._conns.append(mine)
+            self._procs.append(proc)
+            self._load.append(0)
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._inputs)
+
+    def submit(self, index: int, offset: int | None, element: Any) -> None:
+        """Send one element to the least loaded worker."""
+        w = min(range(len(self._conns)), key=self._load.__getitem__)
+        block, layout = shm.write(element)
+        self._inputs[index] = (w, block)
+        self._load[w] += 1
+        try:
+            self._conns[w].send((index, offset, None if block is None else block.name, layout))
+        except OSError:
+            pass  # the worker died; receive() reports it
+
+    def receive(self) -> tuple[int, Any, BaseException | None, float, float]:
+        """Wait for the next result: (index, value, error, call wall s, call CPU s)."""
+        sentinels = {p.sentinel: w for w, p in enumerate(self._procs)}
+        ready = connection.wait(self._conns + list(sentinels))
+        for w, conn in enumerate(self._conns):
+            if conn in ready or conn.poll(0):
+                return self._take(w)
+        dead = next(sentinels[s] for s in ready if s in sentinels)
+        raise self._died(dead)
+
+    def _take(self, w: int) -> tuple[int, Any, BaseException | None, float, float]:
+        try:
+            msg = self._conns[w].recv()
+        except (EOFError, OSError):
+            self._procs[w].join(1.0)
+            raise self._died(w) from None
+        self._load[w] -= 1
+        index = msg[1]
+        shm.release(self._inputs.pop(index)[1])
+        if msg[0] == "ok":
+            return index, shm.read(msg[2], msg[3], unlink=True), None, msg[4], msg[5]
+        return index, None, self._remote_error(msg, self._procs[w].pid), msg[6], msg[7]
+
+    def _died(self, w: int) -> errors.UnknownError:
+        proc = self._procs[w]
+        return errors.UnknownError(
+            None, None, f"tf.data map worker process {proc.pid} (map function "
+            f"{self.fn_label}) exited unexpectedly with code {proc.exitcode}")
+
+    def _remote_error(self, msg: tuple, pid: int) -> BaseException:
+        payload, type_name, text, tb = msg[2:6]
+        exc = None
+        if payload is not None:
+            try:
+                exc = pickle.loads(payload)
+            except Exception:  # noqa: BLE001 - fall back to the text
+                exc = None
+        if not isinstance(exc, BaseException):
+            exc = errors.UnknownError(None, None, f"{type_name}: {text}")
+        exc.add_note(f"(raised inside tf.data map function {self.fn_label}, in worker process "
+                     f"{pid}; the worker's traceback follows)\n{tb.rstrip()}")
+        return exc
+
+    def close(self) -> None:
+        """Stop the workers (each finishes its current call), free every shared block, join."""
+        for conn in self._conns:
+            try:
+                conn.send(None)
+            except OSError:
+                pass
+        deadline = time.monotonic() + SHUTDOWN_GRACE_S
+        open_conns = list(self._conns)
+        while open_conns and time.monotonic() < deadline:
+            for conn in connection.wait(open_conns, timeout=deadline - time.monotonic()):
+                try:
+                    msg = conn.recv()
+                except (EOFError, OSError):
+                    open_conns.remove(conn)
+                    continue
+                if msg[0] == "ok":
+                    shm.discard(msg[2])
+        for proc in self._procs:
+            proc.join(max(deadline - time.monotonic(), 0.0))
+            if proc.is_alive():
+                proc.terminate()
+                proc.join()
+        for conn in self._conns:
+            conn.close()
+        for _, block in self._inputs.values():
+            shm.release(block)
+        self._inputs.clear()
+
+
+def _worker_main(conn: Any, fn_bytes: bytes, sys_path: list, main: dict,
+                 global_seed: int | None) -> None:
+    """Worker process body: run tasks until the consumer sends None or goes away."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the consumer's to handle
+    sys.path[:] = sys_path
+    random_ops.set_seed(global_seed)
+    fn, failure = None, None
+    try:
+        if main:
+            spawn.prepare(main)
+        fn = pickle.loads(fn_bytes)
+    except BaseException as e:  # noqa: BLE001 - reported with every task
+        failure = e
+    while True:
+        try:
+            task = conn.recv()
+        except EOFError:
+            break
+        if task is None:
+            break
+        conn.send(_run_task(fn, failure, task))
+    conn.close()
+
+
+def _run_task(fn: Any, failure: BaseException | None, task: tuple) -> tuple:
+    from tapeflow.data.mapping import call_user_fn
+
+    index, offset, name, layout = task
+    start, cpu = time.perf_counter(), time.process_time()
+    try:
+        if failure is not None:
+            raise failure
+        block, out_layout = shm.write(call_user_fn(fn, shm.read(name, layout), offset))
+        out_name = None
+        if block is not None:
+            out_name = block.name
+            block.close()
+        return ("ok", index, out_name, out_layout,
+                time.perf_counter() - start, time.process_time() - cpu)
+    except BaseException as e:  # noqa: BLE001 - everything goes to the consumer
+        return ("error", index, _pickled(e), type(e).__qualname__, str(e),
+                traceback.format_exc(), time.perf_counter() - start, time.process_time() - cpu)
+
+
+def _pickled(exc: BaseException) -> bytes | None:
+    try:
+        return pickle.dumps(exc)
+    except Exception:  # noqa: BLE001 - the consumer rebuilds it from its text
+        return None

@@ -1,0 +1,155 @@
+"""`map(use_processes=True)`: worker processes, shared-memory transport, order, seeds, errors,
+shutdown. Each test iterates one pool over a few elements (a pool starts in ~0.1 s once the
+fork server is up)."""
+
+import gc
+import multiprocessing
+import os
+import pickle
+import time
+
+import numpy as np
+import pytest
+
+import tapeflow as tf
+from tapeflow.data import AUTOTUNE, Dataset, shm
+from tapeflow.framework import errors
+
+
+def shm_blocks():
+    return {n for n in os.listdir("/dev/shm")} if os.path.isdir("/dev/shm") else set()
+
+
+@pytest.fixture(autouse=True)
+def no_process_or_block_left_behind():
+    before = shm_blocks()
+    yield
+    gc.collect()
+    assert multiprocessing.active_children() == []
+    assert shm_blocks() - before == set()
+
+
+def features(x):
+    """A dict element with arrays of several dtypes and a string leaf."""
+    n = int(x)
+    return {"image": tf.fill([3, 4], tf.cast(x, tf.float32)),
+            "ids": tf.range(n, dtype=tf.int32),
+            "name": tf.constant(f"item-{n}")}
+
+
+def sleepy_pid(x):
+    time.sleep(0.03)
+    return x, os.getpid()
+
+
+def sleepy_reversed(x):
+    time.sleep(0.01 * (5 - int(x) % 5))  # later elements finish first
+    return x
+
+
+def noisy(x):
+    return tf.random.uniform([3]), tf.random.normal([2], seed=7)
+
+
+def fails_on_three(x):
+    if int(x) == 3:
+        raise ValueError(f"element {int(x)} is bad")
+    return x
+
+
+def dies(x):
+    os._exit(3)
+
+
+def test_values_structures_and_dtypes_round_trip():
+    ds = Dataset.range(5).map(features, num_parallel_calls=2, use_processes=True)
+    out = list(ds.as_numpy_iterator())
+    assert len(out) == 5
+    for n, e in enumerate(out):
+        np.testing.assert_array_equal(e["image"], np.full((3, 4), n, np.float32))
+        assert e["image"].dtype == np.float32
+        np.testing.assert_array_equal(e["ids"], np.arange(n, dtype=np.int32))
+        assert e["name"] == f"item-{n}".encode()
+    assert ds.element_spec["image"].shape == (3, 4)
+
+
+def test_runs_on_several_processes_in_input_order():
+    ds = Dataset.range(8).map(sleepy_pid, num_parallel_calls=2, use_processes=True)
+    out = list(ds.as_numpy_iterator())
+    assert [int(x) for x, _ in out] == list(range(8))
+    pids = {int(p) for _, p in out}
+    assert len(pids) == 2 and os.getpid() not in pids
+
+
+def test_nondeterministic_yields_every_element():
+    ds = Dataset.range(10).map(sleepy_reversed, num_parallel_calls=2, deterministic=False,
+                               use_processes=True)
+    assert sorted(ds.as_numpy_iterator()) == list(range(10))
+
+
+def test_per_element_seeds_match_the_thread_path():
+    tf.random.set_seed(11)
+    threads = list(Dataset.range(6).map(noisy, num_parallel_calls=2).as_numpy_iterator())
+    tf.random.set_seed(11)
+    procs = list(Dataset.range(6).map(noisy, num_parallel_calls=AUTOTUNE,
+                                      use_processes=True).as_numpy_iterator())
+    for (tu, tn), (pu, pn) in zip(threads, procs, strict=True):
+        np.testing.assert_array_equal(tu, pu)
+        np.testing.assert_array_equal(tn, pn)
+    assert not np.array_equal(procs[0][0], procs[1][0])  # each element has its own stream
+
+
+def test_exception_surfaces_with_worker_traceback():
+    ds = Dataset.range(6).map(fails_on_three, num_parallel_calls=2, use_processes=True)
+    seen = []
+    with pytest.raises(ValueError, match="element 3 is bad") as info:
+        for x in ds:
+            seen.append(int(x))
+    assert seen == [0, 1, 2]  # deterministic: the error comes in its element's place
+    notes = "\n".join(info.value.__notes__)
+    assert "map function fails_on_three" in notes
+    assert 'raise ValueError(f"element {int(x)} is bad")' in notes
+
+
+def test_dead_worker_is_reported():
+    ds = Dataset.range(4).map(dies, num_parallel_calls=1, use_processes=True)
+    with pytest.raises(errors.UnknownError, match="dies.*exited unexpectedly with code 3"):
+        list(ds)
+
+
+def test_unpicklable_function_is_named():
+    def local_fn(x):
+        return x
+    with pytest.raises(TypeError, match=r"(?s)<lambda> cannot be pickled.*test_process_map\.py"):
+        Dataset.range(3).map(lambda x: x, use_processes=True)
+    with pytest.raises(TypeError, match="local_fn cannot be pickled"):
+        Dataset.range(3).map(local_fn, use_processes=True)
+
+
+def test_abandoned_iterator_stops_its_pool():
+    it = iter(Dataset.range(100).map(sleepy_pid, num_parallel_calls=2, use_processes=True))
+    next(it)
+    assert len(multiprocessing.active_children()) == 2
+    del it
+    gc.collect()
+    assert multiprocessing.active_children() == []
+
+
+def test_shared_memory_carries_the_arrays_not_the_pipe():
+    element = {"big": np.arange(250_000, dtype=np.float32), "small": np.int64(3) * np.ones(())}
+    block, layout = shm.write(element)
+    try:
+        assert block.size >= element["big"].nbytes
+        assert len(pickle.dumps(layout)) < 1000  # what goes through the pipe
+        back = shm.read(block.name, layout)
+    finally:
+        shm.release(block)
+    np.testing.assert_array_equal(back["big"], element["big"])
+    assert back["small"].shape == () and back["small"] == 3
+
+
+def test_empty_arrays_need_no_block():
+    block, layout = shm.write((np.zeros((0, 3), np.float64),))
+    assert block is None
+    (back,) = shm.read(None, layout)
+    assert back.shape == (0, 3) and back.dtype == np.float64
