@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tapeflow.kernels._jit import jit
+from tapeflow.kernels.blas import single_threaded
 
 
 @dataclass(frozen=True)
@@ -207,7 +208,7 @@ def im2col(xp: np.ndarray, g: Geometry, cols: np.ndarray) -> None:
 
 # --- batching: work on a few images at a time so the expanded buffer stays in cache ------------
 
-CHUNK_BYTES = 1 << 20
+CHUNK_BYTES = 1 << 22
 
 
 class _Chunks:
@@ -240,6 +241,7 @@ def _rows(a: np.ndarray) -> np.ndarray:
 # --- the three convolution kernels -------------------------------------------------------------
 
 
+@single_threaded
 def conv2d(x: np.ndarray, w: np.ndarray, g: Geometry) -> np.ndarray:
     """NHWC convolution (cross-correlation, as TF) of `x` with HWIO filter `w`."""
     x = np.ascontiguousarray(x)
@@ -268,6 +270,7 @@ def conv2d(x: np.ndarray, w: np.ndarray, g: Geometry) -> np.ndarray:
     return out
 
 
+@single_threaded
 def conv2d_backprop_input(gr: np.ndarray, w: np.ndarray, g: Geometry) -> np.ndarray:
     """Gradient w.r.t. the input of ``conv2d`` given the output gradient `gr`."""
     n = gr.shape[0]
@@ -307,6 +310,7 @@ def _spread(n_out: int, stride: int, offset: int, size: int) -> tuple[int, int]:
     return first, end
 
 
+@single_threaded
 def conv2d_backprop_filter(x: np.ndarray, gr: np.ndarray, g: Geometry) -> np.ndarray:
     """Gradient w.r.t. the HWIO filter of ``conv2d`` given input `x` and output gradient `gr`."""
     x, gr = np.ascontiguousarray(x), np.ascontiguousarray(gr)
