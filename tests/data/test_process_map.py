@@ -137,19 +137,24 @@ def test_abandoned_iterator_stops_its_pool():
 
 def test_shared_memory_carries_the_arrays_not_the_pipe():
     element = {"big": np.arange(250_000, dtype=np.float32), "small": np.int64(3) * np.ones(())}
-    block, layout = shm.write(element)
+    arena, attached = shm.Arena(keep=1), shm.Attachments(keep=1)
     try:
-        assert block.size >= element["big"].nbytes
+        name, layout = shm.write(element, arena)
         assert len(pickle.dumps(layout)) < 1000  # what goes through the pipe
-        back = shm.read(block.name, layout)
+        back = shm.read(name, layout, attached)
+        np.testing.assert_array_equal(back["big"], element["big"])
+        assert back["small"].shape == () and back["small"] == 3
+        arena.give_back(name)
+        assert shm.write(element, arena)[0] == name  # a returned block is reused
+        assert shm.write(element, arena)[0] != name  # one still in use is not
     finally:
-        shm.release(block)
-    np.testing.assert_array_equal(back["big"], element["big"])
-    assert back["small"].shape == () and back["small"] == 3
+        attached.close()
+        arena.close()
 
 
 def test_empty_arrays_need_no_block():
-    block, layout = shm.write((np.zeros((0, 3), np.float64),))
-    assert block is None
-    (back,) = shm.read(None, layout)
+    arena = shm.Arena()
+    name, layout = shm.write((np.zeros((0, 3), np.float64),), arena)
+    assert name is None
+    (back,) = shm.read(None, layout, shm.Attachments())
     assert back.shape == (0, 3) and back.dtype == np.float64

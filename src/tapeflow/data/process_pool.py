@@ -9,7 +9,9 @@ use_processes=True)` sends elements to worker processes instead:
 - the map function travels pickled, so it must be importable: a top-level function or a
   picklable callable object (not a lambda or a nested function);
 - element arrays travel through shared memory (`tapeflow.data.shm`); the pipes carry only
-  indices, seeds, block names and layouts;
+  indices, seeds, block names and layouts. Each side recycles the blocks it writes: the
+  consumer's input blocks come back when their result arrives, a worker's output blocks when
+  the consumer names them (read) in its next task for that worker;
 - a worker sets `context.state.seed_offset` around each call exactly as a map thread does, so
   random ops give the same per-element values with processes as with threads;
 - an exception in the map function is re-raised at the consumer (rebuilt from its pickle, or as
@@ -74,7 +76,11 @@ class ProcessPool:
         self._conns: list = []
         self._procs: list = []
         self._load: list[int] = []
-        self._inputs: dict = {}   # task index -> (worker, input block)
+        self._inputs: dict = {}   # task index -> input block name
+        self._arena = shm.Arena(keep=2 * size)
+        self._attached = shm.Attachments(keep=4 * size)
+        self._read: list[list] = [[] for _ in range(size)]   # per worker: blocks to give back
+        self._seen: list[set] = [set() for _ in range(size)]  # per worker: its output blocks
         for i in range(size):
             mine, theirs = ctx.Pipe()
             proc = ctx.Process(target=_worker_main, name=f"tf.data:process-map-{i}", daemon=True,
@@ -92,11 +98,12 @@ class ProcessPool:
     def submit(self, index: int, offset: int | None, element: Any) -> None:
         """Send one element to the least loaded worker."""
         w = min(range(len(self._conns)), key=self._load.__getitem__)
-        block, layout = shm.write(element)
-        self._inputs[index] = (w, block)
+        name, layout = shm.write(element, self._arena)
+        self._inputs[index] = name
         self._load[w] += 1
+        read, self._read[w] = self._read[w], []
         try:
-            self._conns[w].send((index, offset, None if block is None else block.name, layout))
+            self._conns[w].send((index, offset, name, layout, read))
         except OSError:
             pass  # the worker died; receive() reports it
 
@@ -118,9 +125,15 @@ class ProcessPool:
             raise self._died(w) from None
         self._load[w] -= 1
         index = msg[1]
-        shm.release(self._inputs.pop(index)[1])
+        name = self._inputs.pop(index)
+        if name is not None:
+            self._arena.give_back(name)
         if msg[0] == "ok":
-            return index, shm.read(msg[2], msg[3], unlink=True), None, msg[4], msg[5]
+            value = shm.read(msg[2], msg[3], self._attached)
+            if msg[2] is not None:
+                self._seen[w].add(msg[2])
+                self._read[w].append(msg[2])
+            return index, value, None, msg[4], msg[5]
         return index, None, self._remote_error(msg, self._procs[w].pid), msg[6], msg[7]
 
     def _died(self, w: int) -> errors.UnknownError:
@@ -155,21 +168,21 @@ class ProcessPool:
         while open_conns and time.monotonic() < deadline:
             for conn in connection.wait(open_conns, timeout=deadline - time.monotonic()):
                 try:
-                    msg = conn.recv()
+                    conn.recv()  # a result nobody will read; its worker frees the block
                 except (EOFError, OSError):
                     open_conns.remove(conn)
-                    continue
-                if msg[0] == "ok":
-                    shm.discard(msg[2])
-        for proc in self._procs:
+        self._attached.close()
+        for proc, seen in zip(self._procs, self._seen):
             proc.join(max(deadline - time.monotonic(), 0.0))
             if proc.is_alive():
                 proc.terminate()
                 proc.join()
+            if proc.exitcode != 0:  # it could not free its blocks
+                for name in seen:
+                    shm.discard(name)
         for conn in self._conns:
             conn.close()
-        for _, block in self._inputs.values():
-            shm.release(block)
+        self._arena.close()
         self._inputs.clear()
 
 
@@ -186,30 +199,35 @@ def _worker_main(conn: Any, fn_bytes: bytes, sys_path: list, main: dict,
         fn = pickle.loads(fn_bytes)
     except BaseException as e:  # noqa: BLE001 - reported with every task
         failure = e
-    while True:
-        try:
-            task = conn.recv()
-        except EOFError:
-            break
-        if task is None:
-            break
-        conn.send(_run_task(fn, failure, task))
-    conn.close()
+    arena, attached = shm.Arena(), shm.Attachments()
+    try:
+        while True:
+            try:
+                task = conn.recv()
+            except (EOFError, OSError):
+                break
+            if task is None:
+                break
+            for name in task[4]:
+                arena.give_back(name)
+            conn.send(_run_task(fn, failure, task, arena, attached))
+    finally:
+        attached.close()
+        arena.close()
+        conn.close()
 
 
-def _run_task(fn: Any, failure: BaseException | None, task: tuple) -> tuple:
+def _run_task(fn: Any, failure: BaseException | None, task: tuple, arena: shm.Arena,
+              attached: shm.Attachments) -> tuple:
     from tapeflow.data.mapping import call_user_fn
 
-    index, offset, name, layout = task
+    index, offset, name, layout, _ = task
     start, cpu = time.perf_counter(), time.process_time()
     try:
         if failure is not None:
             raise failure
-        block, out_layout = shm.write(call_user_fn(fn, shm.read(name, layout), offset))
-        out_name = None
-        if block is not None:
-            out_name = block.name
-            block.close()
+        out = call_user_fn(fn, shm.read(name, layout, attached), offset)
+        out_name, out_layout = shm.write(out, arena)
         return ("ok", index, out_name, out_layout,
                 time.perf_counter() - start, time.process_time() - cpu)
     except BaseException as e:  # noqa: BLE001 - everything goes to the consumer
