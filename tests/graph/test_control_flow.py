@@ -186,3 +186,32 @@ def test_return_inside_tensor_loops():
 
     assert int(count(tf.constant(5))) == 5
     assert int(count(tf.constant(9))) == 70
+
+
+def test_to_code_golden_for_seed_loop():
+    def f(x):
+        while tf.reduce_sum(x) > 1:
+            x = tf.tanh(x)
+        return x
+
+    assert tf.autograph.to_code(f) == (
+        "def f(x):\n"
+        "\n"
+        "    def _ag_while_test_0(x):\n"
+        "        return tf.reduce_sum(x) > 1\n"
+        "\n"
+        "    def _ag_while_body_0(x):\n"
+        "        x = tf.tanh(x)\n"
+        "        return (x,)\n"
+        "    x, = ag__.while_stmt(_ag_while_test_0, _ag_while_body_0, "
+        "(ag__.ld(locals(), 'x'),), ('x',))\n"
+        "    return x\n")
+
+
+def test_numpy_on_symbolic_tensor_is_a_clear_error():
+    @tf.function
+    def f(x):
+        return np.sum(x)
+
+    with pytest.raises(NotImplementedError, match="Cannot convert the symbolic tensor"):
+        f(tf.ones([2]))

@@ -107,6 +107,12 @@ class SymbolicTensor(Tensor):
 
     __int__ = __float__ = __index__
 
+    def __array__(self, dtype=None, copy=None):
+        raise NotImplementedError(
+            f"Cannot convert the symbolic tensor {self.name} to a NumPy array: it has no value "
+            f"while the graph is being built. Use tapeflow ops instead of NumPy inside traced "
+            f"functions.\n{errors.user_line()}")
+
     def numpy(self):
         raise NotImplementedError(
             f"numpy() is only available on eager tensors; {self.name} is symbolic (built inside "
