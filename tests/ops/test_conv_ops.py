@@ -115,6 +115,43 @@ def test_chunking_over_the_batch_gives_the_same_result(monkeypatch):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("case", CONV_CASES, ids=_ids(CONV_CASES))
+def test_splitting_the_batch_over_cores_gives_the_same_result(monkeypatch, case):
+    xshape, wshape, s, padding, d = case
+    rng = np.random.default_rng(5)
+    x, w = rng.standard_normal((5,) + xshape[1:]), rng.standard_normal(wshape)
+    geo = K.geometry(xshape[1:3], wshape[:2], (s, s), (d, d), padding)
+    g = rng.standard_normal((5, geo.ho, geo.wo, wshape[3]))
+
+    def run():
+        return [K.conv2d(x, w, geo), K.conv2d_backprop_input(g, w, geo),
+                K.conv2d_backprop_filter(x, g, geo)]
+
+    monkeypatch.setattr(K, "WORKERS", 1)
+    whole = run()
+    monkeypatch.setattr(K, "WORKERS", 3)  # uneven slices of 5 images
+    monkeypatch.setattr(K, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(K, "_idle_core", lambda: True)
+    for a, b in zip(whole, run()):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+def test_conv_kernels_restore_the_blas_thread_count():
+    from tapeflow.kernels import blas
+
+    if blas._get_threads is None:
+        pytest.skip("NumPy is not linked to OpenBLAS")
+    seen = []
+    probe = blas.single_threaded(lambda: seen.append(blas._get_threads()))
+    before = blas._get_threads()
+    blas._set_threads(2)
+    try:
+        probe()
+        assert seen == [1] and blas._get_threads() == 2
+    finally:
+        blas._set_threads(before)
+
+
 def test_conv2d_nchw_and_four_element_strides():
     rng = np.random.default_rng(5)
     x, w = rng.standard_normal((2, 7, 7, 3)), rng.standard_normal((3, 3, 3, 4))
