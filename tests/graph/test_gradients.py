@@ -101,3 +101,16 @@ def test_gradient_matches_torch():
     np.testing.assert_allclose(float(y), ty.item(), rtol=1e-10)
     np.testing.assert_allclose(gx.numpy(), tx.grad.numpy(), rtol=1e-8)
     np.testing.assert_allclose(gw.numpy(), tw.grad.numpy(), rtol=1e-8)
+
+
+def test_unwatched_calls_under_a_tape_are_not_recorded():
+    @tf.function
+    def f(x):
+        return x * 2.0
+
+    x, other = tf.constant(1.0), tf.constant(3.0)
+    with tf.GradientTape() as tape:
+        tape.watch(other)
+        f(x)
+    assert tape._entries == []
+    assert f.get_concrete_function(x)._grad is None  # no backward graph was built

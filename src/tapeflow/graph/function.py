@@ -133,7 +133,7 @@ class ConcreteFunction:
                     for t in self.graph.outputs]
             return self._pack_tensors(outs)
         arrays = [t._value if type(t) is EagerTensor else _to_array(t) for t in tensors]
-        if _state.tapes:
+        if _state.tapes and self._watched_by_a_tape(tensors):
             return self._call_recorded(tensors, arrays)
         try:
             outs = self._fn(*arrays)
@@ -148,6 +148,17 @@ class ConcreteFunction:
         if self._single:
             return outs[self.structured_outputs]
         return nest.map_structure(leaf, self.structured_outputs)
+
+    def _watched_by_a_tape(self, tensors: list) -> bool:
+        """Whether some active tape watches an input or a variable this function reads."""
+        for tape in _state.tapes:
+            watched = tape._watched
+            if any(id(t) in watched for t in tensors):
+                return True
+            for v in self.variables:
+                if id(v) in watched or (tape._watch_accessed and v.trainable):
+                    return True
+        return False
 
     def _call_recorded(self, tensors: list, arrays: list) -> Any:
         """Run under active tapes: one tape entry whose gradient is the backward graph."""
