@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from tapeflow import keras
 from tapeflow.keras import metrics
 
 
@@ -53,3 +54,102 @@ def test_get_and_names():
                                                                      "loss/count:0"]
     with pytest.raises(ValueError, match="Unknown metric"):
         metrics.get("acuracy")
+
+
+# --- Precision, Recall, AUC ---------------------------------------------------------------
+def test_threshold_metrics_documented_examples():
+    auc = keras.metrics.AUC(num_thresholds=3)
+    auc.update_state([0, 0, 1, 1], [0, 0.5, 0.3, 0.9])
+    # thresholds [-eps, 0.5, 1+eps]: TPR [1, 0.5, 0], FPR [1, 0, 0] -> 1 * (1 + 0.5) / 2
+    assert float(auc.result()) == pytest.approx(0.75)
+    for cls in (keras.metrics.Precision, keras.metrics.Recall):
+        m = cls()
+        m.update_state([0, 1, 1, 1], [1, 0, 1, 1])
+        assert float(m.result()) == pytest.approx(2 / 3)
+        m.reset_state()
+        m.update_state([0, 1, 1, 1], [1, 0, 1, 1], sample_weight=[0, 0, 1, 0])
+        assert float(m.result()) == pytest.approx(1.0)
+
+
+def _mann_whitney(labels, scores, weights):
+    """P(score of a positive > score of a negative), ties counting half, weighted."""
+    pos, neg = labels == 1, labels == 0
+    wp, wn = weights[pos], weights[neg]
+    diff = scores[pos][:, None] - scores[neg][None, :]
+    wins = (diff > 0) + 0.5 * (diff == 0)
+    return float((wp[:, None] * wn[None, :] * wins).sum() / (wp.sum() * wn.sum()))
+
+
+def test_roc_auc_is_exact_on_the_threshold_grid_and_streams():
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 2, size=300)
+    # scores between grid thresholds i/199, shifted up for positives so the AUC is not 0.5
+    bins = np.clip(rng.integers(0, 150, size=300) + 40 * labels, 0, 198)
+    scores = ((bins + 0.5) / 199).astype(np.float32)
+    weights = rng.uniform(0.5, 2.0, size=300).astype(np.float32)
+    whole = keras.metrics.AUC()
+    whole.update_state(labels, scores, sample_weight=weights)
+    expected = _mann_whitney(labels, scores, weights)
+    assert float(whole.result()) == pytest.approx(expected, rel=1e-5)
+    streamed = keras.metrics.AUC()
+    for part in np.array_split(np.arange(300), 3):
+        streamed.update_state(labels[part], scores[part], sample_weight=weights[part])
+    assert float(streamed.result()) == pytest.approx(expected, rel=1e-5)
+
+
+def test_pr_auc_bounds_and_separable_scores():
+    rng = np.random.default_rng(1)
+    labels = rng.integers(0, 2, size=200)
+    scores = np.clip(rng.normal(0.4 + 0.2 * labels, 0.2), 0, 1).astype(np.float32)
+    results = {}
+    for method in ("minoring", "interpolation", "majoring"):
+        m = keras.metrics.AUC(curve="PR", summation_method=method)
+        m.update_state(labels, scores)
+        results[method] = float(m.result())
+    assert results["minoring"] <= results["interpolation"] <= results["majoring"]
+    assert 0.5 < results["interpolation"] < 1.0
+    separable = np.where(labels == 1, 0.9, 0.1).astype(np.float32)
+    for curve in ("ROC", "PR"):
+        m = keras.metrics.AUC(curve=curve)
+        m.update_state(labels, separable)
+        assert float(m.result()) == pytest.approx(1.0, abs=1e-6)
+    logits = keras.metrics.AUC(from_logits=True)
+    logits.update_state(labels, np.log(scores + 1e-6) - np.log1p(-scores + 1e-6))
+    plain = keras.metrics.AUC()
+    plain.update_state(labels, scores)
+    assert float(logits.result()) == pytest.approx(float(plain.result()), abs=1e-3)
+
+
+def test_precision_recall_at_several_thresholds_and_class_id():
+    rng = np.random.default_rng(2)
+    y_true = rng.integers(0, 2, size=(50, 3))
+    y_pred = rng.uniform(size=(50, 3)).astype(np.float32)
+    thresholds = [0.2, 0.5, 0.8]
+    p = keras.metrics.Precision(thresholds=thresholds, class_id=1)
+    r = keras.metrics.Recall(thresholds=thresholds, class_id=1)
+    p.update_state(y_true, y_pred)
+    r.update_state(y_true, y_pred)
+    t, s = y_true[:, 1] == 1, y_pred[:, 1]
+    for i, th in enumerate(thresholds):
+        tp = np.sum(t & (s > th))
+        assert p.result().numpy()[i] == pytest.approx(tp / np.sum(s > th))
+        assert r.result().numpy()[i] == pytest.approx(tp / np.sum(t))
+    with pytest.raises(ValueError, match="thresholds"):
+        keras.metrics.Precision(thresholds=1.5)
+    with pytest.raises(ValueError, match="curve"):
+        keras.metrics.AUC(curve="DET")
+
+
+def test_threshold_metrics_in_a_traced_fit():
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(40, 4)).astype(np.float32)
+    y = (x[:, :1] + 0.3 * rng.normal(size=(40, 1)) > 0).astype(np.float32)
+    model = keras.Sequential([keras.layers.Dense(1, activation="sigmoid", input_shape=(4,))])
+    model.compile(optimizer=keras.optimizers.SGD(0.0), loss="binary_crossentropy",
+                  metrics=["AUC", keras.metrics.Precision(), "Recall"])
+    history = model.fit(x, y, batch_size=16, epochs=1, verbose=0)
+    pred = model.predict(x, verbose=0)
+    for name, metric in (("auc", keras.metrics.AUC()), ("precision", keras.metrics.Precision()),
+                         ("recall", keras.metrics.Recall())):
+        metric.update_state(y, pred)
+        assert history.history[name][0] == pytest.approx(float(metric.result()), rel=1e-5)

@@ -332,3 +332,9 @@ def deserialize(config: Any) -> Any:
     if isinstance(config, dict):
         return _CLASSES[config["class_name"]].from_config(config.get("config", {}))
     return get(config)
+
+
+# threshold metrics live in their own module (they subclass Metric, defined above)
+from tapeflow.keras.confusion_metrics import AUC, Precision, Recall  # noqa: E402
+
+_CLASSES.update({cls.__name__: cls for cls in (AUC, Precision, Recall)})

@@ -1,0 +1,181 @@
+"""Metrics built on confusion counts at thresholds: ``Precision``, ``Recall``, ``AUC``.
+
+Each keeps true/false positive/negative counts per threshold in variables (a prediction above a
+threshold counts as positive), so streaming over batches gives the same result as one big batch
+and the update runs inside a traced train step.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+import tapeflow as tf
+from tapeflow.keras import backend
+from tapeflow.keras.metrics import Metric, _tensor
+
+_COUNTS = ("true_positives", "false_positives", "true_negatives", "false_negatives")
+
+
+def _safe_divide(num: Any, den: Any) -> Any:
+    return tf.math.divide_no_nan(num, den)
+
+
+class _ConfusionMetric(Metric):
+    """Weighted confusion counts of flattened predictions against each threshold."""
+
+    def __init__(self, thresholds: list[float], counts: tuple[str, ...], name: str | None,
+                 dtype: Any, class_id: int | None = None):
+        super().__init__(name=name, dtype=dtype)
+        self.thresholds = [float(t) for t in thresholds]
+        self.class_id = class_id
+        self._thresholds = np.asarray(self.thresholds, np.float32)
+        self._counts = counts
+        for count in counts:
+            setattr(self, count, self.add_weight(count, shape=(len(self.thresholds),)))
+
+    def _predictions(self, y_pred: Any) -> Any:
+        return y_pred
+
+    def update_state(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> Any:
+        y_pred = self._predictions(_tensor(y_pred, "float32"))
+        y_true = _tensor(y_true)
+        if self.class_id is not None:
+            y_pred, y_true = y_pred[..., self.class_id], y_true[..., self.class_id]
+        if sample_weight is None:
+            weight = tf.ones_like(y_pred)
+        else:
+            weight = tf.broadcast_to(tf.cast(_tensor(sample_weight), "float32"), tf.shape(y_pred))
+        label = tf.reshape(tf.cast(tf.not_equal(y_true, 0), "float32"), [-1, 1])
+        positive = tf.cast(tf.reshape(y_pred, [-1, 1]) > self._thresholds, "float32")
+        weight = tf.reshape(weight, [-1, 1])
+        parts = {"true_positives": label * positive, "false_positives": (1 - label) * positive,
+                 "true_negatives": (1 - label) * (1 - positive),
+                 "false_negatives": label * (1 - positive)}
+        for count in self._counts:
+            getattr(self, count).assign_add(
+                tf.cast(tf.reduce_sum(parts[count] * weight, axis=0), self._dtype))
+        return getattr(self, self._counts[0])
+
+    def _single(self, value: Any) -> Any:
+        return value[0] if len(self.thresholds) == 1 else value
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "thresholds": self.thresholds, "class_id": self.class_id}
+
+
+def _checked_thresholds(thresholds: Any, default: float, who: str) -> list[float]:
+    values = [default] if thresholds is None else list(np.atleast_1d(thresholds))
+    if not all(0.0 <= t <= 1.0 for t in values):
+        raise ValueError(f"{who}: thresholds must be in [0, 1], got {values}")
+    return values
+
+
+class Precision(_ConfusionMetric):
+    """Fraction of predicted positives (prediction > threshold) that are positive."""
+
+    def __init__(self, thresholds: Any = None, top_k: int | None = None,
+                 class_id: int | None = None, name: str | None = None, dtype: Any = None):
+        if top_k is not None:
+            raise NotImplementedError("Precision: top_k is not supported")
+        super().__init__(_checked_thresholds(thresholds, 0.5, "Precision"),
+                         ("true_positives", "false_positives"), name or "precision", dtype,
+                         class_id)
+
+    def result(self) -> Any:
+        tp = self.true_positives.read_value()
+        return self._single(_safe_divide(tp, tp + self.false_positives.read_value()))
+
+
+class Recall(_ConfusionMetric):
+    """Fraction of positives predicted positive (prediction > threshold)."""
+
+    def __init__(self, thresholds: Any = None, top_k: int | None = None,
+                 class_id: int | None = None, name: str | None = None, dtype: Any = None):
+        if top_k is not None:
+            raise NotImplementedError("Recall: top_k is not supported")
+        super().__init__(_checked_thresholds(thresholds, 0.5, "Recall"),
+                         ("true_positives", "false_negatives"), name or "recall", dtype,
+                         class_id)
+
+    def result(self) -> Any:
+        tp = self.true_positives.read_value()
+        return self._single(_safe_divide(tp, tp + self.false_negatives.read_value()))
+
+
+class AUC(_ConfusionMetric):
+    """Area under the ROC or precision-recall curve, from counts at `num_thresholds` points.
+
+    Thresholds are evenly spaced in [0, 1] with the end points moved just outside it (so the
+    curve reaches both corners); ``summation_method='interpolation'`` uses trapezoids for ROC
+    and the Davis & Goadrich interpolation for PR, ``'minoring'``/``'majoring'`` the lower and
+    upper Riemann sums.
+    """
+
+    def __init__(self, num_thresholds: int = 200, curve: str = "ROC",
+                 summation_method: str = "interpolation", name: str | None = None,
+                 dtype: Any = None, thresholds: Any = None, multi_label: bool = False,
+                 num_labels: int | None = None, label_weights: Any = None,
+                 from_logits: bool = False):
+        curve = curve.upper()
+        if curve not in ("ROC", "PR"):
+            raise ValueError(f"AUC: curve must be 'ROC' or 'PR', got {curve!r}")
+        if summation_method not in ("interpolation", "minoring", "majoring"):
+            raise ValueError("AUC: summation_method must be 'interpolation', 'minoring' or "
+                             f"'majoring', got {summation_method!r}")
+        if multi_label or label_weights is not None:
+            raise NotImplementedError("AUC: multi_label and label_weights are not supported")
+        eps = backend.epsilon()
+        if thresholds is not None:
+            inner = sorted(_checked_thresholds(thresholds, 0.5, "AUC"))
+        else:
+            if num_thresholds <= 1:
+                raise ValueError(f"AUC: num_thresholds must be > 1, got {num_thresholds}")
+            inner = [(i + 1) / (num_thresholds - 1) for i in range(num_thresholds - 2)]
+        super().__init__([0.0 - eps, *inner, 1.0 + eps], _COUNTS, name or "auc", dtype)
+        self.num_thresholds = len(self.thresholds)
+        self.curve = curve
+        self.summation_method = summation_method
+        self.from_logits = from_logits
+
+    def _predictions(self, y_pred: Any) -> Any:
+        return tf.sigmoid(y_pred) if self.from_logits else y_pred
+
+    def result(self) -> Any:
+        tp, fp, tn, fn = (getattr(self, c).read_value() for c in _COUNTS)
+        recall = _safe_divide(tp, tp + fn)
+        if self.curve == "PR" and self.summation_method == "interpolation":
+            return self._interpolated_pr_auc(tp, fp, fn)
+        if self.curve == "ROC":
+            x, y = _safe_divide(fp, fp + tn), recall
+        else:
+            x, y = recall, _safe_divide(tp, tp + fp)
+        if self.summation_method == "interpolation":
+            heights = (y[:-1] + y[1:]) / 2.0
+        elif self.summation_method == "minoring":
+            heights = tf.minimum(y[:-1], y[1:])
+        else:
+            heights = tf.maximum(y[:-1], y[1:])
+        return tf.reduce_sum((x[:-1] - x[1:]) * heights)
+
+    @staticmethod
+    def _interpolated_pr_auc(tp: Any, fp: Any, fn: Any) -> Any:
+        """Precision interpolated linearly in true positives between thresholds (Davis &
+        Goadrich 2006), integrated exactly over recall."""
+        predicted = tp + fp
+        d_tp = tp[:-1] - tp[1:]
+        d_pred = predicted[:-1] - predicted[1:]
+        slope = _safe_divide(d_tp, tf.maximum(d_pred, 0.0))
+        intercept = tp[1:] - slope * predicted[1:]
+        both = tf.logical_and(predicted[:-1] > 0, predicted[1:] > 0)
+        ratio = tf.where(both, _safe_divide(predicted[:-1], tf.maximum(predicted[1:], 0.0)),
+                         tf.ones_like(predicted[1:]))
+        increments = _safe_divide(slope * (d_tp + intercept * tf.math.log(ratio)),
+                                  tf.maximum(tp[1:] + fn[1:], 0.0))
+        return tf.reduce_sum(increments)
+
+    def get_config(self) -> dict:
+        return {"name": self.name, "dtype": self.dtype, "num_thresholds": self.num_thresholds,
+                "curve": self.curve, "summation_method": self.summation_method,
+                "thresholds": self.thresholds[1:-1], "from_logits": self.from_logits}
