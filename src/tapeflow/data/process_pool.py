@@ -21,6 +21,7 @@ use_processes=True)` sends elements to worker processes instead:
 from __future__ import annotations
 
 import multiprocessing
+import os
 import pickle
 import signal
 import sys
@@ -84,7 +85,8 @@ class ProcessPool:
         for i in range(size):
             mine, theirs = ctx.Pipe()
             proc = ctx.Process(target=_worker_main, name=f"tf.data:process-map-{i}", daemon=True,
-                               args=(theirs, fn_bytes, list(sys.path), main, seed))
+                               args=(theirs, fn_bytes, list(sys.path), main, seed,
+                                     os.getpid()))
             proc.start()
             theirs.close()
             self._conns.append(mine)
@@ -187,7 +189,7 @@ class ProcessPool:
 
 
 def _worker_main(conn: Any, fn_bytes: bytes, sys_path: list, main: dict,
-                 global_seed: int | None) -> None:
+                 global_seed: int | None, owner_pid: int) -> None:
     """Worker process body: run tasks until the consumer sends None or goes away."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the consumer's to handle
     sys.path[:] = sys_path
@@ -199,7 +201,7 @@ def _worker_main(conn: Any, fn_bytes: bytes, sys_path: list, main: dict,
         fn = pickle.loads(fn_bytes)
     except BaseException as e:  # noqa: BLE001 - reported with every task
         failure = e
-    arena, attached = shm.Arena(), shm.Attachments()
+    arena, attached = shm.Arena(owner_pid=owner_pid), shm.Attachments()
     try:
         while True:
             try:

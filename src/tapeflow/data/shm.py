@@ -11,6 +11,8 @@ travel pickled inside the layout.
 
 from __future__ import annotations
 
+import os
+import secrets
 from collections import OrderedDict
 from multiprocessing import shared_memory
 from typing import Any
@@ -38,11 +40,17 @@ class Leaf:
         self.offset, self.dtype, self.shape, self.obj = state
 
 
+def prefix(owner_pid: int | None = None) -> str:
+    """Block names start with the consuming process's id, so leaks can be traced to it."""
+    return f"tfdata-{os.getpid() if owner_pid is None else owner_pid}-"
+
+
 class Arena:
     """Blocks one process created and recycles; `keep` bounds the idle ones it holds."""
 
-    def __init__(self, keep: int = 4):
+    def __init__(self, keep: int = 4, owner_pid: int | None = None):
         self.keep = keep
+        self._prefix = prefix(owner_pid)
         self._blocks: dict[str, shared_memory.SharedMemory] = {}
         self._idle: list[str] = []
 
@@ -53,7 +61,8 @@ class Arena:
             name = min(fits, key=lambda n: self._blocks[n].size)
             self._idle.remove(name)
             return self._blocks[name]
-        block = shared_memory.SharedMemory(create=True, size=-(-nbytes // _PAGE) * _PAGE)
+        block = shared_memory.SharedMemory(name=self._prefix + secrets.token_hex(6),
+                                           create=True, size=-(-nbytes // _PAGE) * _PAGE)
         self._blocks[block.name] = block
         return block
 
