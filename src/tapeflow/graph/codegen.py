@@ -45,7 +45,8 @@ def _inline(node: Node, args: list[str], bind: Callable[[Any], str], graph: Grap
             b = f"{b}.T" if ranks[1] == 2 else f"{b}.swapaxes(-1, -2)"
         if None in ranks or min(ranks) < 2:
             return None
-        return f"{bind(np.matmul)}({a}, {b})"
+        # np.dot: same BLAS call and result as np.matmul for matrices, less dispatch overhead
+        return f"{bind(np.dot if ranks == [2, 2] else np.matmul)}({a}, {b})"
     if name == "Reshape":
         return f"{args[0]}.reshape({bind(tuple(attrs['shape']))})"
     if name == "Transpose":
