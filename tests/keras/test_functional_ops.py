@@ -136,3 +136,18 @@ def test_keras_tensors_stay_hashable_and_compare_by_identity():
     assert {x: 1, y: 2}[y] == 2 and x != y and x == x
     with pytest.raises(TypeError, match="bool"):
         bool(x > 0)
+
+
+def test_multi_output_ops_integer_inputs_and_comparisons():
+    x = keras.Input((6,))
+    labels = keras.Input((), dtype="int32")
+    left, right = tf.split(x, 2, axis=-1)
+    gated = tf.where(left > 0, right, 0.0)
+    model = keras.Model([x, labels], [gated, tf.one_hot(labels, 4) * tf.reduce_max(x, axis=1,
+                                                                                   keepdims=True)])
+    assert model.output_shape == [(None, 3), (None, 4)]
+    a = np.random.default_rng(4).normal(size=(5, 6)).astype(np.float32)
+    b = np.array([0, 3, 1, 2, 3], np.int32)
+    out_g, out_h = model([a, b])
+    np.testing.assert_array_equal(out_g.numpy(), np.where(a[:, :3] > 0, a[:, 3:], 0.0))
+    np.testing.assert_allclose(out_h.numpy(), np.eye(4)[b] * a.max(1, keepdims=True))
