@@ -375,3 +375,23 @@ def test_dropout_noise_shape_broadcasts_and_gradient_is_the_mask():
 def test_dropout_rejects_bad_rate():
     with pytest.raises(tf.errors.InvalidArgumentError, match=r"rate must be in \[0, 1\)"):
         tf.nn.dropout(tf.ones([2]), rate=1.0)
+
+
+def test_batch_norm_numpy_fallback_matches_compiled(monkeypatch):
+    from tapeflow.kernels import batch_norm as bn
+
+    rng = np.random.default_rng(7)
+    x = (rng.standard_normal((4, 5, 3, 6)) * 3 + 2).astype(np.float32)
+    g = rng.standard_normal(x.shape).astype(np.float32)
+    scale, offset = rng.standard_normal(6).astype(np.float32), np.full(6, 0.5, np.float32)
+
+    def run():
+        y, mean, var, inv = bn.forward(x, scale, offset, 1e-3)
+        return [y, mean, var, inv, *bn.backward(g, x, scale, mean, inv)]
+
+    compiled = run()
+    for name in ("_stats_nb", "_grad_sums_nb", "_affine_nb", "_affine2_nb"):
+        monkeypatch.setattr(bn, name, None)
+    for a, b in zip(compiled, run()):
+        assert a.dtype == b.dtype == np.float32
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
