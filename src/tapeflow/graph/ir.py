@@ -18,7 +18,6 @@ import numpy as np
 from tapeflow.framework import dtypes as _dtypes
 from tapeflow.framework import errors
 from tapeflow.framework.context import graph_scope, scoped_name
-from tapeflow.framework.context import state as _state
 from tapeflow.framework.dispatch import Op, op, probe_shape
 from tapeflow.framework.shapes import TensorShape, as_shape
 from tapeflow.framework.tensor import EagerTensor, Tensor
@@ -404,10 +403,6 @@ class _Spec:
         self.dtype = dtype
 
 
-def current_graph() -> Graph | None:
-    """The graph being built on this thread, or None when executing eagerly."""
-    return _state.graph
-
 
 # --- mutation API (used by passes and gradient derivation) -------------------------------------
 
@@ -452,17 +447,6 @@ def replace_uses(graph: Graph, old: SymbolicTensor, new: SymbolicTensor,
             graph.outputs[i] = new
             count += 1
     return count
-
-
-def users(graph: Graph) -> dict[int, int]:
-    """Number of uses of each tensor (by id), graph outputs included."""
-    counts: dict[int, int] = {}
-    for node in graph.nodes:
-        for t in node.inputs:
-            counts[id(t)] = counts.get(id(t), 0) + 1
-    for t in graph.outputs:
-        counts[id(t)] = counts.get(id(t), 0) + 1
-    return counts
 
 
 def remove_nodes(graph: Graph, dead: set[int]) -> None:

@@ -349,6 +349,3 @@ def do_not_convert(func: Callable | None = None) -> Any:
     _cache[func.__code__] = (func, func)
     return func
 
-
-def in_graph() -> bool:
-    return _state.graph is not None
