@@ -6,6 +6,7 @@ Run: python benchmarks/bench_data.py   (prints seconds next to the ideal overlap
 
 from __future__ import annotations
 
+import os
 import statistics
 import sys
 import time
@@ -92,15 +93,20 @@ def threads_vs_processes(n: int = 64) -> None:
             pass
         return time.perf_counter() - start
 
-    seq = median_of(epoch)
-    thr = median_of(lambda: epoch(num_parallel_calls=2))
-    proc = median_of(lambda: epoch(num_parallel_calls=2, use_processes=True))
+    modes = ({}, {"num_parallel_calls": 2}, {"num_parallel_calls": 2, "use_processes": True})
+    times: list[list[float]] = [[], [], []]
+    for _ in range(6):  # the modes take turns, so a change in machine load hits all of them
+        for kwargs, runs in zip(modes, times):
+            runs.append(epoch(**kwargs))
+    seq, thr, proc = (statistics.median(runs[1:]) for runs in times)  # first run: warm-up
     print(f"\npure-Python map, {n} elements x {per_call * 1e3:.1f} ms, per epoch (median of 5):")
     print(f"  sequential map           {seq:.3f}s")
     print(f"  2 threads                {thr:.3f}s   speed-up x{seq / thr:.2f}")
     print(f"  2 processes (shm)        {proc:.3f}s   speed-up x{seq / proc:.2f}   "
           f"processes vs threads x{thr / proc:.2f}")
     print(f"  process pool start-up + 2 trivial elements: {median_of(pool_start) * 1e3:.1f} ms")
+    print(f"  (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores: processes only "
+          f"win when the scheduler gives this session more than one core)")
 
 
 def main() -> None:

@@ -138,6 +138,15 @@ def test_abandoned_iterator_stops_its_pool():
     assert multiprocessing.active_children() == []
 
 
+def test_closed_iterator_stops_its_pool_at_once():
+    it = iter(Dataset.range(100).map(sleepy_pid, num_parallel_calls=2, use_processes=True)
+              .batch(2).prefetch(1))
+    first = next(it)
+    assert [int(v) for v in first[0]] == [0, 1]
+    it.close()
+    assert multiprocessing.active_children() == []
+
+
 def test_shared_memory_carries_the_arrays_not_the_pipe():
     element = {"big": np.arange(250_000, dtype=np.float32), "small": np.int64(3) * np.ones(())}
     arena, attached = shm.Arena(keep=1), shm.Attachments(keep=1)
