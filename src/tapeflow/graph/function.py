@@ -351,21 +351,12 @@ class Function:
         if _state.graph is not None or _config["run_eagerly"]:
             fn = self._traceable() if _state.graph is not None else self._python_function
             return fn(*args, **kwargs)
-        if not kwargs and self._input_signature is None:
-            try:
-                key = tuple([(a._value.shape, a._value.dtype) for a in args
-                             if type(a) is EagerTensor])
-            except AttributeError:
-                key = None
-            if key is not None and len(key) == len(args):
-                concrete = self._fast.get(key)
-                if concrete is not None:
-                    self._streak.clear()
-                    return concrete.call_flat(list(args))
-            else:
-                key = None
-        else:
-            key = None
+        key = self._fast_key(args) if not kwargs and self._input_signature is None else None
+        if key is not None:
+            concrete = self._fast.get(key)
+            if concrete is not None:
+                self._streak.clear()
+                return concrete.call_flat(list(args))
         named = self._bind(args, kwargs)
         if self._input_signature is not None:
             values = [v for _, v in named]
@@ -383,6 +374,12 @@ class Function:
         if key is not None:
             self._fast[key] = concrete
         return concrete.call_flat(s.tensors)
+
+    @staticmethod
+    def _fast_key(args: tuple) -> tuple | None:
+        """(shape, dtype) per argument when all are eager tensors: the hot-path cache key."""
+        key = tuple([(a._value.shape, a._value.dtype) for a in args if type(a) is EagerTensor])
+        return key if len(key) == len(args) else None
 
     def _bind(self, args: tuple, kwargs: dict) -> list[tuple[str, Any]]:
         """(name, value) per argument: positional first (named after parameters), then kwargs."""
