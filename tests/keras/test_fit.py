@@ -162,8 +162,8 @@ def test_progress_bar_format(capsys):
     lines = out.split("\n")
     assert lines[0] == "Epoch 1/2" and lines[2] == "Epoch 2/2" and lines[4] == ""
     for line in (lines[1], lines[3]):
-        assert re.fullmatch(r"2/2 \[={30}\] - \d+s \d+m?s/step - loss: \d\.\d{4} - mae: "
-                            r"\d\.\d{4}", line), line
+        assert re.fullmatch(r"2/2 \[={30}\] - \d+s \d+[mu]?s/step - loss: \d+\.\d{4} - mae: "
+                            r"\d+\.\d{4}", line), line
     model.fit(x, y, batch_size=32, epochs=1, verbose=2)
     line = capsys.readouterr().out.split("\n")[1]
     assert line.startswith("2/2 - ") and "ms/epoch" in line

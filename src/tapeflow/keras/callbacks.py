@@ -148,7 +148,7 @@ class Progbar:
             else:
                 fmt = f"{{n:>{self._width}d}}/Unknown{{desc}}"
             self._bar = tqdm(total=target, file=self.file, bar_format=fmt, ascii=".>=",
-                             mininterval=0.1, delay=1e-9, leave=True, dynamic_ncols=False)
+                             mininterval=0.1, delay=1e-9, leave=False, dynamic_ncols=True)
 
     def _static_bar(self, current: int) -> str:
         """Keras's bar text for a finished line: all ``=`` or ``==>...`` when stopped early."""
@@ -172,21 +172,21 @@ class Progbar:
             return
         if self.verbose != 1:
             return
-        if self._bar is None:
-            if finalize:
-                print(f"{self._static_bar(current)} - {elapsed:.0f}s "
-                      f"{format_time_per_step(per_step)}{text}", file=self.file, flush=True)
-            return
         if finalize:
-            timing = f" - {elapsed:.0f}s {format_time_per_step(per_step)}"
-        else:
-            remaining = per_step * (self.target - current) if self.target else 0.0
-            timing = f" - ETA: {format_eta(remaining)}" if self.target else \
-                f" - {elapsed:.0f}s {format_time_per_step(per_step)}"
+            # the finished line is printed whole (a live bar is cut at the terminal width)
+            if self._bar is not None:
+                self._bar.close()
+                self._bar = None
+            print(f"{self._static_bar(current)} - {elapsed:.0f}s "
+                  f"{format_time_per_step(per_step)}{text}", file=self.file, flush=True)
+            return
+        if self._bar is None:
+            return
+        remaining = per_step * (self.target - current) if self.target else 0.0
+        timing = f" - ETA: {format_eta(remaining)}" if self.target else \
+            f" - {elapsed:.0f}s {format_time_per_step(per_step)}"
         self._bar.set_description_str(timing + text, refresh=False)
         self._bar.update(current - self._bar.n)
-        if finalize:
-            self._bar.close()
 
 
 class ProgbarLogger(Callback):
