@@ -313,3 +313,22 @@ def test_concrete_function_checks_its_inputs():
         concrete(tf.ones([3, 3]))
     with pytest.raises(TypeError, match="argument 'x' has dtype float64"):
         concrete(tf.ones([3, 2], tf.float64))
+
+
+def test_method_trace_cache_is_per_instance_even_for_unhashable_objects():
+    class Unhashable:
+        __hash__ = None
+
+        def __init__(self, k):
+            self.k = k
+
+        @tf.function
+        def scale(self, x):
+            return x * self.k
+
+    a, b = Unhashable(2.0), Unhashable(3.0)
+    for _ in range(3):
+        assert float(a.scale(tf.constant(1.0))) == 2.0
+        assert float(b.scale(tf.constant(1.0))) == 3.0
+    assert a.scale.experimental_get_tracing_count() == 1
+    assert b.scale.experimental_get_tracing_count() == 1

@@ -495,20 +495,20 @@ class Function:
 
     # --- methods ------------------------------------------------------------------------
     def __get__(self, obj: Any, objtype: Any = None):
+        """Methods: one Function (and trace cache) per instance, kept on the instance."""
         if obj is None:
             return self
-        try:
-            bound = self._bound.get(obj)
-        except TypeError:
-            bound = None
+        store = getattr(obj, "__dict__", None)
+        key = f"_tapeflow_function_{id(self)}"
+        bound = store.get(key) if store is not None else self._bound.get(obj)
         if bound is None:
             bound = Function(types.MethodType(self._python_function, obj), name=self._name,
                              input_signature=self._input_signature, autograph=self._autograph,
                              reduce_retracing=self._reduce_retracing)
-            try:
+            if store is not None:
+                store[key] = bound
+            else:
                 self._bound[obj] = bound
-            except TypeError:
-                pass
         return bound
 
     def __repr__(self) -> str:
