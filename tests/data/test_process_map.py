@@ -63,6 +63,16 @@ def dies(x):
     os._exit(3)
 
 
+@tf.function
+def traced_double(x):
+    return x * 2
+
+
+def test_top_level_tf_function_runs_traced_in_the_workers():
+    ds = Dataset.range(4).map(traced_double, num_parallel_calls=2, use_processes=True)
+    assert list(ds.as_numpy_iterator()) == [0, 2, 4, 6]
+
+
 def test_values_structures_and_dtypes_round_trip():
     ds = Dataset.range(5).map(features, num_parallel_calls=2, use_processes=True)
     out = list(ds.as_numpy_iterator())

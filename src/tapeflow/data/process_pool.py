@@ -7,7 +7,8 @@ use_processes=True)` sends elements to worker processes instead:
   plain fork of a process that runs BLAS or pipeline threads. The fork server preloads
   tapeflow, so a pool starts in milliseconds once the server is up (about a second, once);
 - the map function travels pickled, so it must be importable: a top-level function or a
-  picklable callable object (not a lambda or a nested function);
+  picklable callable object (not a lambda or a nested function). A top-level `tf.function`
+  travels by name and traces in each worker, so workers run generated code;
 - element arrays travel through shared memory (`tapeflow.data.shm`); the pipes carry only
   indices, seeds, block names and layouts. Each side recycles the blocks it writes: the
   consumer's input blocks come back when their result arrives, a worker's output blocks when
@@ -20,6 +21,7 @@ use_processes=True)` sends elements to worker processes instead:
 
 from __future__ import annotations
 
+import importlib
 import multiprocessing
 import os
 import pickle
@@ -37,11 +39,46 @@ from tapeflow.ops import random_ops
 SHUTDOWN_GRACE_S = 10.0  # how long close() lets a worker finish its current call
 
 
+class _ByName:
+    """Pickles a module-level callable object (a `tf.function`, say) as its module and name;
+    the worker imports it and gets its own copy (which traces in the worker)."""
+
+    def __init__(self, module: str, qualname: str):
+        self.module, self.qualname = module, qualname
+
+    def __reduce__(self) -> tuple:
+        return _import_by_name, (self.module, self.qualname)
+
+
+def _import_by_name(module: str, qualname: str) -> Any:
+    obj = importlib.import_module(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _by_name(fn: Any) -> _ByName | None:
+    """`fn` as a name when importing that name gives `fn` back (decorated top-level objects)."""
+    inner = getattr(fn, "python_function", None) or getattr(fn, "__wrapped__", None)
+    module = getattr(inner, "__module__", None)
+    qualname = getattr(inner, "__qualname__", "")
+    if module is None or "<" in qualname:
+        return None
+    try:
+        found = _import_by_name(module, qualname)
+    except (ImportError, AttributeError):
+        return None
+    return _ByName(module, qualname) if found is fn else None
+
+
 def pickle_function(fn: Any, fn_label: str) -> bytes:
     """`fn` pickled for the workers; a TypeError naming it when it cannot be."""
     try:
         return pickle.dumps(fn)
     except Exception as e:  # noqa: BLE001 - pickling raises many types
+        named = _by_name(fn)
+        if named is not None:
+            return pickle.dumps(named)
         raise TypeError(
             f"map(use_processes=True): map_func {fn_label} cannot be pickled "
             f"({type(e).__name__}: {e}). Worker processes receive the function by pickling: "
