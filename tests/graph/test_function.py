@@ -332,3 +332,12 @@ def test_method_trace_cache_is_per_instance_even_for_unhashable_objects():
         assert float(b.scale(tf.constant(1.0))) == 3.0
     assert a.scale.experimental_get_tracing_count() == 1
     assert b.scale.experimental_get_tracing_count() == 1
+
+
+def test_broadcast_error_while_tracing_names_the_op():
+    @tf.function
+    def f(x):
+        return x + tf.ones([3])
+
+    with pytest.raises(errors.InvalidArgumentError, match="AddV2: incompatible shapes"):
+        f(tf.ones([2]))

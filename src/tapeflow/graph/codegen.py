@@ -158,7 +158,8 @@ def _ufunc(node: Node) -> tuple[np.ufunc, tuple] | None:
 class Executable:
     """A compiled graph: ``fn(*input_arrays) -> tuple of output arrays``, plus its source."""
 
-    def __init__(self, fn: Callable, code: str, filename: str, lines: dict[int, Node]):
+    def __init__(self, fn: Callable, code: str, filename: str,
+                 lines: dict[int, tuple[Node, list[str]]]):
         self.fn = fn
         self.code = code
         self.filename = filename
@@ -176,15 +177,16 @@ class Executable:
         node = frame = None
         while tb is not None:
             if tb.tb_frame.f_code.co_filename == self.filename:
-                node, frame = self.lines.get(tb.tb_lineno), tb.tb_frame
+                node, args = self.lines.get(tb.tb_lineno, (None, []))
+                frame = tb.tb_frame
             tb = tb.tb_next
         if node is None:
             return e
         if isinstance(e, errors.OpError) and getattr(e, "_located", False):
             return e
         shapes = []
-        for t in node.inputs:
-            v = frame.f_locals.get(_name_of(t)) if frame is not None else None
+        for t, name in zip(node.inputs, args):
+            v = frame.f_locals.get(name, frame.f_globals.get(name))
             shapes.append(f"{v.dtype}{list(v.shape)}" if isinstance(v, np.ndarray)
                           else str(t.shape))
         cls = type(e) if isinstance(e, errors.OpError) else errors.InvalidArgumentError
@@ -258,7 +260,7 @@ def compile_graph(graph: Graph, outputs: list | None = None, inputs: list | None
     fresh: set[str] = set()
 
     src = [f"def {_ident(name or graph.name)}({', '.join(params)}):"]
-    lines: dict[int, Node] = {}
+    lines: dict[int, tuple[Node, list[str]]] = {}
     for step, node in enumerate(plan):
         args = [names[id(t)] for t in node.inputs]
         outs = [names[id(t)] for t in node.outputs]
@@ -286,7 +288,7 @@ def compile_graph(graph: Graph, outputs: list | None = None, inputs: list | None
                 node.op.name in _FRESH_HELPERS and node.inputs[0].dtype.is_floating):
             fresh.update(outs)
         src.append(f"    {line}")
-        lines[len(src)] = node
+        lines[len(src)] = (node, args)
         dead = sorted({a for a in args if last_use.get(a) == step and a in locals_
                        and a not in final})
         if dead:

@@ -386,7 +386,9 @@ def _infer(op: Op, specs: list, attrs: dict):
         if op.shape_fn is not None:
             return op.shape_fn(*specs, **attrs)
         return probe_shape(op, specs, attrs)
-    except errors.OpError:
+    except errors.OpError as e:
+        if e.message.startswith("op:"):  # generic shape rules do not know the op's name
+            raise type(e)(None, op.name, op.name + e.message[2:]) from e
         raise
     except Exception as e:  # a shape rule or probe rejected the inputs: name op, shapes, line
         shapes = ", ".join(_spec_str(_Spec(s, d)) for s, d in specs)
