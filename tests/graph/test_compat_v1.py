@@ -140,3 +140,36 @@ def test_seed_003_two_assign_ops_in_one_run():
             for _ in range(50):
                 sess.run([add_op, div_op])
             assert 2.0 <= sess.run(x) <= 3.0
+
+
+def test_tf1_training_loop_with_gradients_and_session():
+    rng = np.random.default_rng(0)
+    x_np = rng.normal(size=(32, 3))
+    y_np = x_np @ np.array([[1.0], [-2.0], [0.5]]) + 0.3
+    with tf.Graph().as_default():
+        x = v1.placeholder(tf.float64, [None, 3])
+        y = v1.placeholder(tf.float64, [None, 1])
+        w = tf.Variable(np.zeros((3, 1)))
+        b = tf.Variable(np.zeros(1))
+        loss = tf.reduce_mean(tf.square(tf.matmul(x, w) + b - y))
+        gw, gb = v1.gradients(loss, [w, b])
+        train = tf.group(w.assign_sub(0.1 * gw), b.assign_sub(0.1 * gb))
+        with v1.Session() as sess:
+            sess.run(v1.global_variables_initializer())
+            first = sess.run(loss, {x: x_np, y: y_np})
+            for _ in range(200):
+                sess.run(train, {x: x_np, y: y_np})
+            last = sess.run(loss, {x: x_np, y: y_np})
+            np.testing.assert_allclose(sess.run(w).ravel(), [1.0, -2.0, 0.5], atol=1e-3)
+    assert last < 1e-6 < first
+
+
+def test_gradients_match_tape():
+    with tf.Graph().as_default():
+        x = v1.placeholder(tf.float64, [2])
+        y = tf.reduce_sum(tf.sin(x) * x)
+        (g,) = v1.gradients(y, [x])
+        with v1.Session() as sess:
+            got = sess.run(g, {x: [0.5, 1.5]})
+    xv = np.array([0.5, 1.5])
+    np.testing.assert_allclose(got, np.cos(xv) * xv + np.sin(xv))

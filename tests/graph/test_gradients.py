@@ -114,3 +114,14 @@ def test_unwatched_calls_under_a_tape_are_not_recorded():
         f(x)
     assert tape._entries == []
     assert f.get_concrete_function(x)._grad is None  # no backward graph was built
+
+
+def test_tf_gradients_inside_a_function():
+    @tf.function
+    def f(x):
+        y = x * x * x
+        return tf.gradients(y, x)[0]
+
+    assert float(f(tf.constant(2.0))) == 12.0
+    with pytest.raises(tf.errors.InvalidArgumentError, match="GradientTape"):
+        tf.gradients(tf.constant(1.0), tf.constant(2.0))

@@ -1,7 +1,7 @@
 """Graph mode: IR, tracing (`function`), gradients, optimizer passes, codegen, AutoGraph.
 
 Importing this package registers ``tf.function``, ``tf.autograph``, ``tf.init_scope`` and
-``tf.Graph``.
+``tf.Graph`` and ``tf.gradients``.
 """
 
 import contextlib
@@ -9,7 +9,7 @@ import contextlib
 from tapeflow._api import export
 from tapeflow.framework.context import eager_scope
 from tapeflow.framework.context import state as _state
-from tapeflow.graph import autograph, function
+from tapeflow.graph import autograph, function, symbolic_gradients
 from tapeflow.graph.function import ConcreteFunction, Function
 from tapeflow.graph.ir import Graph
 
