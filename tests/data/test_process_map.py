@@ -6,6 +6,7 @@ import gc
 import multiprocessing
 import os
 import pickle
+import threading
 import time
 
 import numpy as np
@@ -57,6 +58,18 @@ def fails_on_three(x):
     if int(x) == 3:
         raise ValueError(f"element {int(x)} is bad")
     return x
+
+
+class LockedError(Exception):
+    """An exception that cannot be pickled (it holds a lock)."""
+
+    def __init__(self, message):
+        super().__init__(message)
+        self.lock = threading.Lock()
+
+
+def raises_unpicklable(x):
+    raise LockedError(f"cannot ship element {int(x)}")
 
 
 def dies(x):
@@ -121,6 +134,13 @@ def test_exception_surfaces_with_worker_traceback():
     notes = "\n".join(info.value.__notes__)
     assert "map function fails_on_three" in notes
     assert 'raise ValueError(f"element {int(x)} is bad")' in notes
+
+
+def test_unpicklable_exception_arrives_as_unknown_error_with_its_text():
+    ds = Dataset.range(2).map(raises_unpicklable, num_parallel_calls=1, use_processes=True)
+    with pytest.raises(errors.UnknownError, match="LockedError: cannot ship element 0") as info:
+        list(ds)
+    assert "raise LockedError" in "\n".join(info.value.__notes__)
 
 
 def test_dead_worker_is_reported():
