@@ -173,3 +173,25 @@ def test_gradients_match_tape():
             got = sess.run(g, {x: [0.5, 1.5]})
     xv = np.array([0.5, 1.5])
     np.testing.assert_allclose(got, np.cos(xv) * xv + np.sin(xv))
+
+
+@pytest.mark.parametrize("make", [lambda: v1.train.GradientDescentOptimizer(0.1),
+                                  lambda: v1.train.AdamOptimizer(0.05)])
+def test_tf1_optimizer_minimize(make):
+    rng = np.random.default_rng(1)
+    x_np = rng.normal(size=(64, 2)).astype(np.float32)
+    y_np = (x_np @ np.array([[2.0], [-1.0]], np.float32)).astype(np.float32)
+    with tf.Graph().as_default():
+        x = v1.placeholder(tf.float32, [None, 2])
+        y = v1.placeholder(tf.float32, [None, 1])
+        w = v1.get_variable("w", shape=[2, 1])
+        loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - y))
+        step = v1.Variable(0, trainable=False)
+        train_op = make().minimize(loss, global_step=step)
+        with v1.Session() as sess:
+            sess.run(v1.global_variables_initializer())
+            for _ in range(300):
+                sess.run(train_op, {x: x_np, y: y_np})
+            assert sess.run(step) == 300
+            assert sess.run(loss, {x: x_np, y: y_np}) < 1e-3
+    assert v1.train.Checkpoint is tf.train.Checkpoint

@@ -404,6 +404,94 @@ def _initial_value(init: Any, shape: Any, dtype: _dtypes.DType, name: str) -> An
     return init
 
 
+# --- TF1 optimizers (graph mode: minimize builds one update op) -------------------------------
+
+
+class _Optimizer:
+    """Base of ``tf.compat.v1.train.*Optimizer``: gradients from the graph, update ops."""
+
+    def __init__(self, learning_rate: float, use_locking: bool = False, name: str = ""):
+        self._lr = learning_rate
+        self._slots: dict[tuple[int, str], Variable] = {}
+
+    def compute_gradients(self, loss: Any, var_list: list | None = None, **kwargs: Any) -> list:
+        from tapeflow.graph.symbolic_gradients import gradients
+
+        var_list = list(var_list) if var_list is not None else trainable_variables()
+        return list(zip(gradients(loss, var_list), var_list))
+
+    def apply_gradients(self, grads_and_vars: Any, global_step: Any = None,
+                        name: str | None = None):
+        updates = [self._update(g, v) for g, v in grads_and_vars if g is not None]
+        if global_step is not None:
+            updates.append(global_step.assign_add(1))
+        return group(*updates)
+
+    def minimize(self, loss: Any, global_step: Any = None, var_list: list | None = None,
+                 **kwargs: Any):
+        """One op: compute the gradients of `loss` and apply them."""
+        return self.apply_gradients(self.compute_gradients(loss, var_list), global_step)
+
+    def _slot(self, var: Variable, name: str) -> Variable:
+        key = (id(var), name)
+        if key not in self._slots:
+            slot = Variable(np.zeros(var.shape.as_list(), var.dtype.as_numpy_dtype),
+                            trainable=False, name=f"{var.name[:-2]}/{name}")
+            self._slots[key] = slot
+        return self._slots[key]
+
+    def _update(self, grad: Any, var: Variable):
+        raise NotImplementedError
+
+
+class _GradientDescentOptimizer(_Optimizer):
+    def _update(self, grad, var):
+        return var.assign_sub(self._lr * grad)
+
+
+class _AdamOptimizer(_Optimizer):
+    def __init__(self, learning_rate: float = 0.001, beta1: float = 0.9, beta2: float = 0.999,
+                 epsilon: float = 1e-8, use_locking: bool = False, name: str = "Adam"):
+        super().__init__(learning_rate)
+        self._b1, self._b2, self._eps = beta1, beta2, epsilon
+        self._step: Variable | None = None
+
+    def apply_gradients(self, grads_and_vars: Any, global_step: Any = None,
+                        name: str | None = None):
+        from tapeflow.ops import math_ops
+
+        pairs = [(g, v) for g, v in grads_and_vars if g is not None]
+        if self._step is None:
+            self._step = Variable(0.0, trainable=False, name="Adam/step")
+        t = self._step.assign_add(1.0)
+        lr = self._lr * math_ops.sqrt(1.0 - math_ops.pow(self._b2, t)) / (
+            1.0 - math_ops.pow(self._b1, t))
+        updates = []
+        for g, v in pairs:
+            m, s = self._slot(v, "m"), self._slot(v, "v")
+            m_t = m.assign(self._b1 * m + (1.0 - self._b1) * g)
+            s_t = s.assign(self._b2 * s + (1.0 - self._b2) * math_ops.square(g))
+            updates.append(v.assign_sub(math_ops.cast(lr, v.dtype) * m_t /
+                                        (math_ops.sqrt(s_t) + self._eps)))
+        if global_step is not None:
+            updates.append(global_step.assign_add(1))
+        return group(*updates)
+
+
+class _FallbackToTrain(type):
+    def __getattr__(cls, name: str) -> Any:
+        import tapeflow.train
+
+        return getattr(tapeflow.train, name)
+
+
+class train(metaclass=_FallbackToTrain):  # noqa: N801 - a namespace, as tf.compat.v1.train
+    """``tf.compat.v1.train``: TF1 optimizers; other names come from ``tf.train``."""
+
+    GradientDescentOptimizer = _GradientDescentOptimizer
+    AdamOptimizer = _AdamOptimizer
+
+
 # --- losses -----------------------------------------------------------------------------------
 
 
