@@ -215,3 +215,16 @@ def test_numpy_on_symbolic_tensor_is_a_clear_error():
 
     with pytest.raises(NotImplementedError, match="Cannot convert the symbolic tensor"):
         f(tf.ones([2]))
+
+
+def test_len_of_tensors_in_converted_code():
+    @tf.function
+    def f(x):
+        total = 0.0
+        for i in tf.range(len(x)):
+            total += x[i] * tf.cast(len(x), tf.float32)
+        return total
+
+    assert float(f(tf.constant([1.0, 2.0]))) == 6.0
+    g = tf.function(f.python_function, input_signature=[tf.TensorSpec([None], tf.float32)])
+    assert float(g(tf.constant([1.0, 2.0, 3.0]))) == 18.0

@@ -59,6 +59,20 @@ def retval(value: Any) -> Any:
     return None if isinstance(value, Undefined) else value
 
 
+def len_(x: Any) -> Any:
+    """``len``: the static first dimension of a symbolic tensor, else its runtime size."""
+    if not _symbolic(x):
+        return len(x)
+    if x.shape.rank == 0:
+        raise errors.OperatorNotAllowedInGraphError(
+            f"len() of a scalar tensor ({x.name}) is undefined\n{errors.user_line()}")
+    if x.shape.rank is not None and x.shape[0] is not None:
+        return x.shape[0]
+    from tapeflow.ops import array_ops
+
+    return array_ops.shape(x)[0]
+
+
 def not_(x: Any) -> Any:
     if _symbolic(x):
         from tapeflow.ops import math_ops

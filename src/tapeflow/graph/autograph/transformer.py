@@ -92,7 +92,7 @@ class _BoolOps(ast.NodeTransformer):
         return node
 
 
-_PLAIN_CALLS = {"range", "len", "print", "isinstance", "issubclass", "super", "int", "float",
+_PLAIN_CALLS = {"range", "print", "isinstance", "issubclass", "super", "int", "float",
                 "bool", "str", "list", "tuple", "dict", "set", "zip", "enumerate", "getattr",
                 "setattr", "hasattr", "type", "min", "max", "sum", "abs", "sorted", "any", "all",
                 "iter", "next", "locals", "globals", "repr", "id", "callable", "map", "filter"}
@@ -110,6 +110,9 @@ class _Calls(ast.NodeTransformer):
     def visit_Call(self, node: ast.Call):
         self.generic_visit(node)
         func = node.func
+        if isinstance(func, ast.Name) and func.id == "len":
+            return ast.copy_location(
+                ast.Call(func=_ag("len_"), args=node.args, keywords=node.keywords), node)
         if isinstance(func, ast.Name) and func.id in _PLAIN_CALLS:
             return node
         base = func
