@@ -341,3 +341,19 @@ def test_broadcast_error_while_tracing_names_the_op():
 
     with pytest.raises(errors.InvalidArgumentError, match="AddV2: incompatible shapes"):
         f(tf.ones([2]))
+
+
+def test_profile_reports_every_node_and_writes_a_chrome_trace(tmp_path):
+    import json
+
+    @tf.function
+    def f(x):
+        return tf.exp(x) * 2.0
+
+    x = tf.ones([4])
+    report = f.get_concrete_function(x).profile(x, runs=3, trace_path=str(tmp_path / "t.json"))
+    assert "Exp = Exp(x:0)" in report and "Mul = Mul(" in report
+    assert report.splitlines()[-1].endswith("total per call (3 runs)")
+    events = json.loads((tmp_path / "t.json").read_text())["traceEvents"]
+    assert len(events) == 6 and {e["name"] for e in events} == {"Exp", "Mul"}
+    assert all(e["dur"] >= 0 for e in events)

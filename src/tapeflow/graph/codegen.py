@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import linecache
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -203,13 +204,14 @@ def _name_of(t: SymbolicTensor) -> str:
 
 def compile_graph(graph: Graph, outputs: list | None = None, inputs: list | None = None,
                   keep_stateful: bool = True, name: str | None = None,
-                  run_nodes: list | None = None) -> Executable:
+                  run_nodes: list | None = None, profile: dict | None = None) -> Executable:
     """Generate and compile the straight-line function computing `outputs` from `inputs`.
 
     `inputs` default to the graph's placeholders (any tensor may be fed, as in TF1 sessions).
     With `keep_stateful`, stateful nodes run even when no output depends on them (tf.function
     semantics); without, only the ancestors of `outputs` (and `run_nodes`, fetched ops) run
-    (Session.run semantics).
+    (Session.run semantics). With a `profile` dict, each node's line adds its wall time (and
+    call count) to ``profile[node]``.
     """
     outputs = list(graph.outputs if outputs is None else outputs)
     inputs = list(graph.inputs if inputs is None else inputs)
@@ -260,6 +262,9 @@ def compile_graph(graph: Graph, outputs: list | None = None, inputs: list | None
     fresh: set[str] = set()
 
     src = [f"def {_ident(name or graph.name)}({', '.join(params)}):"]
+    if profile is not None:
+        env["_clock"] = time.perf_counter
+        src.append("    _t0 = _clock()")
     lines: dict[int, tuple[Node, list[str]]] = {}
     for step, node in enumerate(plan):
         args = [names[id(t)] for t in node.inputs]
@@ -289,6 +294,9 @@ def compile_graph(graph: Graph, outputs: list | None = None, inputs: list | None
             fresh.update(outs)
         src.append(f"    {line}")
         lines[len(src)] = (node, args)
+        if profile is not None:
+            slot = bind(profile.setdefault(node, [0.0, 0]))
+            src.append(f"    _t1 = _clock(); {slot}[0] += _t1 - _t0; {slot}[1] += 1; _t0 = _t1")
         dead = sorted({a for a in args if last_use.get(a) == step and a in locals_
                        and a not in final})
         if dead:

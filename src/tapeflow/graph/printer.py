@@ -34,6 +34,18 @@ def _var_name(v: Variable) -> str:
     return v.name.rsplit(":", 1)[0]
 
 
+def format_node(node) -> str:
+    """One node as ``name = Op(input names, attrs)  spec`` (for profiles and reports)."""
+    parts = [t.name for t in node.inputs]
+    if node.op is CONST:
+        parts = [_value_str(node.attrs["value"])]
+    else:
+        parts += [f"{k}={_attr_str(v, {})}" for k, v in node.attrs.items()
+                  if not k.startswith("_")]
+    specs = " ".join(_spec_str(t) for t in node.outputs)
+    return f"{node.name} = {node.op.name}({', '.join(parts)})  {specs}  @ {node.location}"
+
+
 def format_graph(graph: Graph, indent: str = "") -> str:
     """The listing: header with inputs and captured variables, one line per node, return."""
     names: dict[int, str] = {}
