@@ -104,6 +104,8 @@ def test_runs_on_several_processes_in_input_order():
     assert [int(x) for x, _ in out] == list(range(8))
     pids = {int(p) for _, p in out}
     assert len(pids) == 2 and os.getpid() not in pids
+    report = str(ds.autotune_report())
+    assert "ProcessMap(sleepy_pid)" in report
 
 
 def test_nondeterministic_yields_every_element():
