@@ -324,3 +324,16 @@ def test_pool_kernels_handle_float32():
 def test_pool_bad_ksize_is_a_clear_error():
     with pytest.raises(tf.errors.InvalidArgumentError, match="MaxPool: ksize"):
         tf.nn.max_pool2d(tf.zeros([1, 4, 4, 1]), [2, 2, 2], 2, "VALID")
+
+
+@pytest.mark.parametrize("k,padding", [(2, "VALID"), (2, "SAME"), (3, "VALID")])
+def test_avg_pool_tiling_fast_path_matches_general_path(monkeypatch, k, padding):
+    x = _distinct((2, 6, 6, 3), 2)
+    g = _distinct((2, 6 // k, 6 // k, 3), 3)
+    geo = K.geometry((6, 6), (k, k), (k, k), (1, 1), padding)
+    assert P.tiles(geo)
+    fast = [P.avg_pool(x, geo), P.avg_pool_grad(g, geo)]
+    monkeypatch.setattr(P, "tiles", lambda geo: False)
+    for a, b in zip(fast, [P.avg_pool(x, geo), P.avg_pool_grad(g, geo)]):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+    assert not P.tiles(K.geometry((7, 6), (k, k), (k, k), (1, 1), "VALID"))

@@ -66,8 +66,22 @@ def _valid_counts(g: Geometry, dtype: np.dtype) -> np.ndarray:
     return count
 
 
+def tiles(g: Geometry) -> bool:
+    """Whether the windows tile the input exactly (window == stride, no padding, no remainder),
+    as in DenseNet's 2x2 transitions: then every entry sits in exactly one window."""
+    return (not g.padded and (g.kh, g.kw) == (g.sh, g.sw)
+            and (g.h, g.w) == (g.ho * g.sh, g.wo * g.sw))
+
+
+def _tiled(a: np.ndarray, g: Geometry) -> np.ndarray:
+    """(N, Ho, kh, Wo, kw, C) view of an (N, H, W, C) array whose windows tile it."""
+    return a.reshape(a.shape[0], g.ho, g.kh, g.wo, g.kw, a.shape[3])
+
+
 def avg_pool(x: np.ndarray, g: Geometry) -> np.ndarray:
     """Mean over the valid (non-padding) entries of each window."""
+    if tiles(g):
+        return _tiled(x, g).mean(axis=(2, 4), dtype=x.dtype)
     xp = pad(x, g)
     out = _window(xp, 0, 0, g).copy()
     for a in range(g.kh):
@@ -80,6 +94,10 @@ def avg_pool(x: np.ndarray, g: Geometry) -> np.ndarray:
 
 def avg_pool_grad(gr: np.ndarray, g: Geometry) -> np.ndarray:
     """Spread each window's gradient evenly over its valid entries."""
+    if tiles(g):
+        dx = np.empty((gr.shape[0], g.h, g.w, gr.shape[3]), dtype=gr.dtype)
+        _tiled(dx, g)[...] = (gr * gr.dtype.type(1.0 / g.taps))[:, :, None, :, None, :]
+        return dx
     share = gr / _valid_counts(g, gr.dtype)
     n, c = gr.shape[0], gr.shape[3]
     dxp = np.zeros((n, g.h + g.pt + g.pb, g.w + g.pl + g.pr, c), dtype=gr.dtype)
