@@ -5,7 +5,8 @@ Both run the same training loop on random data of CIFAR's shape (CIFAR is not on
 batch. Throughput is the median over timed epochs after a warm-up epoch (tapeflow's warm-up
 traces the train step). A second tapeflow row calls the traced train step directly on the same
 batches, so the gap between the two is what ``fit``'s Python loop (batching, callbacks, logs)
-costs.
+costs. The runs are interleaved epoch by epoch so that load from other processes on a shared
+machine affects them alike; the load average is printed with the results.
 
     python benchmarks/bench_fit.py                  # 1,024 images x 3 timed epochs
     python benchmarks/bench_fit.py --eager          # also tapeflow with run_eagerly=True
@@ -14,6 +15,7 @@ costs.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 
@@ -32,76 +34,74 @@ def _data(n: int) -> tuple[np.ndarray, np.ndarray]:
     return x, y
 
 
-def tapeflow_fit(x: np.ndarray, y: np.ndarray, epochs: int, eager: bool) -> dict:
-    import tapeflow as tf
-    from tapeflow.models import CifarCNN
+class TapeflowRun:
+    """Seed 004's CNN compiled as in the seed; one timed epoch per call."""
 
-    tf.random.set_seed(0)
-    model = CifarCNN()
-    model.compile(loss="categorical_crossentropy",
-                  optimizer=tf.keras.optimizers.RMSprop(learning_rate=1e-4, rho=0.9),
-                  metrics=["accuracy"], run_eagerly=eager)
-    start = time.perf_counter()
-    model.fit(x[:2 * BATCH], y[:2 * BATCH], batch_size=BATCH, epochs=1, verbose=0)
-    warmup_s = time.perf_counter() - start
+    def __init__(self, x: np.ndarray, y: np.ndarray, eager: bool):
+        import tapeflow as tf
+        from tapeflow.models import CifarCNN
 
-    class EpochTimer(tf.keras.callbacks.Callback):
-        def on_epoch_begin(self, epoch, logs=None):
-            self.start = time.perf_counter()
+        tf.random.set_seed(0)
+        self.x, self.y = x, y
+        self.model = CifarCNN()
+        self.model.compile(loss="categorical_crossentropy",
+                           optimizer=tf.keras.optimizers.RMSprop(learning_rate=1e-4, rho=0.9),
+                           metrics=["accuracy"], run_eagerly=eager)
+        start = time.perf_counter()
+        self.model.fit(x[:2 * BATCH], y[:2 * BATCH], batch_size=BATCH, epochs=1, verbose=0)
+        self.warmup_s = time.perf_counter() - start
+        self.batches = [(tf.constant(x[i:i + BATCH]), tf.constant(y[i:i + BATCH]), None)
+                        for i in range(0, len(x), BATCH)]
 
-        def on_epoch_end(self, epoch, logs=None):
-            times.append(time.perf_counter() - self.start)
+    def fit_epoch(self) -> float:
+        start = time.perf_counter()
+        self.model.fit(self.x, self.y, batch_size=BATCH, epochs=1, shuffle=True, verbose=0)
+        return time.perf_counter() - start
 
-    times: list[float] = []
-    model.fit(x, y, batch_size=BATCH, epochs=epochs, shuffle=True, verbose=0,
-              callbacks=[EpochTimer()])
-    out = {"img_s": len(x) / statistics.median(times), "warmup_s": warmup_s}
-    if not eager:
-        step = model.make_train_function()
-        batches = [(tf.constant(x[i:i + BATCH]), tf.constant(y[i:i + BATCH]), None)
-                   for i in range(0, len(x), BATCH)]
-        step_times = []
-        for _ in range(epochs):
-            start = time.perf_counter()
-            for batch in batches:
-                step(batch)
-            step_times.append(time.perf_counter() - start)
-        out["step_img_s"] = len(x) / statistics.median(step_times)
-        out["traces"] = step.experimental_get_tracing_count()
-    return out
+    def step_epoch(self) -> float:
+        """The traced train step alone on prepared batches: what the fit loop adds is the rest."""
+        step = self.model.make_train_function()
+        start = time.perf_counter()
+        for batch in self.batches:
+            step(batch)
+        return time.perf_counter() - start
 
 
-def torch_loop(x_np: np.ndarray, y_np: np.ndarray, epochs: int) -> dict:
-    import torch
+class TorchRun:
+    """The same network, optimizer and loop in PyTorch eager (NCHW)."""
 
-    nn = torch.nn
-    torch.manual_seed(0)
-    model = nn.Sequential(
-        nn.Conv2d(3, 32, 3, padding=1), nn.ReLU(), nn.Conv2d(32, 32, 3), nn.ReLU(),
-        nn.MaxPool2d(2), nn.Dropout(0.25), nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(),
-        nn.Conv2d(64, 64, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Dropout(0.25), nn.Flatten(),
-        nn.Linear(2304, 512), nn.ReLU(), nn.Dropout(0.5), nn.Linear(512, 10))
-    optimizer = torch.optim.RMSprop(model.parameters(), lr=1e-4, alpha=0.9, eps=1e-7)
-    x = torch.from_numpy(x_np.transpose(0, 3, 1, 2).copy())
-    y = torch.from_numpy(y_np.argmax(axis=1))
+    def __init__(self, x_np: np.ndarray, y_np: np.ndarray):
+        import torch
 
-    def epoch(n: int) -> float:
+        self.torch = torch
+        nn = torch.nn
+        torch.manual_seed(0)
+        self.model = nn.Sequential(
+            nn.Conv2d(3, 32, 3, padding=1), nn.ReLU(), nn.Conv2d(32, 32, 3), nn.ReLU(),
+            nn.MaxPool2d(2), nn.Dropout(0.25), nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(),
+            nn.Conv2d(64, 64, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Dropout(0.25), nn.Flatten(),
+            nn.Linear(2304, 512), nn.ReLU(), nn.Dropout(0.5), nn.Linear(512, 10))
+        self.optimizer = torch.optim.RMSprop(self.model.parameters(), lr=1e-4, alpha=0.9,
+                                             eps=1e-7)
+        self.x = torch.from_numpy(x_np.transpose(0, 3, 1, 2).copy())
+        self.y = torch.from_numpy(y_np.argmax(axis=1))
+        self.epoch(min(2 * BATCH, len(self.x)))
+
+    def epoch(self, n: int | None = None) -> float:
+        torch, nn = self.torch, self.torch.nn
+        n = n or len(self.x)
         start = time.perf_counter()
         perm = torch.randperm(n)
         correct = 0
         for i in range(0, n, BATCH):
             idx = perm[i:i + BATCH]
-            optimizer.zero_grad()
-            logits = model(x[idx])
-            loss = nn.functional.cross_entropy(logits, y[idx])
+            self.optimizer.zero_grad()
+            logits = self.model(self.x[idx])
+            loss = nn.functional.cross_entropy(logits, self.y[idx])
             loss.backward()
-            optimizer.step()
-            correct += int((logits.argmax(1) == y[idx]).sum())
+            self.optimizer.step()
+            correct += int((logits.argmax(1) == self.y[idx]).sum())
         return time.perf_counter() - start
-
-    epoch(2 * BATCH)
-    times = [epoch(len(x)) for _ in range(epochs)]
-    return {"img_s": len(x) / statistics.median(times)}
 
 
 def main() -> None:
@@ -112,23 +112,29 @@ def main() -> None:
     args = parser.parse_args()
     x, y = _data(args.images)
 
-    torch_res = torch_loop(x, y, args.epochs)
-    rows = [("torch eager loop", torch_res["img_s"])]
-    graph = tapeflow_fit(x, y, args.epochs, eager=False)
-    rows += [("tapeflow fit (graph)", graph["img_s"]),
-             ("tapeflow step only", graph["step_img_s"])]
+    torch_run, graph = TorchRun(x, y), TapeflowRun(x, y, eager=False)
+    runs = {"torch eager loop": torch_run.epoch, "tapeflow fit (graph)": graph.fit_epoch,
+            "tapeflow step only": graph.step_epoch}
     if args.eager:
-        rows.append(("tapeflow fit (eager)", tapeflow_fit(x, y, args.epochs, True)["img_s"]))
+        runs["tapeflow fit (eager)"] = TapeflowRun(x, y, eager=True).fit_epoch
+    # rounds interleave the runs, so a busy machine slows them alike
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(args.epochs):
+        for name, run in runs.items():
+            times[name].append(run())
+    img_s = {name: len(x) / statistics.median(t) for name, t in times.items()}
 
     print(f"W5 seed-004 CIFAR CNN training, batch {BATCH}, RMSprop, {args.images} images/epoch, "
-          f"median of {args.epochs} epochs")
+          f"median of {args.epochs} interleaved epochs; load average {os.getloadavg()[0]:.1f} "
+          f"on {os.cpu_count()} cores")
     print(f"  {'run':22s} {'img/s':>8s} {'vs torch':>9s} {'vs TF':>7s}")
-    for name, img_s in rows:
-        print(f"  {name:22s} {img_s:8.0f} {img_s / torch_res['img_s']:8.2f}x "
-              f"{img_s / TF_REFERENCE_IMG_S:6.2f}x")
+    for name, value in img_s.items():
+        print(f"  {name:22s} {value:8.0f} {value / img_s['torch eager loop']:8.2f}x "
+              f"{value / TF_REFERENCE_IMG_S:6.2f}x")
     print(f"  TF reference: {TF_REFERENCE_IMG_S:.0f} img/s (quoted in issue 5, not measured here)")
-    print(f"  tapeflow warm-up fit (trace + 2 steps): {graph['warmup_s']:.1f} s; train step "
-          f"traced {graph['traces']} time(s)")
+    traces = graph.model.make_train_function().experimental_get_tracing_count()
+    print(f"  tapeflow warm-up fit (trace + 2 steps): {graph.warmup_s:.1f} s; train step traced "
+          f"{traces} time(s)")
 
 
 if __name__ == "__main__":
