@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import tapeflow as tf
-from tapeflow.data import AUTOTUNE, Dataset, shm
+from tapeflow.data import AUTOTUNE, Dataset, process_pool, shm
 from tapeflow.framework import errors
 
 
@@ -149,6 +149,29 @@ def test_dead_worker_is_reported():
     ds = Dataset.range(4).map(dies, num_parallel_calls=1, use_processes=True)
     with pytest.raises(errors.UnknownError, match="dies.*exited unexpectedly with code 3"):
         list(ds)
+
+
+def test_failed_pool_start_stops_the_workers_already_started(monkeypatch):
+    real = process_pool._context()
+
+    def refuse():
+        raise OSError("no more processes")
+
+    class SecondStartFails:
+        Pipe = staticmethod(real.Pipe)
+        get_start_method = staticmethod(real.get_start_method)
+
+        @staticmethod
+        def Process(**kwargs):
+            proc = real.Process(**kwargs)
+            if kwargs["name"].endswith("-1"):
+                proc.start = refuse
+            return proc
+
+    monkeypatch.setattr(process_pool, "_context", SecondStartFails)
+    with pytest.raises(OSError, match="no more processes"):
+        list(Dataset.range(4).map(sleepy_pid, num_parallel_calls=2, use_processes=True))
+    # the fixture checks that worker 0 was stopped and no block is left
 
 
 def test_unpicklable_function_is_named():

@@ -43,11 +43,12 @@ class ProcessMapDataset(MapDataset):
                          else self._deterministic)
         stage, epoch = self._stage, self._epochs.next()
         source = self._inputs[0]._iterate(ctx)
-        pool = process_pool.ProcessPool(self._fn_bytes, size, label)
+        pool = None
         done: dict = {}    # index -> (value, error), results not yet yielded
         submitted = yielded = 0
         end = False
         try:
+            pool = process_pool.ProcessPool(self._fn_bytes, size, label)
             while True:
                 while not end and pool.in_flight < 2 * size:
                     element = next(source, _END)
@@ -70,7 +71,8 @@ class ProcessMapDataset(MapDataset):
                 yield value
         finally:
             stats.finish()
-            pool.close()
+            if pool is not None:
+                pool.close()
             source.close()
 
     @staticmethod

@@ -119,16 +119,23 @@ class ProcessPool:
         self._attached = shm.Attachments(keep=4 * size)
         self._read: list[list] = [[] for _ in range(size)]   # per worker: blocks to give back
         self._seen: list[set] = [set() for _ in range(size)]  # per worker: its output blocks
-        for i in range(size):
-            mine, theirs = ctx.Pipe()
-            proc = ctx.Process(target=_worker_main, name=f"tf.data:process-map-{i}", daemon=True,
-                               args=(theirs, fn_bytes, list(sys.path), main, seed,
-                                     os.getpid()))
-            proc.start()
-            theirs.close()
-            self._conns.append(mine)
-            self._procs.append(proc)
-            self._load.append(0)
+        try:
+            for i in range(size):
+                mine, theirs = ctx.Pipe()
+                self._conns.append(mine)
+                proc = ctx.Process(target=_worker_main, name=f"tf.data:process-map-{i}",
+                                   daemon=True, args=(theirs, fn_bytes, list(sys.path), main,
+                                                      seed, os.getpid()))
+                proc.start()
+                theirs.close()
+                self._procs.append(proc)
+                self._load.append(0)
+        except BaseException:  # stop the workers already started
+            for conn in self._conns[len(self._procs):]:
+                conn.close()
+            del self._conns[len(self._procs):]
+            self.close()
+            raise
 
     @property
     def in_flight(self) -> int:
