@@ -228,3 +228,21 @@ def test_len_of_tensors_in_converted_code():
     assert float(f(tf.constant([1.0, 2.0]))) == 6.0
     g = tf.function(f.python_function, input_signature=[tf.TensorSpec([None], tf.float32)])
     assert float(g(tf.constant([1.0, 2.0, 3.0]))) == 18.0
+
+
+def test_second_order_through_while_loop_is_a_clear_error():
+    @tf.function
+    def f(x):
+        _, y = tf.while_loop(lambda i, y: i < 2, lambda i, y: (i + 1, y * x), [0, x])
+        return y
+
+    x = tf.constant(2.0)
+    with tf.GradientTape() as outer:
+        outer.watch(x)
+        with tf.GradientTape() as inner:
+            inner.watch(x)
+            y = f(x)
+        dy = inner.gradient(y, x)
+    assert float(dy) == 12.0  # d(x^3)/dx
+    with pytest.raises(NotImplementedError, match="Second-order gradients through"):
+        outer.gradient(dy, x)

@@ -190,9 +190,11 @@ class Executable:
             v = frame.f_locals.get(name, frame.f_globals.get(name))
             shapes.append(f"{v.dtype}{list(v.shape)}" if isinstance(v, np.ndarray)
                           else str(t.shape))
-        cls = type(e) if isinstance(e, errors.OpError) else errors.InvalidArgumentError
         msg = (f"{node.op.name} (node {node.name}) failed on inputs ({', '.join(shapes)}): "
                f"{getattr(e, 'message', e)}\n  traced at {node.location}")
+        if isinstance(e, NotImplementedError):
+            return NotImplementedError(msg)
+        cls = type(e) if isinstance(e, errors.OpError) else errors.InvalidArgumentError
         err = cls(None, node.op.name, msg)
         err._located = True
         return err

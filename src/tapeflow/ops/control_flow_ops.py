@@ -402,6 +402,21 @@ def _while_grad(*args, cond_graph, body_graph, vjp_graph, n_vars, var_idx, cap_i
     return tuple(g) + tuple(g_caps)
 
 
+@op("Unsupported", shape=lambda like, *, message: like)
+def _unsupported(like, *, message):
+    """Stands for a gradient that does not exist; fails only if it is actually computed."""
+    raise NotImplementedError(message)
+
+
+@_while_grad.def_grad
+def _(gs, outs, *inputs, **attrs):
+    message = ("Second-order gradients through tf.while_loop are not supported (the loop's "
+               "gradient is itself not differentiable). Unroll the loop with a Python range, or "
+               "differentiate once.")
+    return tuple(apply(_unsupported, x, message=message) if _differentiable(x) else None
+                 for x in inputs)
+
+
 @export("while_loop")
 def while_loop(cond: Any, body: Any, loop_vars: Any, shape_invariants: Any = None,
                parallel_iterations: int = 10, back_prop: bool = True, swap_memory: bool = False,
