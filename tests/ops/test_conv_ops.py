@@ -337,3 +337,14 @@ def test_avg_pool_tiling_fast_path_matches_general_path(monkeypatch, k, padding)
     for a, b in zip(fast, [P.avg_pool(x, geo), P.avg_pool_grad(g, geo)]):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
     assert not P.tiles(K.geometry((7, 6), (k, k), (k, k), (1, 1), "VALID"))
+
+
+@pytest.mark.parametrize("k,s,padding", POOL_CASES)
+def test_max_pool_grad_compiled_matches_numpy_path(monkeypatch, k, s, padding):
+    x = np.round(_distinct((2, 7, 6, 3), 4) * 2) / 2  # rounding makes ties inside windows
+    geo = K.geometry((7, 6), (k, k), (s, s), (1, 1), padding)
+    out = P.max_pool(x, geo)
+    g = _distinct(out.shape, 5)
+    compiled = P.max_pool_grad(x, out, g, geo)
+    monkeypatch.setattr(P, "_max_pool_grad_nb", None)
+    np.testing.assert_allclose(compiled, P.max_pool_grad(x, out, g, geo), rtol=1e-12, atol=1e-12)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tapeflow.kernels._jit import jit
 from tapeflow.kernels.conv import Geometry, _window, pad
 
 
@@ -38,8 +39,42 @@ def _first_max_masks(x: np.ndarray, out: np.ndarray, g: Geometry):
             yield (a, b), hit
 
 
+@jit()
+def _max_pool_grad_nb(x, gr, kh, kw, sh, sw, pt, pl, dx):
+    """dx[first max of each window] += gr, windows scanned tap by tap (row-major) as TF."""
+    n, h, w, c = x.shape
+    ho, wo = gr.shape[1], gr.shape[2]
+    best = np.empty(c, dtype=x.dtype)
+    at = np.empty(c, dtype=np.int64)
+    for b in range(n):
+        for i in range(ho):
+            for j in range(wo):
+                at[:] = -1
+                for a in range(kh):
+                    r = i * sh - pt + a
+                    if r < 0 or r >= h:
+                        continue
+                    for q in range(kw):
+                        col = j * sw - pl + q
+                        if col < 0 or col >= w:
+                            continue
+                        pos = r * w + col
+                        for ch in range(c):
+                            v = x[b, r, col, ch]
+                            if at[ch] < 0 or v > best[ch]:
+                                best[ch] = v
+                                at[ch] = pos
+                for ch in range(c):
+                    if at[ch] >= 0:
+                        dx[b, at[ch] // w, at[ch] % w, ch] += gr[b, i, j, ch]
+
+
 def max_pool_grad(x: np.ndarray, out: np.ndarray, gr: np.ndarray, g: Geometry) -> np.ndarray:
     """Route each window's gradient to its (first) maximum, as TF does."""
+    if _max_pool_grad_nb is not None and not np.isnan(out).any():
+        dx = np.zeros(x.shape, dtype=gr.dtype)
+        _max_pool_grad_nb(x, gr, g.kh, g.kw, g.sh, g.sw, g.pt, g.pl, dx)
+        return dx
     dxp = np.zeros((x.shape[0], g.h + g.pt + g.pb, g.w + g.pl + g.pr, x.shape[3]), gr.dtype)
     for (a, b), hit in _first_max_masks(x, out, g):
         _window(dxp, a, b, g)[...] += np.where(hit, gr, 0)
