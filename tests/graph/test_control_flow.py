@@ -246,3 +246,12 @@ def test_second_order_through_while_loop_is_a_clear_error():
     assert float(dy) == 12.0  # d(x^3)/dx
     with pytest.raises(NotImplementedError, match="Second-order gradients through"):
         outer.gradient(dy, x)
+
+
+def test_conditional_expression_on_a_tensor():
+    @tf.function
+    def f(x):
+        return x * 2.0 if x > 0 else x - 1.0
+
+    assert [float(f(tf.constant(v))) for v in (3.0, -3.0)] == [6.0, -4.0]
+    assert f.experimental_get_tracing_count() == 1

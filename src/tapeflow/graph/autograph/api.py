@@ -99,6 +99,15 @@ def or_(a: Callable, b: Callable) -> Any:
     return x or b()
 
 
+def if_exp(test: Any, body: Callable, orelse: Callable) -> Any:
+    """``body() if test else orelse()``; tf.cond when `test` is symbolic."""
+    if not _symbolic(test):
+        return body() if test else orelse()
+    from tapeflow.ops.control_flow_ops import cond
+
+    return cond(test, body, orelse)
+
+
 def if_stmt(test: Any, body: Callable, orelse: Callable, init: tuple, names: tuple) -> tuple:
     """`if`: Python when `test` is a Python value or eager tensor, tf.cond when symbolic."""
     if not _symbolic(test):

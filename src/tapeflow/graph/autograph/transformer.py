@@ -1,7 +1,8 @@
 """AutoGraph's source transformation: Python control flow -> calls to runtime helpers.
 
 Passes over the function's AST, in order:
-1. ``not``/``and``/``or`` become ``ag__.not_/and_/or_`` (tensor-aware, lazy like Python) and
+1. ``not``/``and``/``or``/``x if c else y`` become ``ag__.not_/and_/or_/if_exp`` (tensor-aware,
+   lazy like Python) and
    calls go through ``ag__.call``, which converts the user functions they reach;
 2. ``return`` inside control flow becomes ``_ag_retval``/``_ag_do_return`` assignments, with the
    statements after it guarded and loops stopped (a ``break``);
@@ -121,6 +122,11 @@ class _Calls(ast.NodeTransformer):
         if base is not func and isinstance(base, ast.Name) and base.id in self.modules:
             return node
         call = ast.Call(func=_ag("call"), args=[func, *node.args], keywords=node.keywords)
+        return ast.copy_location(call, node)
+
+    def visit_IfExp(self, node: ast.IfExp):
+        self.generic_visit(node)
+        call = _call(_ag("if_exp"), node.test, _lambda(node.body), _lambda(node.orelse))
         return ast.copy_location(call, node)
 
     def visit_Lambda(self, node):
