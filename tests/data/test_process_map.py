@@ -108,6 +108,18 @@ def test_runs_on_several_processes_in_input_order():
     assert "ProcessMap(sleepy_pid)" in report
 
 
+def slow_first(x):
+    time.sleep(0.3 if int(x) == 0 else 0.0)
+    return x
+
+
+def test_results_waiting_behind_a_slow_element_are_bounded():
+    ds = Dataset.range(50).map(slow_first, num_parallel_calls=2, use_processes=True)
+    assert list(ds.as_numpy_iterator()) == list(range(50))
+    stage = next(s for s in ds.autotune_report().stages if s.name.startswith("ProcessMap"))
+    assert stage.peak_buffered_bytes <= 4 * 8  # 2 per worker, int64 scalars
+
+
 def test_nondeterministic_yields_every_element():
     ds = Dataset.range(10).map(sleepy_reversed, num_parallel_calls=2, deterministic=False,
                                use_processes=True)

@@ -24,7 +24,8 @@ _END = object()
 
 class ProcessMapDataset(MapDataset):
     """Map on `num_parallel_calls` worker processes (AUTOTUNE: one per core of the CPU budget);
-    up to two elements per worker are in flight so workers never wait for the consumer."""
+    up to two elements per worker are in flight or waiting to be consumed, so workers rarely
+    wait for the consumer and memory stays bounded when one element is slow."""
 
     def __init__(self, input_dataset: Dataset, map_func: Callable, num_parallel_calls: int,
                  deterministic: bool | None):
@@ -35,7 +36,7 @@ class ProcessMapDataset(MapDataset):
 
     def _iterate(self, ctx: Any) -> Iterator[Any]:
         autotuned = self._parallelism == AUTOTUNE
-        size = max(1, ctx.tuner.cpu_budget) if autotuned else self._parallelism
+        size = ctx.tuner.initial_parallelism() if autotuned else self._parallelism
         label = fn_name(self._fn)
         stats = ctx.tuner.stage(f"ProcessMap({label})", parallelism=size,
                                 parallelism_autotuned=autotuned, buffer_size=2 * size)
@@ -50,7 +51,7 @@ class ProcessMapDataset(MapDataset):
         try:
             pool = process_pool.ProcessPool(self._fn_bytes, size, label)
             while True:
-                while not end and pool.in_flight < 2 * size:
+                while not end and pool.in_flight + len(done) < 2 * size:
                     element = next(source, _END)
                     if element is _END:
                         end = True
