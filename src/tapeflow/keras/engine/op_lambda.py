@@ -6,10 +6,13 @@
 installed here wraps the op, its attributes and its constant inputs in a layer and calls that
 layer on the symbolic inputs, which records an ordinary ``Node`` (output shapes are probed like
 any other layer's). A composite function (``tf.nn.softmax``) becomes one node per primitive.
+Layers are named after the public function the user called (``tf.nn.relu``, ``tf.concat``), as
+Keras names them, or after the primitive op for bare operators (``tf.Mul`` for ``x * 2``).
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from tapeflow.framework import dispatch
@@ -22,8 +25,9 @@ from tapeflow.keras.engine.keras_tensor import KerasTensor
 class TFOpLambda(Layer):
     """One primitive op applied to the symbolic inputs of a functional model."""
 
-    def __init__(self, op: dispatch.Op, attrs: dict, template: tuple, **kwargs: Any):
-        name = backend.unique_object_name(f"tf.{op.name}", zero_based=True)
+    def __init__(self, op: dispatch.Op, attrs: dict, template: tuple, api_name: str,
+                 **kwargs: Any):
+        name = backend.unique_object_name(f"tf.{api_name}", zero_based=True)
         super().__init__(name=name, autocast=False, **kwargs)
         self.op = op
         self.attrs = dict(attrs)
@@ -49,7 +53,57 @@ def _symbolic_apply(op: dispatch.Op, inputs: tuple, attrs: dict) -> Any:
         return NotImplemented
     symbolic = [x for x in inputs if isinstance(x, KerasTensor)]
     template = tuple(None if isinstance(x, KerasTensor) else x for x in inputs)
-    return TFOpLambda(op, attrs, template)(symbolic)
+    return TFOpLambda(op, attrs, template, _api_name(op))(symbolic)
+
+
+# public tapeflow functions by code object, and by the op a factory-made function (one code
+# object shared by many functions, e.g. every unary math op) holds in its closure
+_PUBLIC_NAMESPACES = ("", "nn", "math", "linalg", "random", "image")
+_public_names: dict[Any, str | None] = {}
+_op_names: dict[int, str] = {}
+# Python operators, named as Keras names them
+_OPERATOR_API = {"add": "__operators__.add", "mul": "math.multiply", "sub": "math.subtract",
+                 "truediv": "math.truediv", "neg": "math.negative", "matmul": "linalg.matmul"}
+
+
+def _index_public_functions() -> None:
+    import tapeflow
+
+    seen: dict[Any, Any] = {}
+    for space in _PUBLIC_NAMESPACES:
+        module = getattr(tapeflow, space) if space else tapeflow
+        for attr, fn in vars(module).items():
+            code = getattr(fn, "__code__", None)
+            if code is None or attr.startswith("_"):
+                continue
+            name = f"{space}.{attr}" if space else attr
+            if seen.setdefault(code, fn) is not fn:
+                _public_names[code] = None  # shared code: only the closure tells them apart
+            elif code not in _public_names or (_public_names[code] or "").count(".") < \
+                    name.count("."):
+                _public_names[code] = name
+            for cell in fn.__closure__ or ():
+                key = id(cell.cell_contents)
+                if isinstance(cell.cell_contents, dispatch.Op) and \
+                        _op_names.get(key, "").count(".") < name.count("."):
+                    _op_names[key] = name
+
+
+def _api_name(op: dispatch.Op) -> str:
+    """The outermost public function on the stack below the user's code (``nn.relu``), else
+    the op's name: what the user wrote, like Keras's ``tf.nn.relu`` layer names."""
+    if not _public_names:
+        _index_public_functions()
+    name = op.name
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("tapeflow."):
+        code = frame.f_code
+        if code in _public_names:
+            name = _public_names[code] or _op_names.get(id(op), name)
+        if frame.f_globals["__name__"] == "tapeflow.ops.operators":
+            name = _OPERATOR_API.get(code.co_name.strip("_").removeprefix("r"), name)
+        frame = frame.f_back
+    return name
 
 
 dispatch.symbolic_apply = _symbolic_apply
