@@ -198,8 +198,12 @@ class ProcessPool:
                 exc = None
         if not isinstance(exc, BaseException):
             exc = errors.UnknownError(None, None, f"{type_name}: {text}")
-        exc.add_note(f"(raised inside tf.data map function {self.fn_label}, in worker process "
-                     f"{pid}; the worker's traceback follows)\n{tb.rstrip()}")
+        note = (f"(raised inside tf.data map function {self.fn_label}, in worker process {pid}; "
+                f"the worker's traceback follows)\n{tb.rstrip()}")
+        if hasattr(exc, "add_note"):
+            exc.add_note(note)
+        else:  # Python 3.10: the note is kept, though tracebacks do not print it
+            exc.__notes__ = [*getattr(exc, "__notes__", ()), note]
         return exc
 
     def close(self) -> None:
