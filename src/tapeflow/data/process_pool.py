@@ -96,7 +96,7 @@ def _context() -> Any:
 
 def _main_module_data(fn_bytes: bytes, method: str) -> dict:
     """How a worker re-imports the user's `__main__` when the function lives there (spawn does
-    this itself; the fork server of Python < 3.12 does not)."""
+    this itself; Python 3.11's fork server does not, and where one does, `prepare` skips it)."""
     if b"__main__" not in fn_bytes or method == "spawn":
         return {}
     data = spawn.get_preparation_data("tf.data")
