@@ -255,3 +255,58 @@ def test_conditional_expression_on_a_tensor():
 
     assert [float(f(tf.constant(v))) for v in (3.0, -3.0)] == [6.0, -4.0]
     assert f.experimental_get_tracing_count() == 1
+
+
+CALLS = 0
+
+
+def test_global_and_nonlocal_assignments_keep_python_semantics():
+    @tf.function
+    def f(x):
+        global CALLS
+        if x.shape[0] > 1:
+            CALLS += 1
+        return x
+
+    f(tf.ones([2]))
+    assert CALLS == 1
+
+    seen = []
+
+    def outer():
+        count = 0
+
+        @tf.function
+        def g(x):
+            nonlocal count
+            for _ in range(3):
+                count += 1
+            seen.append(count)
+            return x
+
+        g(tf.ones([1]))
+        return count
+
+    assert outer() == 3 and seen == [3]
+
+
+def test_converted_closures_see_rebound_variables_on_retrace():
+    def make():
+        k = 1.0
+
+        @tf.function
+        def f(x):
+            if tf.reduce_sum(x) > 0:
+                return x * k
+            return x
+
+        def set_k(v):
+            nonlocal k
+            k = v
+
+        return f, set_k
+
+    f, set_k = make()
+    assert float(f(tf.constant([1.0]))[0]) == 1.0
+    set_k(5.0)
+    assert float(f(tf.constant([1.0, 1.0]))[0]) == 5.0  # new shape: retraced with k = 5

@@ -343,12 +343,16 @@ def _build(fn: types.FunctionType, node: ast.FunctionDef) -> Callable:
     ast.fix_missing_locations(module)
     code = compile(module, fn.__code__.co_filename, "exec")
     factory_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
-    make = types.FunctionType(factory_code, fn.__globals__)
-    cells = [c.cell_contents for c in (fn.__closure__ or ())]
+    inner = next(c for c in factory_code.co_consts
+                 if isinstance(c, types.CodeType) and c.co_name == node.name)
+    # the user's own closure cells (not copies): later rebinding and `nonlocal` writes are shared
     from tapeflow.graph.autograph import api
 
-    converted = make(api, *cells)
-    converted.__defaults__ = fn.__defaults__
+    cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+    closure = tuple(types.CellType(api) if name == "ag__" else cells[name]
+                    for name in inner.co_freevars)
+    converted = types.FunctionType(inner, fn.__globals__, fn.__name__, fn.__defaults__,
+                                   closure)
     converted.__kwdefaults__ = fn.__kwdefaults__
     converted.__wrapped__ = fn
     return converted

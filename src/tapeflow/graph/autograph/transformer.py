@@ -229,11 +229,14 @@ class Converter:
         self.counter = itertools.count()
         self.changed = False
         self.excluded: set[str] = set()
+        self.nonlocals: set[str] = set()
 
     def convert(self, fn: ast.FunctionDef) -> ast.FunctionDef:
         for n in _walk_local(fn):
             if isinstance(n, (ast.Global, ast.Nonlocal)):
                 self.excluded.update(n.names)
+            if isinstance(n, ast.Nonlocal):
+                self.nonlocals.update(n.names)
         before = ast.dump(fn)
         fn.body = [_Calls(self.modules).visit(_BoolOps().visit(s)) for s in fn.body]
         if _needs_return_lowering(fn):
@@ -266,6 +269,12 @@ class Converter:
 
     def _fn(self, name: str, params: list[str], body: list, returns: list[str]) -> ast.FunctionDef:
         ret = ast.Return(value=ast.Tuple(elts=[_name(n) for n in returns], ctx=ast.Load()))
+        declared = [n for n in assigned_names(body, set()) if n in self.excluded]
+        nonlocals = [n for n in declared if n in self.nonlocals]
+        globals_ = [n for n in declared if n not in self.nonlocals]
+        # `global`/`nonlocal x` of the user's function apply inside the generated ones too
+        body = ([ast.Global(names=globals_)] if globals_ else []) + (
+            [ast.Nonlocal(names=nonlocals)] if nonlocals else []) + body
         fn = ast.FunctionDef(
             name=name, args=ast.arguments(posonlyargs=[], args=[ast.arg(arg=p) for p in params],
                                           kwonlyargs=[], kw_defaults=[], defaults=[]),
