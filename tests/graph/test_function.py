@@ -357,3 +357,19 @@ def test_profile_reports_every_node_and_writes_a_chrome_trace(tmp_path):
     events = json.loads((tmp_path / "t.json").read_text())["traceEvents"]
     assert len(events) == 6 and {e["name"] for e in events} == {"Exp", "Mul"}
     assert all(e["dur"] >= 0 for e in events)
+
+
+def test_tf_print_formats_nested_structures_every_call(capsys):
+    import sys
+
+    @tf.function
+    def f(x, y):
+        tf.print("vals{}:", [x, y], {"y": y}, output_stream=sys.stdout)
+        return x
+
+    x, y = tf.constant([1, 2]), tf.constant(3.5)
+    f(x, y)
+    f(x, y)
+    assert capsys.readouterr().out == "vals{}: [[1 2], 3.5] {'y': 3.5}\n" * 2
+    tf.print(tf.range(10), output_stream=sys.stdout)
+    assert capsys.readouterr().out == "[0 1 2 ... 7 8 9]\n"

@@ -610,26 +610,41 @@ def _format(value: np.ndarray, summarize: int) -> str:
 @op("PrintV2", multi_output=True, stateful=True, shape=lambda *specs, **attrs: [])
 def _print(*values, template, sep, end, stream, summarize):
     it = iter(values)
-    parts = [_format(next(it), summarize) if slot is None else slot for slot in template]
+    parts = [slot.format(*[_format(next(it), summarize) for _ in range(slot.count("{}"))])
+             for slot in template]
     out = sys.stderr if stream is None else (sys.stdout if stream == "stdout" else stream)
     print(*parts, sep=sep, end=end, file=out)
     return ()
+
+
+def _print_template(x: Any, tensors: list) -> str:
+    """A format string for `x` with one ``{}`` per tensor (collected into `tensors`)."""
+    if isinstance(x, (Tensor, Variable)):
+        tensors.append(x)
+        return "{}"
+    if isinstance(x, TensorArray):
+        tensors.append(x.stack())
+        return "{}"
+    if isinstance(x, (list, tuple)):
+        inner = ", ".join(_print_template(e, tensors) for e in x)
+        return f"[{inner}]" if isinstance(x, list) else f"({inner}{',' if len(x) == 1 else ''})"
+    if isinstance(x, dict):
+        items = ", ".join(f"{_escape(repr(k))}: {_print_template(v, tensors)}"
+                          for k, v in x.items())
+        return "{{" + items + "}}"
+    return _escape(str(x))
+
+
+def _escape(text: str) -> str:
+    return text.replace("{", "{{").replace("}", "}}")
 
 
 @export("print")
 def print_(*inputs: Any, output_stream: Any = None, summarize: int = 3, sep: str = " ",
            end: str = "\n", name: str | None = None):
     """``tf.print``: print tensors when the op runs (every call of a traced function)."""
-    tensors, template = [], []
-    for x in inputs:
-        if isinstance(x, (Tensor, Variable)):
-            tensors.append(x)
-            template.append(None)
-        elif isinstance(x, TensorArray):
-            tensors.append(x.stack())
-            template.append(None)
-        else:
-            template.append(str(x))
+    tensors: list = []
+    template = [_print_template(x, tensors) for x in inputs]
     stream = output_stream
     if stream is sys.stdout:
         stream = "stdout"
