@@ -610,8 +610,8 @@ def _format(value: np.ndarray, summarize: int) -> str:
 @op("PrintV2", multi_output=True, stateful=True, shape=lambda *specs, **attrs: [])
 def _print(*values, template, sep, end, stream, summarize):
     it = iter(values)
-    parts = [slot.format(*[_format(next(it), summarize) for _ in range(slot.count("{}"))])
-             for slot in template]
+    parts = [fmt.format(*[_format(next(it), summarize) for _ in range(n)])
+             for fmt, n in template]
     out = sys.stderr if stream is None else (sys.stdout if stream == "stdout" else stream)
     print(*parts, sep=sep, end=end, file=out)
     return ()
@@ -644,7 +644,10 @@ def print_(*inputs: Any, output_stream: Any = None, summarize: int = 3, sep: str
            end: str = "\n", name: str | None = None):
     """``tf.print``: print tensors when the op runs (every call of a traced function)."""
     tensors: list = []
-    template = [_print_template(x, tensors) for x in inputs]
+    template = []
+    for x in inputs:
+        before = len(tensors)
+        template.append((_print_template(x, tensors), len(tensors) - before))
     stream = output_stream
     if stream is sys.stdout:
         stream = "stdout"
