@@ -11,6 +11,9 @@ expanded depends on which side has fewer channels (DenseNet convs have 12 output
   (``tap_scatter``, the adjoint of ``tap_sum``), then one product with the padded input.
 - input gradient: the convolution of the (stride-dilated, padded) output gradient with the
   flipped, transposed filter, so it reuses the forward path and its choice of algorithm.
+
+Threads: OpenBLAS runs single-threaded here (``blas.single_threaded``); instead the batch is
+split into one slice per idle core, each slice a loop of cache-sized chunks on its own thread.
 """
 
 from __future__ import annotations
