@@ -73,3 +73,28 @@ def test_verifier_rejects_wrong_static_shape():
     exp.outputs[0]._shape = tf.TensorShape([3])
     with pytest.raises(errors.InternalError, match="shape rule says"):
         verify(graph)
+
+
+def test_fold_uses_static_shapes_of_shape_only_inputs():
+    @tf.function
+    def f(x):
+        return tf.zeros_like(x) + tf.ones_like(x) * 2.0 + x
+
+    concrete = f.get_concrete_function(tf.ones([3]))
+    assert not any(n.op.name in ("ZerosLike", "OnesLike") for n in concrete.graph.nodes)
+    np.testing.assert_allclose(f(tf.constant([1.0, 2.0, 3.0])).numpy(), [3.0, 4.0, 5.0])
+
+
+def test_assign_sub_reuses_the_dying_update_buffer_without_touching_old_values():
+    v = tf.Variable(np.ones(4, np.float32))
+    before = v.read_value()
+
+    @tf.function
+    def step(g):
+        v.assign_sub(g * 0.5)
+
+    step(tf.constant(np.arange(4, dtype=np.float32)))
+    assert "_assign_sub_into" in "".join(
+        str(val) for val in step.get_concrete_function(tf.ones([4]))._fn.__globals__.values())
+    np.testing.assert_allclose(v.numpy(), [1.0, 0.5, 0.0, -0.5])
+    np.testing.assert_allclose(before.numpy(), np.ones(4))

@@ -136,6 +136,21 @@ _ASSIGNS = {"AssignVariableOp": _assign, "AssignAddVariableOp": _assign_add,
             "AssignSubVariableOp": _assign_sub}
 
 
+def _assign_add_into(var: Any, delta: np.ndarray) -> np.ndarray:
+    """AssignAdd writing into `delta`, a dying fresh buffer (the old value stays intact)."""
+    var._value = np.add(var._value, delta, out=delta)
+    return delta
+
+
+def _assign_sub_into(var: Any, delta: np.ndarray) -> np.ndarray:
+    var._value = np.subtract(var._value, delta, out=delta)
+    return delta
+
+
+_ASSIGNS_INTO = {"AssignAddVariableOp": _assign_add_into,
+                 "AssignSubVariableOp": _assign_sub_into}
+
+
 # float ops lowered to one ufunc call (extra constant operands appended): the same math as
 # their kernels minus the Python-level dtype checks, and eligible for buffer reuse
 _UFUNC_LOWERINGS = {"Relu": (np.maximum, (0,)), "RealDiv": (np.true_divide, ()),
@@ -272,7 +287,12 @@ def compile_graph(graph: Graph, outputs: list | None = None, inputs: list | None
         args = [names[id(t)] for t in node.inputs]
         outs = [names[id(t)] for t in node.outputs]
         used_outs = [o for o in outs if o in last_use or o in final]
-        expr = _inline(node, args, bind, graph)
+        expr = None
+        if (node.op.name in _ASSIGNS_INTO and not graph._root().defers_variable_init
+                and node.inputs[0].dtype is node.attrs["var"].dtype
+                and _reusable(node, args, last_use, final, fresh, step, use_count) == args[0]):
+            expr = f"{bind(_ASSIGNS_INTO[node.op.name])}({bind(node.attrs['var'])}, {args[0]})"
+        expr = expr or _inline(node, args, bind, graph)
         uf = _ufunc(node) if expr is None else None
         if uf is not None:
             target = _reusable(node, args, last_use, final, fresh, step, use_count)

@@ -26,6 +26,7 @@ from tapeflow.framework.tape import GradientTape
 from tapeflow.graph.codegen import compile_graph
 from tapeflow.graph.ir import CONST, PLACEHOLDER, Graph, SymbolicTensor, clone, replace_uses
 from tapeflow.graph.passes import dce
+from tapeflow.graph.passes.fold import SHAPE_ONLY
 
 
 def replay(graph: Graph, inputs: list, var_map: dict[int, Any] | None = None) -> dict[int, Any]:
@@ -58,13 +59,6 @@ def _wrap(value):
     from tapeflow.framework.tensor import wrap
 
     return wrap(value)
-
-
-# inputs that ops read only for their shape/dtype ("like" tensors of gradient plumbing):
-# a backward pass that needs nothing else from a forward value does not keep it alive
-SHAPE_ONLY = {"BroadcastLike": {1}, "SumToShapeOf": {1}, "ReshapeLike": {1}, "ZerosLike": {0},
-              "OnesLike": {0}, "SizeRatio": {0, 1}, "ScatterAddLike": {2}, "Shape": {0},
-              "Size": {0}, "Rank": {0}}
 
 
 def _shape_only_uses(graph: Graph, t, start: int) -> bool:

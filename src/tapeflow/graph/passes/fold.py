@@ -7,25 +7,51 @@ import numpy as np
 from tapeflow.graph.ir import CONST, Graph, clone, remove_nodes, replace_uses
 
 MAX_ELEMENTS = 1 << 20  # larger results stay as ops (folding would bloat the graph's memory)
+MAX_SHAPE_DERIVED = 1 << 16  # cap for values made from static shapes (zeros_like, broadcasts)
+
+# inputs that ops read only for their shape/dtype ("like" tensors of gradient plumbing): with a
+# static shape they are known at compile time whatever their values
+SHAPE_ONLY = {"BroadcastLike": {1}, "SumToShapeOf": {1}, "ReshapeLike": {1}, "ZerosLike": {0},
+              "OnesLike": {0}, "SizeRatio": {0, 1}, "ScatterAddLike": {2}, "Shape": {0},
+              "Size": {0}, "Rank": {0}}
+
+
+def _known_inputs(node) -> list | None:
+    """Input values for compile-time evaluation (dummies for static shape-only inputs)."""
+    values = []
+    for i, t in enumerate(node.inputs):
+        if t.node.op is CONST:
+            values.append(t.node.attrs["value"])
+        elif (i in SHAPE_ONLY.get(node.op.name, ()) and t.shape.is_fully_defined()
+              and t.dtype.name != "string"):
+            values.append(np.broadcast_to(np.zeros((), t.dtype.as_numpy_dtype),
+                                          t.shape.as_tuple()))
+        else:
+            return None
+    return values
 
 
 def run(graph: Graph) -> tuple[Graph, str]:
-    """Evaluate pure all-constant nodes with their kernels; replace them by Const nodes."""
+    """Evaluate pure nodes whose inputs are known at compile time; replace them by Consts."""
     g, _ = clone(graph)
     result = []
     dead: set[int] = set()
     for node in list(g.nodes):
         result.append(node)
-        if (node.op is CONST or node.op.stateful or not node.inputs or node.control_inputs
-                or any(t.node.op is not CONST for t in node.inputs)):
+        if node.op is CONST or node.op.stateful or not node.inputs or node.control_inputs:
+            continue
+        values = _known_inputs(node)
+        if values is None:
             continue
         try:
             with np.errstate(all="ignore"):
-                out = node.op.kernel(*[t.node.attrs["value"] for t in node.inputs], **node.attrs)
+                out = node.op.kernel(*values, **node.attrs)
         except Exception:  # leave it for run time, where the error names the user's line
             continue
         outs = list(out) if node.op.multi_output else [out]
-        if sum(np.size(o) for o in outs) > MAX_ELEMENTS:
+        shape_derived = any(t.node.op is not CONST for t in node.inputs)
+        limit = MAX_SHAPE_DERIVED if shape_derived else MAX_ELEMENTS
+        if sum(np.size(o) for o in outs) > limit:
             continue
         for t, value in zip(node.outputs, outs):
             value = np.asarray(value)
