@@ -6,7 +6,8 @@ W1: seed MLP inference, x uniform [60,28,28] -> flatten -> dense 784->128 relu -
 W2: seed LSTMCell(10) step, input and states zeros [10,10].
 W3: training step of the W1 model: dropout 0.2, sparse softmax cross-entropy, Adam(1e-3).
 Written with raw ops (same shapes and math in every framework). Each time is the median of
-`repeats` runs of `number` calls after a warm-up; ratios are tapeflow graph over the peer.
+`repeats` runs of at least `number` calls (and 0.2 s) after a warm-up; ratios are tapeflow
+graph over the peer. NumPy's BLAS and PyTorch both run single-threaded.
 """
 
 from __future__ import annotations
@@ -27,9 +28,11 @@ import tapeflow.graph  # noqa: F401  (registers tf.function)
 RNG = np.random.default_rng(0)
 
 
-def median_us(fn, number: int, repeats: int) -> float:
+def median_us(fn, number: int, repeats: int, min_seconds: float = 0.2) -> float:
+    """Median per-call time; each repeat runs at least `number` calls and `min_seconds`."""
     fn()
-    timeit.timeit(fn, number=max(1, number // 5))
+    warm = timeit.timeit(fn, number=max(1, number // 5)) / max(1, number // 5)
+    number = max(number, int(min_seconds / max(warm, 1e-9)))
     return statistics.median(timeit.repeat(fn, number=number, repeat=repeats)) / number * 1e6
 
 
