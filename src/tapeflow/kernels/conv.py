@@ -215,7 +215,7 @@ def im2col(xp: np.ndarray, g: Geometry, cols: np.ndarray) -> None:
 
 # --- batching: split the batch over the cores, then into chunks that stay in cache ------------
 
-CHUNK_BYTES = 1 << 22
+CHUNK_BYTES = 1 << 20
 WORKERS = max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
                        else os.cpu_count() or 1))
 PARALLEL_MIN_BYTES = 1 << 21
