@@ -19,7 +19,7 @@ import numpy as np
 from tapeflow.framework import dtypes as _dtypes
 from tapeflow.framework import errors, nest
 from tapeflow.framework.context import _global as _context_global
-from tapeflow.framework.context import _State, name_scope
+from tapeflow.framework.context import name_scope
 from tapeflow.framework.context import state as _state
 from tapeflow.framework.variable import Variable
 from tapeflow.graph.codegen import compile_graph
@@ -63,17 +63,17 @@ def reset_default_graph() -> None:
     new = Graph("default")
     old = _context_global.get("default_graph")
     _context_global["default_graph"] = new
-    if _State.graph is old and old is not None:
-        _State.graph = new
     if _state.graph is old and old is not None:
         _state.graph = new
 
 
 def disable_eager_execution() -> None:
-    """Build graphs by default, on every thread (TF1 behaviour)."""
+    """Build graphs by default (TF1 behaviour) on this thread.
+
+    Other threads (input-pipeline workers) keep running their ops eagerly.
+    """
     g = _global_default()
     _context_global["eager_disabled"] = True
-    _State.graph = g
     if _state.graph is None:
         _state.graph = g
 
@@ -83,7 +83,6 @@ def enable_eager_execution(config: Any = None, device_policy: Any = None,
     """Run ops immediately again (TF2 behaviour)."""
     g = _context_global.get("default_graph")
     _context_global["eager_disabled"] = False
-    _State.graph = None
     if _state.graph is g:
         _state.graph = None
 
