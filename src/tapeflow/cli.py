@@ -32,7 +32,8 @@ def _build(name: str) -> tuple[Any, bool]:
 
     if name == "densenet":
         return models.DenseNet(input_shape=(28, 28, 1), growth_rate=12, num_blocks=3,
-                               layers_per_block=4, initial_filters=16, bn_momentum=0.9), True
+                               layers_per_block=4, initial_filters=16, bn_momentum=0.9,
+                               stem_strides=2), True
     if name == "revnet":
         return models.RevNet(num_classes=10, filters=16, num_blocks=3), True
     if name == "cnn":
@@ -88,13 +89,18 @@ def train(args: argparse.Namespace) -> int:
     tf.random.set_seed(args.seed)
     (x_train, y_train), (x_test, y_test) = _load_data()
     model, logits = _build(args.model)
-    optimizer = keras.optimizers.Adam(learning_rate)
+    model(x_train[:1])  # builds subclassed models too, so the parameter count is known
+    # cosine decay to zero: the last epochs settle the weights, and with them the batch-norm
+    # moving statistics that inference uses
+    steps = epochs * -(-len(x_train) // batch_size)
+    optimizer = keras.optimizers.Adam(keras.optimizers.schedules.CosineDecay(learning_rate, steps))
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=logits)
     model.compile(optimizer=optimizer, loss=loss_fn, metrics=["accuracy"],
                   run_eagerly=args.eager)
     mode = "eager" if args.eager else "graph"
-    print(f"tapeflow train {args.model}: {len(x_train)} training / {len(x_test)} held-out "
-          f"MNIST digits, {epochs} epochs, batch {batch_size}, Adam({learning_rate}), {mode} mode")
+    print(f"tapeflow train {args.model} ({model.count_params():,} parameters): "
+          f"{len(x_train)} training / {len(x_test)} held-out MNIST digits, {epochs} epochs, "
+          f"batch {batch_size}, Adam({learning_rate}, cosine decay), {mode} mode")
     start = time.perf_counter()
     model.fit(x_train, y_train, batch_size=batch_size, epochs=epochs,
               validation_data=(x_test, y_test), verbose=1)
