@@ -341,13 +341,11 @@ def conv2d_backprop_input(gr: np.ndarray, w: np.ndarray, g: Geometry) -> np.ndar
     # dx[a] = sum_k gd[a + k*d] * w[K-1-k], where gd is gr spread by the stride and shifted by
     # (K-1)*d - pad_before: a stride-1 convolution with the flipped, transposed filter.
     w_flip = np.ascontiguousarray(w[::-1, ::-1].transpose(0, 1, 3, 2))
+    inner = _flipped(g)
+    if inner is not None:
+        return conv2d(gr, w_flip, inner)
     ext_h, ext_w = (g.kh - 1) * g.dh, (g.kw - 1) * g.dw
     before = (ext_h - g.pt, ext_w - g.pl)
-    after = (g.h + ext_h - g.ho - before[0], g.w + ext_w - g.wo - before[1])
-    if g.sh == g.sw == 1 and min(before + after) >= 0:
-        inner = Geometry(g.kh, g.kw, 1, 1, g.dh, g.dw, before[0], after[0], before[1], after[1],
-                         g.ho, g.wo, g.h, g.w)
-        return conv2d(gr, w_flip, inner)
     hd, wd = g.h + ext_h, g.w + ext_w
     gd = np.zeros((n, hd, wd, cout), dtype=gr.dtype)
     i0, i1 = _spread(g.ho, g.sh, before[0], hd)
@@ -357,6 +355,20 @@ def conv2d_backprop_input(gr: np.ndarray, w: np.ndarray, g: Geometry) -> np.ndar
            before[1] + j0 * g.sw:before[1] + (j1 - 1) * g.sw + 1:g.sw] = gr[:, i0:i1, j0:j1]
     inner = Geometry(g.kh, g.kw, 1, 1, g.dh, g.dw, 0, 0, 0, 0, hd, wd, g.h, g.w)
     return conv2d(gd, w_flip, inner)
+
+
+def _flipped(g: Geometry) -> Geometry | None:
+    """For a stride-1 convolution, the geometry under which the output gradient, swept by the
+    flipped filter, lands on the input grid: tap (a, b) of row (i, j) reads the output
+    gradient at (i + a*dh - before, j + b*dw - left), where the forward filter's tap is
+    (kh-1-a, kw-1-b). None when strided or when the padding is wider than the window."""
+    ext_h, ext_w = (g.kh - 1) * g.dh, (g.kw - 1) * g.dw
+    before = (ext_h - g.pt, ext_w - g.pl)
+    after = (g.h + ext_h - g.ho - before[0], g.w + ext_w - g.wo - before[1])
+    if g.sh != 1 or g.sw != 1 or min(before + after) < 0:
+        return None
+    return Geometry(g.kh, g.kw, 1, 1, g.dh, g.dw, before[0], after[0], before[1], after[1],
+                    g.ho, g.wo, g.h, g.w)
 
 
 def _spread(n_out: int, stride: int, offset: int, size: int) -> tuple[int, int]:
@@ -379,6 +391,24 @@ def conv2d_backprop_filter(x: np.ndarray, gr: np.ndarray, g: Geometry) -> np.nda
             return _rows(xs[lo:hi]).T @ _rows(gr[lo:hi])
 
         return sum(_over_batch(n, xs.nbytes, product)).reshape(1, 1, cin, cout)
+    inner = _flipped(g)
+    if cout < cin and inner is not None:  # gather the thin gradient under every tap
+        per_image = g.h * g.w * g.taps * cout
+
+        def gather_product(lo: int, hi: int) -> np.ndarray:
+            chunks = _Chunks(gr, inner, per_image, lo, hi)
+            cols = np.empty((chunks.step * g.h * g.w, g.taps * cout), dtype=x.dtype)
+            dw = np.zeros((cin, g.taps * cout), dtype=x.dtype)
+            for b0, b1 in chunks.bounds:
+                m = (b1 - b0) * g.h * g.w
+                im2col(chunks.padded(b0, b1), inner, cols[:m].reshape(b1 - b0, g.h, g.w, g.taps,
+                                                                      cout))
+                dw += _rows(x[b0:b1]).T @ cols[:m]
+            return dw
+
+        dw = sum(_over_batch(n, n * per_image * x.itemsize, gather_product))
+        return np.ascontiguousarray(
+            dw.reshape(cin, g.kh, g.kw, cout)[:, ::-1, ::-1].transpose(1, 2, 0, 3))
     if cout * g.sh * g.sw < cin:  # scatter the thin gradient to every tap, one product
         hp, wp = g.h + g.pt + g.pb, g.w + g.pl + g.pr
 
