@@ -5,10 +5,11 @@ expanded depends on which side has fewer channels (DenseNet convs have 12 output
 148 inputs, so expanding the thin side moves ~10x less memory than plain im2col):
 
 - ``im2col``: copy each receptive field into a row (rows x taps*Cin), multiply by the filter.
-- ``kn2row``: multiply the padded input by every tap's filter at once (rows x taps*Cout), then
-  sum each output pixel's taps from shifted rows (``tap_sum``).
+- ``kn2row``: multiply the input by every tap's filter at once (rows x taps*Cout), then sum
+  each output pixel's taps from shifted rows, skipping taps in the padding (``tap_sum``).
 - filter gradient, thin output: scatter the output gradient to every tap's shifted rows
-  (``tap_scatter``, the adjoint of ``tap_sum``), then one product with the padded input.
+  of the padded grid (``tap_scatter``), then one product with the padded input; at stride 1,
+  gather it instead (im2col of the output gradient on the input grid, no padded copy of x).
 - input gradient: the convolution of the (stride-dilated, padded) output gradient with the
   flipped, transposed filter, so it reuses the forward path and its choice of algorithm.
 
@@ -115,22 +116,28 @@ def _window(arr: np.ndarray, a: int, b: int, g: Geometry) -> np.ndarray:
 
 
 @jit()
-def _tap_sum_nb(y, images, hp, wp, ho, wo, sh, sw, offs, out):
-    """y: (images*hp*wp, taps*cout); out: (images*ho*wo, cout), both C-contiguous."""
-    taps = offs.shape[0]
+def _tap_sum_nb(y, images, h, w, ho, wo, kh, kw, sh, sw, dh, dw, pt, pl, out):
+    """y: (images*h*w, taps*cout) on the unpadded input grid; out: (images*ho*wo, cout).
+    Taps that fall in the padding contribute nothing, so they are skipped."""
     cout = out.shape[1]
     for r in range(images * ho):
         b, i = r // ho, r % ho
         for j in range(wo):
-            base = b * hp * wp + i * sh * wp + j * sw
             dst = out[r * wo + j]
-            src = y[base + offs[0]]
             for o in range(cout):
-                dst[o] = src[o]
-            for t in range(1, taps):
-                src = y[base + offs[t], t * cout:(t + 1) * cout]
-                for o in range(cout):
-                    dst[o] += src[o]
+                dst[o] = 0.0
+            for a in range(kh):
+                ii = i * sh + a * dh - pt
+                if ii < 0 or ii >= h:
+                    continue
+                for q in range(kw):
+                    jj = j * sw + q * dw - pl
+                    if jj < 0 or jj >= w:
+                        continue
+                    t = a * kw + q
+                    src = y[(b * h + ii) * w + jj, t * cout:(t + 1) * cout]
+                    for o in range(cout):
+                        dst[o] += src[o]
 
 
 @jit()
@@ -171,13 +178,14 @@ def _im2col_nb(xp, kh, kw, sh, sw, dh, dw, ho, wo, cols):
 # --- data-movement passes (write into caller-owned buffers) ------------------------------------
 
 
-def tap_sum(y: np.ndarray, images: int, hp: int, wp: int, g: Geometry, out: np.ndarray) -> None:
-    """out[n,i,j] = sum over taps t of y[row of tap t's input pixel, t's block of Cout]."""
+def tap_sum(y: np.ndarray, images: int, g: Geometry, out: np.ndarray) -> None:
+    """out[n,i,j] = sum over taps t inside the input of y[row of t's input pixel, t's block]."""
     cout = out.shape[3]
     if _tap_sum_nb is not None:
-        _tap_sum_nb(y, images, hp, wp, g.ho, g.wo, g.sh, g.sw, _tap_offsets(g, wp), _rows(out))
+        _tap_sum_nb(y, images, g.h, g.w, g.ho, g.wo, g.kh, g.kw, g.sh, g.sw, g.dh, g.dw, g.pt,
+                    g.pl, _rows(out))
         return
-    y4 = y.reshape(images, hp, wp, g.taps * cout)
+    y4 = pad(y.reshape(images, g.h, g.w, g.taps * cout), g)
     out[...] = 0
     for a in range(g.kh):
         for b in range(g.kw):
@@ -186,7 +194,7 @@ def tap_sum(y: np.ndarray, images: int, hp: int, wp: int, g: Geometry, out: np.n
 
 
 def tap_scatter(gr: np.ndarray, hp: int, wp: int, g: Geometry, cols: np.ndarray) -> None:
-    """Adjoint of ``tap_sum``: each tap's block of `cols` gets `gr` at that tap's shifted rows.
+    """Each tap's block of `cols` gets `gr` at that tap's shifted rows of the padded grid.
 
     Rows no tap touches are left alone (zero in a fresh buffer, and the same rows each call).
     """
@@ -298,18 +306,19 @@ def conv2d(x: np.ndarray, w: np.ndarray, g: Geometry) -> np.ndarray:
         _over_batch(n, xs.nbytes, product)
         return out
     if cout * g.sh * g.sw < cin:  # kn2row: expand the thin output side
-        hp, wp = g.h + g.pt + g.pb, g.w + g.pl + g.pr
         w_all = np.ascontiguousarray(w.transpose(2, 0, 1, 3)).reshape(cin, g.taps * cout)
+        per_image = g.h * g.w * g.taps * cout
 
         def kn2row(lo: int, hi: int) -> None:
-            chunks = _Chunks(x, g, hp * wp * g.taps * cout, lo, hi)
-            y = np.empty((chunks.step * hp * wp, g.taps * cout), dtype=x.dtype)
-            for b0, b1 in chunks.bounds:
-                m = (b1 - b0) * hp * wp
-                np.matmul(_rows(chunks.padded(b0, b1)), w_all, out=y[:m])
-                tap_sum(y[:m], b1 - b0, hp, wp, g, out[b0:b1])
+            step = max(1, min(hi - lo, CHUNK_BYTES // (per_image * x.itemsize)))
+            y = np.empty((step * g.h * g.w, g.taps * cout), dtype=x.dtype)
+            for b0 in range(lo, hi, step):
+                b1 = min(hi, b0 + step)
+                m = (b1 - b0) * g.h * g.w
+                np.matmul(_rows(x[b0:b1]), w_all, out=y[:m])
+                tap_sum(y[:m], b1 - b0, g, out[b0:b1])
 
-        _over_batch(n, n * hp * wp * g.taps * cout * x.itemsize, kn2row)
+        _over_batch(n, n * per_image * x.itemsize, kn2row)
         return out
     w2 = w.reshape(g.taps * cin, cout)
 
