@@ -14,8 +14,8 @@ eager_model = MLP(input_shape=(28, 28))
 graph_model = tf.function(eager_model)
 eager_model(input_data)
 graph_model(input_data)
-print("Eager time:", timeit.timeit(lambda: eager_model(input_data), number=1000))
-print("Graph time:", timeit.timeit(lambda: graph_model(input_data), number=1000))
+print("Eager time:", timeit.timeit(lambda: eager_model(input_data), number=100))
+print("Graph time:", timeit.timeit(lambda: graph_model(input_data), number=100))
 
 lstm_cell = tf.keras.layers.LSTMCell(10)
 
