@@ -221,3 +221,23 @@ def test_progbar_live_on_a_terminal_and_partial_bar_when_stopped_early():
     unknown = io.StringIO()
     Progbar(None, file=unknown).update(12, finalize=True)
     assert unknown.getvalue().startswith("     12/Unknown - ")
+
+
+def test_steps_run_with_single_threaded_blas_and_restore_it():
+    from tapeflow.kernels import blas
+
+    if blas._get_threads is None or blas._get_threads() == 1:
+        pytest.skip("needs NumPy on a multi-threaded OpenBLAS")
+    before = blas._get_threads()
+    seen = []
+
+    class Probe(keras.Sequential):
+        def train_step(self, data):
+            seen.append(blas._get_threads())
+            return super().train_step(data)
+
+    x, y = _data()
+    model = Probe([layers.Dense(1, input_shape=(3,))])
+    model.compile(optimizer="sgd", loss="mse", run_eagerly=True)
+    model.fit(x, y, batch_size=5, epochs=1, verbose=0)
+    assert seen == [1, 1] and blas._get_threads() == before
