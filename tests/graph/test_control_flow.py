@@ -310,3 +310,26 @@ def test_converted_closures_see_rebound_variables_on_retrace():
     assert float(f(tf.constant([1.0]))[0]) == 1.0
     set_k(5.0)
     assert float(f(tf.constant([1.0, 1.0]))[0]) == 5.0  # new shape: retraced with k = 5
+
+
+def _loop_with_branches(x, n):
+    y = x
+    for i in tf.range(n):
+        if i % 2 == 0:
+            y = tf.sin(y) * x
+        else:
+            y = y * y
+    return tf.reduce_sum(y)
+
+
+def test_gradient_through_converted_loop_with_branches_matches_eager():
+    x = tf.constant(np.array([0.3, 0.6]))
+    n = tf.constant(4)
+    results = []
+    for fn in (tf.function(_loop_with_branches), _loop_with_branches):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = fn(x, n)
+        results.append((float(y), tape.gradient(y, x).numpy()))
+    assert results[0][0] == pytest.approx(results[1][0], rel=1e-12)
+    np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-10)
