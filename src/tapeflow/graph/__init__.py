@@ -24,8 +24,7 @@ def init_scope():
     Inside a compat.v1 graph there is nothing to lift out of: ops stay in that graph.
     """
     graph = _state.graph
-    if graph is not None and not getattr(graph, "building_function", False) \
-            and graph.parent is None:
+    if graph is not None and not graph._root().building_function:
         yield
         return
     with eager_scope():
