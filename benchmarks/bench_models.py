@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -224,9 +225,15 @@ WORKERS = {
 }
 
 
-def _run_worker(name: str, size: int, warmup: int) -> dict:
+def _run_worker(name: str, size: int, warmup: int, threads: int | None) -> dict:
+    env = dict(os.environ)
+    if threads:  # the same thread budget for NumPy's BLAS, numba and PyTorch
+        for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                    "NUMBA_NUM_THREADS"):
+            env[var] = str(threads)
     out = subprocess.run([sys.executable, __file__, "--worker", name, "--size", str(size),
-                          "--warmup", str(warmup)], capture_output=True, text=True, check=False)
+                          "--warmup", str(warmup)], capture_output=True, text=True, check=False,
+                         env=env)
     if out.returncode != 0:
         return {"error": out.stderr.strip().splitlines()[-1] if out.stderr else "failed"}
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -237,6 +244,8 @@ def main() -> None:
     parser.add_argument("--only", choices=["w4", "w5", "revnet"], default=None)
     parser.add_argument("--steps", type=int, default=10, help="W4 timed steps")
     parser.add_argument("--images", type=int, default=2048, help="W5 images per timed epoch")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="BLAS/OpenMP threads for every run (default: library defaults)")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--size", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--warmup", type=int, default=3, help=argparse.SUPPRESS)
@@ -246,15 +255,16 @@ def main() -> None:
         print(json.dumps(fn(mode, args.size, args.warmup)))
         return
     if args.only in (None, "w4"):
-        res = {name: _run_worker(name, args.steps, args.warmup)
+        res = {name: _run_worker(name, args.steps, args.warmup, args.threads)
                for name in ("w4-torch-eager", "w4-tapeflow-graph", "w4-tapeflow-eager")}
         _report_w4(res)
     if args.only in (None, "w5"):
-        res = {name: _run_worker(name, args.images, 1)
+        res = {name: _run_worker(name, args.images, 1, args.threads)
                for name in ("w5-torch-eager", "w5-tapeflow-graph")}
         _report_w5(res)
     if args.only in (None, "revnet"):
-        _report_revnet({mode: _run_worker(f"revnet-{mode}", 5, 2) for mode in ("eager", "graph")})
+        _report_revnet({mode: _run_worker(f"revnet-{mode}", 5, 2, args.threads)
+                        for mode in ("eager", "graph")})
 
 
 def _report_revnet(res: dict) -> None:
