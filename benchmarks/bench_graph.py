@@ -50,6 +50,7 @@ def _glorot(n_in: int, n_out: int) -> np.ndarray:
 
 MLP_WEIGHTS = [_glorot(784, 128), np.zeros(128, np.float32), _glorot(128, 10),
                np.zeros(10, np.float32)]
+MLP_NAMES = ["w1", "b1", "w2", "b2"]
 X_NP = RNG.uniform(size=(60, 28, 28)).astype(np.float32)
 LABELS_NP = RNG.integers(0, 10, 60).astype(np.int32)
 
@@ -58,7 +59,7 @@ LABELS_NP = RNG.integers(0, 10, 60).astype(np.int32)
 
 
 def w1_tapeflow():
-    w1, b1, w2, b2 = (tf.Variable(w) for w in MLP_WEIGHTS)
+    w1, b1, w2, b2 = (tf.Variable(w, name=n) for w, n in zip(MLP_WEIGHTS, MLP_NAMES))
 
     def mlp(x):
         h = tf.nn.relu(tf.matmul(tf.reshape(x, [-1, 784]), w1) + b1)
@@ -96,7 +97,8 @@ LSTM_WEIGHTS = [_glorot(10, 40), _glorot(10, 40), np.zeros(40, np.float32)]
 
 
 def w2_tapeflow():
-    kernel, recurrent, bias = (tf.Variable(w) for w in LSTM_WEIGHTS)
+    kernel, recurrent, bias = (tf.Variable(w, name=n) for w, n in
+                               zip(LSTM_WEIGHTS, ["kernel", "recurrent_kernel", "bias"]))
 
     def cell(x, h, c):
         z = tf.matmul(x, kernel) + tf.matmul(h, recurrent) + bias
@@ -145,7 +147,7 @@ def w2_torch(torch):
 
 
 def w3_tapeflow():
-    params = [tf.Variable(w) for w in MLP_WEIGHTS]
+    params = [tf.Variable(w, name=n) for w, n in zip(MLP_WEIGHTS, MLP_NAMES)]
     ms = [tf.Variable(np.zeros_like(w)) for w in MLP_WEIGHTS]
     vs = [tf.Variable(np.zeros_like(w)) for w in MLP_WEIGHTS]
     step = tf.Variable(0.0)

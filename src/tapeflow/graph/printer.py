@@ -16,9 +16,9 @@ def _value_str(value: np.ndarray) -> str:
     return f"<{value.size} values>"
 
 
-def _attr_str(value: Any, names: dict) -> str:
+def _attr_str(value: Any, var_names: dict) -> str:
     if isinstance(value, Variable):
-        return _var_name(value)
+        return var_names.get(id(value)) or _var_name(value)
     if isinstance(value, Graph):
         return value.name
     if isinstance(value, np.ndarray):
@@ -46,8 +46,26 @@ def format_node(node) -> str:
     return f"{node.name} = {node.op.name}({', '.join(parts)})  {specs}  @ {node.location}"
 
 
+def _variable_names(graph: Graph) -> dict[int, str]:
+    """Display names of the variables `graph` uses, made unique (w, w_1, ...)."""
+    out: dict[int, str] = {}
+    taken: set[str] = set()
+    for n in graph.nodes:
+        v = n.attrs.get("var")
+        if isinstance(v, Variable) and id(v) not in out:
+            base = name = _var_name(v)
+            k = 0
+            while name in taken:
+                k += 1
+                name = f"{base}_{k}"
+            taken.add(name)
+            out[id(v)] = name
+    return out
+
+
 def format_graph(graph: Graph, indent: str = "") -> str:
     """The listing: header with inputs and captured variables, one line per node, return."""
+    var_names = _variable_names(graph)
     names: dict[int, str] = {}
     for t in graph.inputs:
         names[id(t)] = t.node.attrs["name"]
@@ -65,7 +83,7 @@ def format_graph(graph: Graph, indent: str = "") -> str:
             args = _value_str(node.attrs["value"])
         else:
             parts = [names.get(id(t), t.name) for t in node.inputs]
-            parts += [f"{k}={_attr_str(v, names)}" for k, v in node.attrs.items()
+            parts += [f"{k}={_attr_str(v, var_names)}" for k, v in node.attrs.items()
                       if not k.startswith("_")]
             args = ", ".join(parts)
         lhs = ", ".join(outs) if outs else "_"
@@ -76,10 +94,10 @@ def format_graph(graph: Graph, indent: str = "") -> str:
             body.append(format_graph(sub, indent + "    "))
     ins = ", ".join(f"{names[id(t)]}: {_spec_str(t)}" for t in graph.inputs)
     header = f"{indent}graph {graph.name}({ins})"
-    variables = [v for n in graph.nodes for v in [n.attrs.get("var")] if isinstance(v, Variable)]
-    unique = list({id(v): v for v in variables}.values())
-    if unique:
-        caps = ", ".join(f"{_var_name(v)}: {_spec_str(v)}" for v in unique)
+    variables = {id(v): v for n in graph.nodes for v in [n.attrs.get("var")]
+                 if isinstance(v, Variable)}
+    if variables:
+        caps = ", ".join(f"{var_names[k]}: {_spec_str(v)}" for k, v in variables.items())
         header += f" captures ({caps})"
     rets = ", ".join(names.get(id(t), repr(t)) if hasattr(t, "node") else repr(t)
                      for t in graph.outputs)
