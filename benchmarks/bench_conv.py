@@ -2,7 +2,8 @@
 
 Each row times forward + backward (input and filter gradients) of one layer at batch 64, as a
 training step runs it, through the public API with a GradientTape. Medians of repeats after
-warm-up; ratio = tapeflow / PyTorch (lower is better).
+warm-up; ratio = tapeflow / PyTorch (lower is better); the last column is tapeflow's / PyTorch's
+minimum (the least disturbed run on a shared machine).
 
     python benchmarks/bench_conv.py [--repeats 7] [--threads 2]
 """
@@ -28,6 +29,7 @@ CONVS = [(32, 3, 16, 3)] + [(32, c, 12, 3) for c in (16, 28, 40, 52)] + [(32, 64
 
 
 def median_ms(fn, repeats: int) -> float:
+    """Median wall time of `fn` in ms after two warm-up calls; the minimum goes to MINIMA."""
     fn()
     fn()
     times = []
@@ -35,7 +37,11 @@ def median_ms(fn, repeats: int) -> float:
         t0 = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t0)
+    MINIMA.append(min(times) * 1e3)
     return statistics.median(times) * 1e3
+
+
+MINIMA: list[float] = []
 
 
 def ours_conv(size, cin, cout, k):
@@ -114,25 +120,29 @@ def main() -> None:
 
     torch.set_num_threads(args.threads)
     header = f"{'layer':34s} {'tapeflow ms':>12s} {'torch ms':>9s} {'ratio':>6s} " \
-             f"{'torch CL ms':>12s} {'ratio':>6s}"
+             f"{'torch CL ms':>12s} {'ratio':>6s} {'min ms':>15s}"
     print(header)
     totals = [0.0, 0.0, 0.0]
+    mins = [0.0, 0.0]
     for size, cin, cout, k in CONVS:
         ours = median_ms(ours_conv(size, cin, cout, k), args.repeats)
         theirs = median_ms(torch_conv(torch, size, cin, cout, k, False), args.repeats)
         cl = median_ms(torch_conv(torch, size, cin, cout, k, True), args.repeats)
         totals = [totals[0] + ours, totals[1] + theirs, totals[2] + cl]
+        mins = [m + v for m, v in zip(mins, MINIMA[-3:-1])]
         name = f"conv{k}x{k} {size}x{size} {cin}->{cout} fwd+bwd"
         print(f"{name:34s} {ours:12.2f} {theirs:9.2f} {ours / theirs:6.2f} {cl:12.2f} "
-              f"{ours / cl:6.2f}")
+              f"{ours / cl:6.2f} {MINIMA[-3]:7.2f}/{MINIMA[-2]:<7.2f}")
     print(f"{'all W4 convs':34s} {totals[0]:12.2f} {totals[1]:9.2f} "
-          f"{totals[0] / totals[1]:6.2f} {totals[2]:12.2f} {totals[0] / totals[2]:6.2f}")
+          f"{totals[0] / totals[1]:6.2f} {totals[2]:12.2f} {totals[0] / totals[2]:6.2f} "
+          f"{mins[0]:7.2f}/{mins[1]:<7.2f}")
     for kind, size, c in [("bn+relu", 32, 64), ("bn+relu", 16, 112), ("avgpool2", 32, 64),
                           ("maxpool2", 32, 64)]:
         ours = median_ms(ours_layer(kind, size, c), args.repeats)
         theirs = median_ms(torch_layer(torch, kind, size, c), args.repeats)
         name = f"{kind} {size}x{size}x{c} fwd+bwd"
-        print(f"{name:34s} {ours:12.2f} {theirs:9.2f} {ours / theirs:6.2f}")
+        print(f"{name:34s} {ours:12.2f} {theirs:9.2f} {ours / theirs:6.2f} {'':19s} "
+              f"{MINIMA[-2]:7.2f}/{MINIMA[-1]:<7.2f}")
     print("\nNOTE: OPENBLAS_THREAD_TIMEOUT=4 (set above, before NumPy loads) stops OpenBLAS's "
           "idle threads from spinning ~0.1 s after each product, which otherwise steals a core "
           "from the next kernel on a 2-core machine.")
