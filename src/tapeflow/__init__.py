@@ -14,6 +14,7 @@ import os as _os
 _os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
 from tapeflow import (
+    compat,
     data,
     datasets,
     distribute,
@@ -26,7 +27,6 @@ from tapeflow import (
 from tapeflow.data.py_function import py_function
 from tapeflow.framework import dtypes, errors, nest
 from tapeflow.framework.constant import constant, convert_to_tensor
-from tapeflow.framework.context import eager_scope as init_scope
 from tapeflow.framework.context import executing_eagerly, name_scope
 from tapeflow.framework.dtypes import (
     DType,

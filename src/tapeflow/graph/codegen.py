@@ -56,9 +56,6 @@ def _inline(node: Node, args: list[str], bind: Callable[[Any], str], graph: Grap
         return _reduction(node, args, bind)
     if name == "SplitV" and isinstance(attrs["sizes"], int):
         return _split_slices(node, args[0])
-    helper = _FRESH_HELPERS.get(name)
-    if helper is not None and node.inputs[0].dtype.is_floating:
-        return f"{bind(helper)}({', '.join(args)})"
     return None
 
 
@@ -103,19 +100,6 @@ def _split_slices(node: Node, x: str) -> str | None:
                      for i in range(node.attrs["sizes"])) + ","
 
 
-def _sigmoid(x: np.ndarray) -> np.ndarray:
-    """1/(1+exp(-x)) as 0.5*tanh(x/2)+0.5: stable for any x, three in-place ufunc passes."""
-    half = x.dtype.type(0.5)
-    t = np.multiply(x, half)
-    np.tanh(t, out=t)
-    np.multiply(t, half, out=t)
-    return np.add(t, half, out=t)
-
-
-def _relu_grad(g: np.ndarray, out: np.ndarray) -> np.ndarray:
-    return np.multiply(g, np.greater(out, 0))
-
-
 def _assign(var: Any, value: np.ndarray) -> np.ndarray:
     """AssignVariableOp after the trace checked dtype and shape (never aliases a view)."""
     var._value = value if value.base is None and value.flags.writeable else value.copy()
@@ -157,8 +141,8 @@ _UFUNC_LOWERINGS = {"Relu": (np.maximum, (0,)), "RealDiv": (np.true_divide, ()),
                     "Sqrt": (np.sqrt, ()), "Exp": (np.exp, ()), "Log": (np.log, ()),
                     "Tanh": (np.tanh, ()), "Log1p": (np.log1p, ()), "Sin": (np.sin, ()),
                     "Cos": (np.cos, ())}
-# ops lowered to a helper that returns a fresh array
-_FRESH_HELPERS = {"Sigmoid": _sigmoid, "ReluGrad": _relu_grad}
+# ops whose kernels return a fresh array on float inputs (eligible for buffer reuse)
+_FRESH_FLOAT_KERNELS = {"Sigmoid", "ReluGrad"}
 
 
 def _ufunc(node: Node) -> tuple[np.ufunc, tuple] | None:
@@ -312,7 +296,7 @@ def compile_graph(graph: Graph, outputs: list | None = None, inputs: list | None
         else:
             line = f"{outs[0]} = {expr}"
         if uf is not None or node.op.name in _FRESH or (
-                node.op.name in _FRESH_HELPERS and node.inputs[0].dtype.is_floating):
+                node.op.name in _FRESH_FLOAT_KERNELS and node.inputs[0].dtype.is_floating):
             fresh.update(outs)
         src.append(f"    {line}")
         lines[len(src)] = (node, args)

@@ -37,13 +37,17 @@ def _shape_arg(shape: Any) -> tuple:
 
 def _reshape_rule(x, *, shape):
     in_shape, dtype = x
-    if -1 not in shape:
-        return tuple(shape), dtype
-    if in_shape is not None and all(d is not None for d in in_shape):
-        known = int(np.prod([d for d in shape if d != -1]))
-        total = int(np.prod(in_shape))
-        return tuple(total // known if d == -1 and known else d for d in shape), dtype
-    return tuple(None if d == -1 else d for d in shape), dtype
+    known = int(np.prod([d for d in shape if d != -1]))
+    if in_shape is None or any(d is None for d in in_shape):
+        return tuple(None if d == -1 else d for d in shape), dtype
+    total = int(np.prod(in_shape))
+    fits = total % known == 0 if -1 in shape and known else total == known
+    if not fits:
+        raise errors.InvalidArgumentError(
+            None, "Reshape",
+            f"Reshape: cannot reshape a tensor with {total} elements (shape {list(in_shape)}) "
+            f"to shape {list(shape)}\n{errors.user_line()}")
+    return tuple(total // known if d == -1 and known else d for d in shape), dtype
 
 
 @op("Reshape", shape=_reshape_rule)

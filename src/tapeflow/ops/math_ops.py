@@ -285,9 +285,13 @@ _round = op("Round", elementwise=True, shape=same_as_first)(np.round)  # half to
 def _sigmoid(x):
     if x.dtype.kind not in "fc":
         raise TypeError(f"expects a floating point input, got {x.dtype}; use tf.cast first")
-    # NOTE: 1 / (1 + exp(-x)) overflows for large negative x; split by sign to stay finite
-    e = np.exp(-np.abs(x))
-    return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+    # NOTE: 1 / (1 + exp(-x)) overflows for large negative x; 0.5*tanh(x/2)+0.5 is the same
+    # function, finite everywhere, and three in-place passes
+    half = x.dtype.type(0.5)
+    t = np.multiply(x, half)
+    np.tanh(t, out=t)
+    np.multiply(t, half, out=t)
+    return np.add(t, half, out=t)
 
 
 _abs.def_grad(lambda g, out, x: g * sign(x))

@@ -35,7 +35,7 @@ def _relu(x):
 @op("ReluGrad", elementwise=True, shape=same_as_first)
 def _relu_grad(g, out):
     """g where the ReLU's output is positive, else 0 (the derivative at 0 is 0, as TF)."""
-    return np.where(out > 0, g, 0).astype(g.dtype, copy=False)
+    return np.multiply(g, np.greater(out, 0))
 
 
 @_relu.def_grad
