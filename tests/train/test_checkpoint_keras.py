@@ -2,32 +2,13 @@
 
 from __future__ import annotations
 
-import inspect
-
 import numpy as np
 import pytest
 
 import tapeflow as tf
 from tapeflow.train import Checkpoint
-from tapeflow.train.checkpoint import restore_on_create
 
-keras = pytest.importorskip("tapeflow.keras")
-Layer = pytest.importorskip("tapeflow.keras.engine.base_layer").Layer
-
-
-@pytest.fixture
-def add_weight_hook(monkeypatch):
-    """Layer.add_weight calling restore_on_create (wrapped here until the engine calls it)."""
-    if "restore_on_create" in inspect.getsource(Layer.add_weight):
-        return
-    original = Layer.add_weight
-
-    def add_weight(self, name=None, *args, **kwargs):
-        variable = original(self, name, *args, **kwargs)
-        restore_on_create(self, name, variable)
-        return variable
-
-    monkeypatch.setattr(Layer, "add_weight", add_weight)
+keras = tf.keras
 
 
 def _data():
@@ -68,7 +49,7 @@ class MLP(keras.Model):
         return self.out(self.hidden(x))
 
 
-def test_deferred_restore_into_unbuilt_subclassed_model(tmp_path, add_weight_hook):
+def test_deferred_restore_into_unbuilt_subclassed_model(tmp_path):
     x, _ = _data()
     built = MLP()
     expected = built(x).numpy()
@@ -83,7 +64,7 @@ def test_deferred_restore_into_unbuilt_subclassed_model(tmp_path, add_weight_hoo
     np.testing.assert_array_equal(fresh.hidden.kernel.numpy(), built.hidden.kernel.numpy())
 
 
-def test_deferred_value_with_wrong_shape_is_a_clear_error(tmp_path, add_weight_hook):
+def test_deferred_value_with_wrong_shape_is_a_clear_error(tmp_path):
     x, _ = _data()
     built = MLP()
     built(x)
