@@ -15,7 +15,8 @@ from tapeflow.models import DenseNet, DenseNetSequential
 x_train = (x_train.astype(np.float32) / 255.0)[..., None]
 x_test = (x_test.astype(np.float32) / 255.0)[..., None]
 
-model = DenseNet(input_shape=(28, 28, 1), growth_rate=12, num_blocks=3, layers_per_block=4)
+model = DenseNet(input_shape=(28, 28, 1), growth_rate=12, num_blocks=3, layers_per_block=4,
+                 stem_strides=2, bn_momentum=0.9)
 model.summary()
 bonus = DenseNetSequential(input_shape=(28, 28, 1))
 print(f"functional: {model.count_params():,} params; sequential: {bonus.count_params():,}")

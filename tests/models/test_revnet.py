@@ -88,3 +88,40 @@ def test_reversible_backward_memory_stays_flat_with_depth():
     assert regular_growth > 2.0, peaks
     assert reversible_growth < 1.35, peaks
     assert peaks[8][1] < 0.4 * peaks[8][0], peaks
+
+
+def test_reversible_gradients_on_an_unbuilt_model_inside_tf_function():
+    model = RevNet(num_classes=3, filters=2, num_blocks=2)
+    optimizer = tf.keras.optimizers.SGD(0.1)
+    x = _normal((4, 6, 6, 1), 4, "float32")
+    labels = tf.constant(np.array([0, 1, 2, 0]))
+
+    @tf.function
+    def train_step(images, targets):
+        grads, loss = model.compute_gradients(images, targets)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        return loss
+
+    losses = [float(train_step(x, labels)) for _ in range(8)]
+    assert len(model.trainable_variables) == 2 + 2 * 2 * 8 + 2 + 2
+    assert losses[-1] < losses[0]
+
+
+class _CountingRevNet(RevNet):
+    reversible_calls = 0
+
+    def _reversible_backward(self, *args):
+        _CountingRevNet.reversible_calls += 1
+        return super()._reversible_backward(*args)
+
+
+def test_revnet_fit_uses_the_reversible_step():
+    model = _CountingRevNet(num_classes=2, filters=2, num_blocks=1)
+    model.compile(optimizer=tf.keras.optimizers.Adam(0.01),
+                  loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  metrics=["accuracy"])
+    x = np.random.default_rng(5).standard_normal((16, 4, 4, 1)).astype(np.float32)
+    y = (x.mean(axis=(1, 2, 3)) > 0).astype(np.int64)
+    history = model.fit(x, y, batch_size=8, epochs=6, verbose=0)
+    assert _CountingRevNet.reversible_calls >= 1
+    assert history.history["loss"][-1] < history.history["loss"][0]

@@ -132,12 +132,12 @@ class RevNet(keras.Model):
         h = h0
         for block in self.blocks:  # no tape: nothing is kept but the current activation
             h = block(h, training=training)
-        head_vars = (self.head_norm.trainable_variables
-                     + self.classifier.trainable_variables)
         with tf.GradientTape() as head_tape:
             head_tape.watch(h)
             logits = self.head(h, training=training)
             loss = loss_fn(labels, logits)
+        head_vars = (self.head_norm.trainable_variables  # built by the call above if new
+                     + self.classifier.trainable_variables)
         grads = head_tape.gradient(loss, [h] + head_vars)
         by_var = {id(v): g for v, g in zip(head_vars, grads[1:])}
         y, dy = h, grads[0]
