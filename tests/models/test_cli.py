@@ -42,3 +42,11 @@ def test_train_rejects_bad_arguments(capsys):
 def test_default_densenet_reaches_97_percent_held_out(tmp_path, capsys):
     assert main(["train", "--checkpoint-dir", str(tmp_path)]) == 0
     assert _accuracy(capsys.readouterr().out) >= 0.97
+
+
+def test_train_eager_flag_runs_fit_without_graphs(tmp_path, capsys):
+    assert main(["train", "mlp", "--epochs", "1", "--eager", "--batch-size", "128",
+                 "--checkpoint-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "eager mode" in out and "batch 128" in out
+    assert _accuracy(out) > 0.8
