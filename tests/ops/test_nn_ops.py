@@ -395,3 +395,19 @@ def test_batch_norm_numpy_fallback_matches_compiled(monkeypatch):
     for a, b in zip(compiled, run()):
         assert a.dtype == b.dtype == np.float32
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_relu_grad_compiled_matches_numpy_and_keeps_nan(monkeypatch, dtype):
+    from tapeflow.kernels import activations
+
+    rng = np.random.default_rng(8)
+    out = np.maximum(rng.standard_normal((3, 4, 5)), 0).astype(dtype)
+    g = rng.standard_normal((3, 4, 5)).astype(dtype)
+    g[0, 0, :] = np.nan  # TF multiplies by the mask: NaN gradients stay NaN even where out <= 0
+    g_t = g.transpose(1, 0, 2).copy().transpose(1, 0, 2)  # a non-contiguous gradient
+    compiled = activations.relu_grad(g_t, out)
+    monkeypatch.setattr(activations, "_relu_grad_nb", None)
+    np.testing.assert_array_equal(compiled, activations.relu_grad(g_t, out))
+    np.testing.assert_array_equal(compiled, g * (out > 0))
+    assert compiled.dtype == dtype

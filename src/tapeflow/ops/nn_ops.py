@@ -18,6 +18,7 @@ from tapeflow._api import export
 from tapeflow.framework import errors
 from tapeflow.framework.dispatch import apply, op
 from tapeflow.framework.shape_rules import same_as_first
+from tapeflow.kernels import activations as _activations
 from tapeflow.ops import math_ops
 from tapeflow.ops.array_ops import expand_dims, reshape, transpose
 from tapeflow.ops.conv_ops import as_tensor
@@ -35,7 +36,7 @@ def _relu(x):
 @op("ReluGrad", elementwise=True, shape=same_as_first)
 def _relu_grad(g, out):
     """g where the ReLU's output is positive, else 0 (the derivative at 0 is 0, as TF)."""
-    return np.multiply(g, np.greater(out, 0))
+    return _activations.relu_grad(g, out)
 
 
 @_relu.def_grad
