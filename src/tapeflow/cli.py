@@ -35,7 +35,7 @@ def _build(name: str) -> tuple[Any, bool]:
                                layers_per_block=4, initial_filters=16, bn_momentum=0.9,
                                stem_strides=2), True
     if name == "revnet":
-        return models.RevNet(num_classes=10, filters=16, num_blocks=3), True
+        return models.RevNet(num_classes=10, filters=16, num_blocks=3, bn_momentum=0.9), True
     if name == "cnn":
         return models.CifarCNN(input_shape=(28, 28, 1)), False
     return models.MLP(input_shape=(28, 28, 1)), True

@@ -21,12 +21,12 @@ from tapeflow.keras.engine import data_adapter
 class ResidualInner(keras.Model):
     """f and g of a reversible block: BN-ReLU-Conv3x3 twice, channel count unchanged."""
 
-    def __init__(self, filters: int, **kwargs: Any):
+    def __init__(self, filters: int, bn_momentum: float = 0.99, **kwargs: Any):
         super().__init__(**kwargs)
         dtype = kwargs.get("dtype")
-        self.norm_1 = layers.BatchNormalization(dtype=dtype)
+        self.norm_1 = layers.BatchNormalization(momentum=bn_momentum, dtype=dtype)
         self.conv_1 = layers.Conv2D(filters, 3, padding="same", dtype=dtype)
-        self.norm_2 = layers.BatchNormalization(dtype=dtype)
+        self.norm_2 = layers.BatchNormalization(momentum=bn_momentum, dtype=dtype)
         self.conv_2 = layers.Conv2D(filters, 3, padding="same", dtype=dtype)
 
     def call(self, x: Any, training: Any = True):
@@ -37,11 +37,11 @@ class ResidualInner(keras.Model):
 class Residual(keras.Model):
     """A reversible residual block over NHWC inputs with 2 * filters channels."""
 
-    def __init__(self, filters: int, **kwargs: Any):
+    def __init__(self, filters: int, bn_momentum: float = 0.99, **kwargs: Any):
         super().__init__(**kwargs)
         self.axis = -1
-        self.f = ResidualInner(filters, dtype=kwargs.get("dtype"))
-        self.g = ResidualInner(filters, dtype=kwargs.get("dtype"))
+        self.f = ResidualInner(filters, bn_momentum, dtype=kwargs.get("dtype"))
+        self.g = ResidualInner(filters, bn_momentum, dtype=kwargs.get("dtype"))
 
     def call(self, x: Any, training: Any = True):
         x1, x2 = tf.split(x, num_or_size_splits=2, axis=self.axis)
@@ -79,18 +79,20 @@ class RevNet(keras.Model):
 
     ``model(x, training=True)`` is ordinary backprop-able code; ``compute_gradients`` is the
     reversible backward pass and returns the same gradients (up to rounding); ``fit`` trains
-    with it.
+    with it. Note that, as in the blog's code, the backward pass re-runs each block in training
+    mode, so batch-norm moving statistics are updated twice per step.
     """
 
     def __init__(self, num_classes: int = 10, filters: int = 16, num_blocks: int = 4,
-                 **kwargs: Any):
+                 bn_momentum: float = 0.99, **kwargs: Any):
         super().__init__(**kwargs)
         if int(num_blocks) < 1:
             raise ValueError(f"RevNet: `num_blocks` must be positive, got {num_blocks}")
         dtype = kwargs.get("dtype")
         self.stem = layers.Conv2D(2 * filters, 3, padding="same", dtype=dtype)
-        self.blocks = [Residual(filters, dtype=dtype) for _ in range(int(num_blocks))]
-        self.head_norm = layers.BatchNormalization(dtype=dtype)
+        self.blocks = [Residual(filters, bn_momentum, dtype=dtype)
+                       for _ in range(int(num_blocks))]
+        self.head_norm = layers.BatchNormalization(momentum=bn_momentum, dtype=dtype)
         self.pool = layers.GlobalAveragePooling2D(dtype=dtype)
         self.classifier = layers.Dense(num_classes, dtype=dtype)
 
