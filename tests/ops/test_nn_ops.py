@@ -411,3 +411,17 @@ def test_relu_grad_compiled_matches_numpy_and_keeps_nan(monkeypatch, dtype):
     np.testing.assert_array_equal(compiled, activations.relu_grad(g_t, out))
     np.testing.assert_array_equal(compiled, g * (out > 0))
     assert compiled.dtype == dtype
+
+
+@pytest.mark.parametrize("shape", [(6, 4, 5, 3), (7, 3), (2, 3, 4)])
+def test_bias_add_grad_channel_sums_compiled_matches_numpy(monkeypatch, shape):
+    from tapeflow.kernels import bias
+
+    g = np.random.default_rng(9).standard_normal(shape).astype(np.float32)
+    g_t = np.asfortranarray(g)  # a non-C-contiguous gradient
+    compiled = bias.channel_sums(g_t)
+    monkeypatch.setattr(bias, "_column_sums_nb", None)
+    assert compiled.dtype == np.float32 and compiled.shape == (shape[-1],)
+    np.testing.assert_allclose(compiled, bias.channel_sums(g_t), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(compiled, g.astype(np.float64).reshape(-1, shape[-1]).sum(0),
+                               rtol=1e-6, atol=1e-6)

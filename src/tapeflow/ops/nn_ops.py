@@ -19,6 +19,7 @@ from tapeflow.framework import errors
 from tapeflow.framework.dispatch import apply, op
 from tapeflow.framework.shape_rules import same_as_first
 from tapeflow.kernels import activations as _activations
+from tapeflow.kernels import bias as _bias
 from tapeflow.ops import math_ops
 from tapeflow.ops.array_ops import expand_dims, reshape, transpose
 from tapeflow.ops.conv_ops import as_tensor
@@ -441,6 +442,8 @@ def _bias_grad_rule(g, *, data_format):
 def _bias_add_grad(g, *, data_format):
     """Sum of the gradient over every axis but the channel axis."""
     axis = _channel_axis(g.ndim, data_format)
+    if axis == g.ndim - 1:
+        return _bias.channel_sums(g)
     return g.sum(axis=tuple(i for i in range(g.ndim) if i != axis))
 
 
