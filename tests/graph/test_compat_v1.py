@@ -23,7 +23,7 @@ def test_seed_004_tf1_program_prints_expected_output():
         def forward(x):
           with tf.compat.v1.variable_scope("matmul", reuse=tf.compat.v1.AUTO_REUSE):
             W = tf.compat.v1.get_variable("W", initializer=tf.ones(shape=(2,2)),
-                                regularizer=lambda w: 0.04 * tf.reduce_sum(tf.square(w)))
+                                regularizer=tf.keras.regularizers.L2(0.04))
             b = tf.compat.v1.get_variable("b", initializer=tf.zeros(shape=(2)))
             return W * x + b
         out_a = forward(in_a)

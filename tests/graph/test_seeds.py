@@ -16,7 +16,7 @@ def test_seed_004_tf2_program_output():
         print(f'TF executing eagerly is {tf.executing_eagerly()}')
         W = tf.Variable(tf.ones(shape=(2,2)), name="W")
         b = tf.Variable(tf.zeros(shape=(2)), name="b")
-        regularizer = lambda w: 0.04 * tf.reduce_sum(tf.square(w))
+        regularizer = tf.keras.regularizers.l2(0.04)
         @tf.function
         def forward(x):
           return regularizer(W) * x + b

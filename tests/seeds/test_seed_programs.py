@@ -1,82 +1,16 @@
 """Seed programs that cross package boundaries, run as written with ``import tapeflow as tf``.
 
 Each test quotes a seed document (shared/seeds/) and asserts what the seed prints or implies.
-Programs that switch global modes (compat.v1.disable_eager_execution) run in a subprocess.
+The TF1/TF2 programs of seed 004 and the LSTMCell of seed 003 are tested with graph mode
+(tests/graph/test_compat_v1.py, tests/graph/test_seeds.py).
 """
 
 from __future__ import annotations
-
-import subprocess
-import sys
-import textwrap
 
 import numpy as np
 import pytest
 
 import tapeflow as tf
-
-
-def run_program(source: str) -> str:
-    result = subprocess.run([sys.executable, "-c", textwrap.dedent(source)],
-                            capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
-    return result.stdout
-
-
-def test_seed_004_tf1_session_program_prints_the_seed_output():
-    out = run_program("""
-        import tapeflow as tf
-        tf.compat.v1.disable_eager_execution()
-        print(f'TF executing eagerly is {tf.executing_eagerly()}')
-        in_a = tf.compat.v1.placeholder(dtype=tf.float32, shape=(2))
-        in_b = tf.compat.v1.placeholder(dtype=tf.float32, shape=(2))
-
-        def forward(x):
-          with tf.compat.v1.variable_scope("matmul", reuse=tf.compat.v1.AUTO_REUSE):
-            W = tf.compat.v1.get_variable("W", initializer=tf.ones(shape=(2,2)),
-                                regularizer=tf.keras.regularizers.L2(0.04))
-            b = tf.compat.v1.get_variable("b", initializer=tf.zeros(shape=(2)))
-            return W * x + b
-
-        out_a = forward(in_a)
-        out_b = forward(in_b)
-        reg_loss=tf.compat.v1.losses.get_regularization_loss(scope="matmul")
-        with tf.compat.v1.Session() as sess:
-          sess.run(tf.compat.v1.global_variables_initializer())
-          outs = sess.run([out_a, out_b, reg_loss],
-                        feed_dict={in_a: [1, 0], in_b: [0, 1]})
-          print(outs)
-        """)
-    assert out.splitlines()[0] == "TF executing eagerly is False"
-    printed = out.split("\n", 1)[1]
-    assert "array([[1., 0.],\n       [1., 0.]], dtype=float32)" in printed
-    assert "array([[0., 1.],\n       [0., 1.]], dtype=float32)" in printed
-    assert printed.rstrip().endswith("0.16]")
-
-
-def test_seed_004_tf2_program_prints_the_seed_output():
-    out = run_program("""
-        import tapeflow as tf
-        tf.compat.v1.enable_eager_execution()
-        print(f'TF executing eagerly is {tf.executing_eagerly()}')
-        W = tf.Variable(tf.ones(shape=(2,2)), name="W")
-        b = tf.Variable(tf.zeros(shape=(2)), name="b")
-        regularizer = tf.keras.regularizers.l2(0.04)
-
-        @tf.function
-        def forward(x):
-          return regularizer(W) * x + b
-
-        out_b = forward([0,1])
-        out_a = forward([1,0])
-        print(out_a)
-        print(out_b)
-        """)
-    assert out.splitlines() == [
-        "TF executing eagerly is True",
-        "tf.Tensor([0.16 0.  ], shape=(2,), dtype=float32)",
-        "tf.Tensor([0.   0.16], shape=(2,), dtype=float32)",
-    ]
 
 
 def test_seed_004_subclassed_model_runs_the_same_eager_and_as_a_graph():
@@ -102,21 +36,6 @@ def test_seed_004_subclassed_model_runs_the_same_eager_and_as_a_graph():
     graph_out = graph_model(input_data)
     assert eager_out.shape == (60, 10)
     np.testing.assert_allclose(graph_out.numpy(), eager_out.numpy(), rtol=1e-5, atol=1e-5)
-
-
-def test_seed_003_lstm_cell_step_agrees_eager_and_traced():
-    lstm_cell = tf.keras.layers.LSTMCell(10)
-
-    @tf.function
-    def fn(input, state):  # noqa: A002 - the seed's names
-        return lstm_cell(input, state)
-
-    input = tf.zeros([10, 10]); state = [tf.zeros([10, 10])] * 2  # noqa: A001, E702
-    eager_out, eager_state = lstm_cell(input, state)
-    graph_out, graph_state = fn(input, state)
-    np.testing.assert_allclose(graph_out.numpy(), eager_out.numpy(), atol=1e-6)
-    for g, e in zip(graph_state, eager_state):
-        np.testing.assert_allclose(g.numpy(), e.numpy(), atol=1e-6)
 
 
 def test_seed_003_while_loop_on_a_tensor_condition_and_to_code():
