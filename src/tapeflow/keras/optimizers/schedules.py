@@ -86,48 +86,40 @@ def _positive(name: str, value: Any) -> float:
     return float(value)
 
 
-class ExponentialDecay(LearningRateSchedule):
+class _StepDecay(LearningRateSchedule):
+    """Shared shape of the decays parameterised by (initial rate, decay_steps, decay_rate)."""
+
+    _op: Any = None
+
+    def __init__(self, initial_learning_rate: float, decay_steps: int, decay_rate: float,
+                 staircase: bool = False, name: str | None = None):
+        self.initial_learning_rate = float(initial_learning_rate)
+        self.decay_steps = _positive(f"{type(self).__name__}: decay_steps", decay_steps)
+        self.decay_rate = float(decay_rate)
+        self.staircase = bool(staircase)
+        self.name = name
+
+    def __call__(self, step: Any) -> Any:
+        return apply(type(self)._op, step, initial=self.initial_learning_rate,
+                     decay_steps=self.decay_steps, decay_rate=self.decay_rate,
+                     staircase=self.staircase, dtype=_dtypes.float32)
+
+    def get_config(self) -> dict[str, Any]:
+        return {"initial_learning_rate": self.initial_learning_rate,
+                "decay_steps": self.decay_steps, "decay_rate": self.decay_rate,
+                "staircase": self.staircase, "name": self.name}
+
+
+class ExponentialDecay(_StepDecay):
     """initial_learning_rate * decay_rate ** (step / decay_steps) (floored if staircase)."""
 
-    def __init__(self, initial_learning_rate: float, decay_steps: int, decay_rate: float,
-                 staircase: bool = False, name: str | None = None):
-        self.initial_learning_rate = float(initial_learning_rate)
-        self.decay_steps = _positive("ExponentialDecay: decay_steps", decay_steps)
-        self.decay_rate = float(decay_rate)
-        self.staircase = bool(staircase)
-        self.name = name
-
-    def __call__(self, step: Any) -> Any:
-        return apply(_exponential, step, initial=self.initial_learning_rate,
-                     decay_steps=self.decay_steps, decay_rate=self.decay_rate,
-                     staircase=self.staircase, dtype=_dtypes.float32)
-
-    def get_config(self) -> dict[str, Any]:
-        return {"initial_learning_rate": self.initial_learning_rate,
-                "decay_steps": self.decay_steps, "decay_rate": self.decay_rate,
-                "staircase": self.staircase, "name": self.name}
+    _op = _exponential
 
 
-class InverseTimeDecay(LearningRateSchedule):
+class InverseTimeDecay(_StepDecay):
     """initial_learning_rate / (1 + decay_rate * step / decay_steps)."""
 
-    def __init__(self, initial_learning_rate: float, decay_steps: int, decay_rate: float,
-                 staircase: bool = False, name: str | None = None):
-        self.initial_learning_rate = float(initial_learning_rate)
-        self.decay_steps = _positive("InverseTimeDecay: decay_steps", decay_steps)
-        self.decay_rate = float(decay_rate)
-        self.staircase = bool(staircase)
-        self.name = name
-
-    def __call__(self, step: Any) -> Any:
-        return apply(_inverse_time, step, initial=self.initial_learning_rate,
-                     decay_steps=self.decay_steps, decay_rate=self.decay_rate,
-                     staircase=self.staircase, dtype=_dtypes.float32)
-
-    def get_config(self) -> dict[str, Any]:
-        return {"initial_learning_rate": self.initial_learning_rate,
-                "decay_steps": self.decay_steps, "decay_rate": self.decay_rate,
-                "staircase": self.staircase, "name": self.name}
+    _op = _inverse_time
 
 
 class PiecewiseConstantDecay(LearningRateSchedule):
