@@ -126,8 +126,10 @@ def test_five_steps_float32_close(name, make, ref):
 
 
 def test_legacy_lr_and_decay_seed_004():
-    with pytest.warns(DeprecationWarning, match="lr"):
+    with pytest.warns(DeprecationWarning) as record:
         opt = optimizers.RMSprop(lr=0.01, decay=0.1)
+    messages = " ".join(str(w.message) for w in record)
+    assert "`lr`" in messages and "`decay`" in messages
     np.testing.assert_allclose(run_tapeflow(opt), ref_rmsprop(0.01, decay=0.1), atol=1e-6)
     with pytest.warns(DeprecationWarning, match="decay"):
         opt = optimizers.SGD(0.1, momentum=0.5, decay=0.3)
