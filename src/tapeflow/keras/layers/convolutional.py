@@ -88,7 +88,7 @@ class Conv2D(Layer):
         out = tf.nn.conv2d(inputs, self.kernel, strides=self.strides, padding=self.padding,
                            dilations=self.dilation_rate)
         if self.use_bias:
-            out = out + self.bias
+            out = tf.nn.bias_add(out, self.bias)  # its gradient is one fused channel sum
         return self.activation(out)
 
     def compute_output_shape(self, input_shape: Any) -> tf.TensorShape:
