@@ -13,6 +13,12 @@ import os as _os
 # tapeflow is imported before NumPy; a user's own setting wins.
 _os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
+import warnings as _warnings
+
+# Like TensorFlow, kernels return inf/nan silently (log(0), exp overflow); NumPy would warn from
+# inside tapeflow's kernels. Scoped to tapeflow's own modules, so user NumPy code still warns.
+_warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"tapeflow(\.|$)")
+
 from tapeflow import (
     compat,
     data,

@@ -312,6 +312,7 @@ def compile_graph(graph: Graph, outputs: list | None = None, inputs: list | None
     code = "\n".join(src) + "\n"
     filename = f"<tapeflow-graph {graph.name} #{next(_counter)}>"
     linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+    env.setdefault("__name__", "tapeflow.graph.generated")  # a module name warning filters see
     exec(compile(code, filename, "exec"), env)  # noqa: S102 - our own generated source
     fn = env[_ident(name or graph.name)]
     return Executable(fn, code, filename, lines)
