@@ -125,36 +125,53 @@ class ParallelMapDataset(MapDataset):
             run.add_worker()
         try:
             while True:
-                slot = run.take(deterministic, tuner)
-                if slot is None:
+                chunk = run.take(deterministic, tuner)
+                if chunk is None:
                     return
-                if slot.error is not None:
-                    raise slot.error
-                yield slot.value
+                yield from chunk.values
+                if chunk.error is not None:
+                    raise chunk.error
         finally:
             stats.finish()
             run.close()
 
 
-class _Slot:
-    __slots__ = ("done", "value", "error")
+# A chunk of consecutive elements should take about this long to map: long enough that the
+# per-chunk hand-off (locks, thread wake-ups: tens of microseconds) is a small share of it,
+# short enough that the consumer sees results soon. Expensive functions get chunks of one.
+_CHUNK_TARGET_S = 1e-3
+_MAX_CHUNK = 32
+
+
+class _Chunk:
+    """Consecutive input elements mapped by one worker and handed to the consumer at once."""
+
+    __slots__ = ("done", "values", "error", "nbytes")
 
     def __init__(self):
         self.done = False
-        self.value = None
-        self.error = None
+        self.values: list = []
+        self.error: BaseException | None = None
+        self.nbytes = 0
 
 
 class _MapRun:
-    """The shared state of one parallel map iterator: input, ordered result slots, workers."""
+    """The shared state of one parallel map iterator: input, ordered result chunks, workers.
+
+    Workers take a chunk of input elements per lock acquisition (its length follows the measured
+    cost of a call) and publish the mapped chunk at once; the consumer yields a whole chunk
+    without touching the lock. Workers and consumer wait on separate conditions of one lock, so
+    each hand-off wakes only the side that can act on it."""
 
     def __init__(self, source: Iterator, fn: Callable, stats: Any, stage: int, epoch: int):
         self.source, self.fn, self.stats = source, fn, stats
         self.stage, self.epoch = stage, epoch
-        self.cond = threading.Condition()
+        lock = threading.Lock()
+        self.work_ready = threading.Condition(lock)     # workers wait: room for a chunk
+        self.result_ready = threading.Condition(lock)   # consumer waits: a chunk finished
         self.input_lock = threading.Lock()
-        self.slots: deque = deque()
-        self.reserved = 0           # slots taken by workers, in flight or waiting to be consumed
+        self.chunks: deque = deque()
+        self.reserved = 0           # chunks taken by workers, in flight or waiting to be consumed
         self.busy = 0               # workers running map_func right now
         self.index = 0
         self.end = False
@@ -165,8 +182,15 @@ class _MapRun:
         wid = len(self.threads)
         self.threads.append(workers.start_thread(self._work, wid, name=f"map-{wid}"))
 
+    def _chunk_size(self) -> int:
+        stats = self.stats
+        if stats.elements == 0 or stats.busy_s <= 0:
+            return 1
+        per_call = stats.busy_s / stats.elements
+        return max(1, min(_MAX_CHUNK, int(_CHUNK_TARGET_S / per_call)))
+
     def _work(self, wid: int) -> None:
-        cond, stats = self.cond, self.stats
+        cond, stats = self.work_ready, self.stats
         while True:
             with cond:
                 while (not self.closed and not self.end and wid < stats.parallelism
@@ -175,86 +199,95 @@ class _MapRun:
                 if self.closed or self.end or wid >= stats.parallelism:
                     return
                 self.reserved += 1
-            slot = _Slot()
+                size = self._chunk_size()
+            chunk = _Chunk()
+            elements = []
             with self.input_lock:
-                if self.end:
-                    element = workers._END
-                else:
+                if not self.end:
                     try:
-                        element = next(self.source, workers._END)
+                        for _ in range(size):
+                            element = next(self.source, workers._END)
+                            if element is workers._END:
+                                break
+                            elements.append(element)
                     except BaseException as e:  # noqa: BLE001 - surfaced at the consumer
-                        slot.error, slot.done = workers.annotate(e, "map input"), True
-                        element = None
-                index = self.index
-                self.index += 1
+                        chunk.error = workers.annotate(e, "map input")
+                first = self.index
+                self.index += len(elements)
                 with cond:
-                    if element is workers._END:
+                    if len(elements) < size or chunk.error is not None:
                         self.end = True
+                        cond.notify_all()
+                    if not elements and chunk.error is None:
                         self.reserved -= 1
-                        cond.notify_all()
+                        self.result_ready.notify()
                         return
-                    self.slots.append(slot)
-                    if slot.done:
-                        self.end = True
-                        cond.notify_all()
-                        return
+                    self.chunks.append(chunk)
                     self.busy += 1
-            self._run(slot, element, index)
+            self._run(chunk, elements, first)
 
-    def _run(self, slot: _Slot, element: Any, index: int) -> None:
+    def _run(self, chunk: _Chunk, elements: list, first: int) -> None:
+        fn, stage, epoch = self.fn, self.stage, self.epoch
         start, cpu = time.perf_counter(), time.thread_time()
-        try:
-            slot.value = call_user_fn(self.fn, element, seed_offset(self.stage, self.epoch, index))
-        except BaseException as e:  # noqa: BLE001 - surfaced at the consumer
-            slot.error = workers.annotate(e, f"map function {fn_name(self.fn)}")
+        if chunk.error is None or elements:
+            input_error, chunk.error = chunk.error, None
+            try:
+                for index, element in enumerate(elements, first):
+                    chunk.values.append(call_user_fn(fn, element, seed_offset(stage, epoch, index)))
+            except BaseException as e:  # noqa: BLE001 - surfaced at the consumer
+                chunk.error = workers.annotate(e, f"map function {fn_name(fn)}")
+            else:
+                chunk.error = input_error
         self.stats.record_call(time.perf_counter() - start, time.thread_time() - cpu)
-        size = 0 if slot.value is None else structure.nbytes(slot.value)
-        with self.cond:
-            slot.done = True
+        chunk.nbytes = sum(structure.nbytes(v) for v in chunk.values)
+        with self.result_ready:
+            chunk.done = True
             self.busy -= 1
-            self.stats.elements += 1
-            self.stats.add_buffered(1, size)
-            self.cond.notify_all()
+            self.stats.elements += len(chunk.values)
+            self.stats.add_buffered(len(chunk.values), chunk.nbytes)
+            self.result_ready.notify()
+            if chunk.error is not None:
+                self.end = True
+                self.work_ready.notify_all()
 
-    def take(self, deterministic: bool, tuner: Any) -> _Slot | None:
-        """The next finished slot (the oldest one if deterministic); None at the end."""
-        with self.cond:
+    def take(self, deterministic: bool, tuner: Any) -> _Chunk | None:
+        """The next finished chunk (the oldest one if deterministic); None at the end."""
+        with self.result_ready:
             waited = None
             while True:
-                slot = self._ready(deterministic)
-                if slot is not None:
+                chunk = self._ready(deterministic)
+                if chunk is not None:
                     break
-                if self.end and not self.slots:
+                if self.end and not self.chunks:
                     return None
                 if waited is None:
                     waited = time.perf_counter()
                     if tuner.maybe_grow_parallelism(self.stats, self.busy):
                         self.stats.buffer_size = self.stats.parallelism
                         self.add_worker()
-                self.cond.wait()
+                self.result_ready.wait()
             if waited is not None:
                 self.stats.consumer_wait_s += time.perf_counter() - waited
-            self.slots.remove(slot) if not deterministic else self.slots.popleft()
+            self.chunks.popleft() if deterministic else self.chunks.remove(chunk)
             self.reserved -= 1
-            if slot.value is not None:
-                self.stats.add_buffered(-1, -structure.nbytes(slot.value))
-            self.cond.notify_all()
-            return slot
+            self.stats.add_buffered(-len(chunk.values), -chunk.nbytes)
+            self.work_ready.notify()
+            return chunk
 
-    def _ready(self, deterministic: bool) -> _Slot | None:
-        if not self.slots:
+    def _ready(self, deterministic: bool) -> _Chunk | None:
+        if not self.chunks:
             return None
         if deterministic:
-            return self.slots[0] if self.slots[0].done else None
-        for slot in self.slots:
-            if slot.done:
-                return slot
+            return self.chunks[0] if self.chunks[0].done else None
+        for chunk in self.chunks:
+            if chunk.done:
+                return chunk
         return None
 
     def close(self) -> None:
-        with self.cond:
+        with self.work_ready:
             self.closed = True
-            self.cond.notify_all()
+            self.work_ready.notify_all()
         workers.join(self.threads)
         self.source.close()
 
