@@ -3,6 +3,7 @@
 Run: python benchmarks/bench_data.py   (prints seconds next to the ideal overlapped bounds)
      python benchmarks/bench_data.py --processes   (only threads vs processes for a Python map)
      python benchmarks/bench_data.py --traced      (only eager vs tf.function map functions)
+     python benchmarks/bench_data.py --handoff     (only parallel map's per-element overhead)
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import os
 import statistics
 import sys
+import threading
 import time
 
 import numpy as np
@@ -138,6 +140,56 @@ def eager_vs_traced() -> None:
         graph = median_of(lambda k=kwargs: _epoch(source.map(traced, **k)), 3)
         print(f"  {label:<11} eager {eager:.3f}s   tf.function {graph:.3f}s   "
               f"traced speed-up x{eager / graph:.2f}")
+    gil_floor()
+
+
+def plain_threads(fn, args: list, n_threads: int) -> float:
+    """Seconds to call `fn` on every element of `args` from `n_threads` plain threads (no
+    tf.data): the floor the GIL sets for a thread-parallel map of the same function."""
+    parts = [args[i::n_threads] for i in range(n_threads)]
+
+    def work(part: list) -> None:
+        for a in part:
+            fn(*a)
+    threads = [threading.Thread(target=work, args=(part,)) for part in parts]
+    start = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return time.perf_counter() - start
+
+
+def gil_floor() -> None:
+    """The same MNIST normalize on 1 vs 2 plain threads: how much the GIL alone costs."""
+    (x, y), _ = load_mnist_5k()
+    args = [(tf.constant(a), tf.constant(b)) for a, b in zip(x, y)]
+    one = median_of(lambda: plain_threads(normalize, args, 1), 3)
+    two = median_of(lambda: plain_threads(normalize, args, 2), 3)
+    print(f"  no tf.data, plain threads: 1 thread {one:.3f}s   2 threads {two:.3f}s   "
+          f"(2 threads / 1 = x{two / one:.2f}: the GIL's share, not the map's)")
+
+
+def handoff_cost(n: int = 20_000) -> None:
+    """Per-element cost of a trivial map, sequential vs on worker threads (the hand-off)."""
+    print(f"\nDataset.range({n}).map(lambda x: x + 1), microseconds per element (median of 5):")
+    base = None
+    for label, kwargs in (("sequential", {}), ("2 threads", {"num_parallel_calls": 2}),
+                          ("AUTOTUNE", {"num_parallel_calls": AUTOTUNE})):
+        ds = tfdata.Dataset.range(n).map(lambda x: x + 1, **kwargs)
+        cpu: list[float] = []
+
+        def run(ds=ds, cpu=cpu) -> float:
+            start, c0 = time.perf_counter(), time.process_time()
+            for _ in ds:
+                pass
+            cpu.append(time.process_time() - c0)
+            return time.perf_counter() - start
+        wall = median_of(run) / n * 1e6
+        cpu_us = statistics.median(cpu[1:]) / n * 1e6
+        base = base or wall
+        print(f"  {label:<11} wall {wall:6.1f} us   CPU {cpu_us:6.1f} us   "
+              f"vs sequential x{wall / base:.2f}")
 
 
 def _epoch(ds) -> float:
@@ -153,6 +205,9 @@ def main() -> None:
         return
     if "--traced" in sys.argv:
         eager_vs_traced()
+        return
+    if "--handoff" in sys.argv:
+        handoff_cost()
         return
     cases = [
         ("naive (no overlap: sum)", lambda: ArtificialDataset(), 0.210, 0.2747, None),
@@ -208,6 +263,7 @@ def main() -> None:
     print(par.autotune_report())
     threads_vs_processes()
     eager_vs_traced()
+    handoff_cost()
 
 
 if __name__ == "__main__":
