@@ -2,6 +2,7 @@
 
 import gc
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -28,15 +29,33 @@ def test_cheap_map_keeps_order():
     assert list(ds.as_numpy_iterator()) == list(range(1, N + 1))
 
 
-@pytest.mark.parametrize(("per_call_s", "expected"), [
-    (None, 1), (0.1, 1), (_CHUNK_TARGET_S / 2, 2), (1e-6, _MAX_CHUNK)])
-def test_chunk_size_follows_measured_call_cost(per_call_s, expected):
+@pytest.mark.parametrize(("call_s", "read_s", "expected"), [
+    (None, 0.0, 1), (0.1, 0.0, 1), (_CHUNK_TARGET_S / 2, 0.0, 2), (1e-6, 0.0, _MAX_CHUNK),
+    (1e-6, 0.015, 1), (_CHUNK_TARGET_S / 4, _CHUNK_TARGET_S / 4, 2)])
+def test_chunk_size_follows_measured_read_and_call_cost(call_s, read_s, expected):
     stats = StageStats("ParallelMap(f)")
-    if per_call_s is not None:
-        stats.elements = 100
-        stats.record_call(100 * per_call_s, 100 * per_call_s)
     run = _MapRun(iter(()), lambda x: x, stats, stage=1, epoch=1)
+    if call_s is not None:
+        stats.elements = run.index = 100
+        stats.record_call(100 * call_s, 100 * call_s)
+        run.read_s = 100 * read_s
     assert run._chunk_size() == expected
+
+
+def test_slow_input_is_streamed_not_chunked():
+    def gen():
+        for i in range(8):
+            time.sleep(0.01)
+            yield i
+    ds = Dataset.from_generator(gen, output_types=dtypes.int64).map(
+        lambda x: x + 1, num_parallel_calls=2)
+    got, arrivals = [], []
+    for x in ds:
+        got.append(int(x))
+        arrivals.append(time.perf_counter())
+    assert got == list(range(1, 9))
+    gaps = np.diff(arrivals)
+    assert gaps.max() < 0.035  # one element per 0.01 s, not several read before any is mapped
 
 
 @pytest.mark.parametrize("parallel", [2, AUTOTUNE])

@@ -174,6 +174,7 @@ class _MapRun:
         self.reserved = 0           # chunks taken by workers, in flight or waiting to be consumed
         self.busy = 0               # workers running map_func right now
         self.index = 0
+        self.read_s = 0.0           # time spent reading the input (under input_lock)
         self.end = False
         self.closed = False
         self.threads: list = []
@@ -183,11 +184,15 @@ class _MapRun:
         self.threads.append(workers.start_thread(self._work, wid, name=f"map-{wid}"))
 
     def _chunk_size(self) -> int:
+        """Elements per chunk: about `_CHUNK_TARGET_S` of reading and mapping, by the averages
+        so far (one until something is measured, so slow inputs and functions stream)."""
         stats = self.stats
-        if stats.elements == 0 or stats.busy_s <= 0:
+        if stats.elements == 0 or self.index == 0:
             return 1
-        per_call = stats.busy_s / stats.elements
-        return max(1, min(_MAX_CHUNK, int(_CHUNK_TARGET_S / per_call)))
+        per_element = stats.busy_s / stats.elements + self.read_s / self.index
+        if per_element <= 0:
+            return _MAX_CHUNK
+        return max(1, min(_MAX_CHUNK, int(_CHUNK_TARGET_S / per_element)))
 
     def _work(self, wid: int) -> None:
         cond, stats = self.work_ready, self.stats
@@ -203,6 +208,7 @@ class _MapRun:
             chunk = _Chunk()
             elements = []
             with self.input_lock:
+                started = time.perf_counter()
                 if not self.end:
                     try:
                         for _ in range(size):
@@ -214,6 +220,7 @@ class _MapRun:
                         chunk.error = workers.annotate(e, "map input")
                 first = self.index
                 self.index += len(elements)
+                self.read_s += time.perf_counter() - started
                 with cond:
                     if len(elements) < size or chunk.error is not None:
                         self.end = True
