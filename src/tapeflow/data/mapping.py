@@ -159,9 +159,9 @@ class _MapRun:
     """The shared state of one parallel map iterator: input, ordered result chunks, workers.
 
     Workers take a chunk of input elements per lock acquisition (its length follows the measured
-    cost of a call) and publish the mapped chunk at once; the consumer yields a whole chunk
-    without touching the lock. Workers and consumer wait on separate conditions of one lock, so
-    each hand-off wakes only the side that can act on it."""
+    cost of reading and mapping an element) and publish the mapped chunk at once; the consumer
+    yields a whole chunk without touching the lock. Workers and consumer wait on separate
+    conditions of one lock, so each hand-off wakes only the side that can act on it."""
 
     def __init__(self, source: Iterator, fn: Callable, stats: Any, stage: int, epoch: int):
         self.source, self.fn, self.stats = source, fn, stats
@@ -236,15 +236,11 @@ class _MapRun:
     def _run(self, chunk: _Chunk, elements: list, first: int) -> None:
         fn, stage, epoch = self.fn, self.stage, self.epoch
         start, cpu = time.perf_counter(), time.thread_time()
-        if chunk.error is None or elements:
-            input_error, chunk.error = chunk.error, None
-            try:
-                for index, element in enumerate(elements, first):
-                    chunk.values.append(call_user_fn(fn, element, seed_offset(stage, epoch, index)))
-            except BaseException as e:  # noqa: BLE001 - surfaced at the consumer
-                chunk.error = workers.annotate(e, f"map function {fn_name(fn)}")
-            else:
-                chunk.error = input_error
+        try:  # elements read before an input error are mapped and yielded before it
+            for index, element in enumerate(elements, first):
+                chunk.values.append(call_user_fn(fn, element, seed_offset(stage, epoch, index)))
+        except BaseException as e:  # noqa: BLE001 - surfaced at the consumer
+            chunk.error = workers.annotate(e, f"map function {fn_name(fn)}")
         self.stats.record_call(time.perf_counter() - start, time.thread_time() - cpu)
         chunk.nbytes = sum(structure.nbytes(v) for v in chunk.values)
         with self.result_ready:
