@@ -343,7 +343,7 @@ def _store() -> dict:
 
 
 class _EagerStore:
-    pass
+    """Holds the v1 variable store of code that runs outside any Graph."""
 
 
 _eager_store = _EagerStore()
@@ -440,7 +440,7 @@ class _Optimizer:
         return self._slots[key]
 
     def _update(self, grad: Any, var: Variable):
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement _update(grad, var)")
 
 
 class _GradientDescentOptimizer(_Optimizer):

@@ -212,7 +212,7 @@ class ProcessPool:
             try:
                 conn.send(None)
             except OSError:
-                pass
+                pass  # the worker already exited; join below reaps it
         deadline = time.monotonic() + SHUTDOWN_GRACE_S
         open_conns = list(self._conns)
         while open_conns and time.monotonic() < deadline:

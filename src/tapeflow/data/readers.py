@@ -61,7 +61,7 @@ class _FileReaderDataset(Dataset):
         return TensorSpec([], _dtypes.string)
 
     def _records(self, path: str) -> Iterator[bytes]:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement _records(path)")
 
 
 class _RecordsOfFile(Dataset):
@@ -214,7 +214,7 @@ def _infer_dtype(values: list) -> _dtypes.DType:
             int(v)
             continue
         except ValueError:
-            pass
+            pass  # not an int: try float next
         try:
             float(v)
             kinds = _dtypes.float32

@@ -110,7 +110,7 @@ def _unlink(block: shared_memory.SharedMemory) -> None:
     try:
         block.unlink()
     except FileNotFoundError:
-        pass
+        pass  # the other side unlinked it first
 
 
 def discard(name: str) -> None:

@@ -24,63 +24,63 @@ class OpError(Exception):
 
 
 class CancelledError(OpError):
-    pass
+    """An operation or step was cancelled."""
 
 
 class UnknownError(OpError):
-    pass
+    """An error that fits no other class (e.g. an unpicklable worker exception)."""
 
 
 class InvalidArgumentError(OpError, ValueError):
-    pass
+    """An op got an argument of the wrong shape, dtype or value."""
 
 
 class DeadlineExceededError(OpError):
-    pass
+    """An operation ran past its deadline."""
 
 
 class NotFoundError(OpError):
-    pass
+    """A file or other requested entity does not exist."""
 
 
 class AlreadyExistsError(OpError):
-    pass
+    """An entity that should be new already exists."""
 
 
 class PermissionDeniedError(OpError):
-    pass
+    """The caller may not perform the operation."""
 
 
 class ResourceExhaustedError(OpError):
-    pass
+    """Memory or another resource ran out."""
 
 
 class FailedPreconditionError(OpError):
-    pass
+    """The system is not in a state the op needs (e.g. uninitialized variable)."""
 
 
 class AbortedError(OpError):
-    pass
+    """An operation was aborted, typically by a concurrency conflict."""
 
 
 class OutOfRangeError(OpError):
-    pass
+    """An iteration went past the end of its input (end of a dataset)."""
 
 
 class UnimplementedError(OpError):
-    pass
+    """The operation is not supported."""
 
 
 class InternalError(OpError):
-    pass
+    """An internal invariant was broken: a bug in tapeflow."""
 
 
 class UnavailableError(OpError):
-    pass
+    """A service is temporarily unavailable."""
 
 
 class DataLossError(OpError):
-    pass
+    """Data is corrupted or lost (a bad checksum in a record file)."""
 
 
 class OperatorNotAllowedInGraphError(TypeError):

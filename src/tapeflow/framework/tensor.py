@@ -22,11 +22,11 @@ class Tensor:
 
     @property
     def shape(self) -> TensorShape:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement shape")
 
     @property
     def dtype(self) -> _dtypes.DType:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement dtype")
 
     @property
     def ndim(self) -> int | None:

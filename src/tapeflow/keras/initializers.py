@@ -73,7 +73,7 @@ class Initializer:
     """Base class: subclasses implement ``__call__(shape, dtype=None)``."""
 
     def __call__(self, shape: Any, dtype: Any = None, **kwargs: Any):
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement __call__(shape, dtype)")
 
     def get_config(self) -> dict:
         return {}

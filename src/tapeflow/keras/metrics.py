@@ -61,10 +61,10 @@ class Metric:
         return []
 
     def update_state(self, *args: Any, **kwargs: Any) -> Any:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement update_state()")
 
     def result(self) -> Any:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement result()")
 
     def reset_state(self) -> None:
         """Zero every state variable (start of an epoch)."""

@@ -68,7 +68,7 @@ def _fsync_directory(directory: str) -> None:
     try:
         os.fsync(fd)
     except OSError:
-        pass
+        pass  # some filesystems cannot fsync a directory; the rename itself is still atomic
     finally:
         os.close(fd)
 

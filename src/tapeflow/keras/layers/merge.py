@@ -19,7 +19,7 @@ class _Merge(Layer):
         return list(inputs)
 
     def _merge(self, inputs: list) -> Any:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement _merge(inputs)")
 
     def call(self, inputs: Any):
         return self._merge(self._check(inputs))

@@ -92,7 +92,7 @@ class _Cell(Layer):
         return out
 
     def step(self, projected: Any, states: list) -> tuple[Any, list]:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement step(projected, states)")
 
     def call(self, inputs: Any, states: Any):
         states = list(states) if isinstance(states, (list, tuple)) else [states]
