@@ -4,6 +4,8 @@ from tapeflow.ops import (
     array_ops,
     control_flow_ops,
     conv_ops,
+    creation_ops,
+    indexing_ops,
     linalg_ops,
     math_ops,
     nn_ops,

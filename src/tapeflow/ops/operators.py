@@ -113,7 +113,7 @@ _OPERATORS = {
     "__le__": _named("math_ops", "less_equal"),
     "__gt__": _named("math_ops", "greater"),
     "__ge__": _named("math_ops", "greater_equal"),
-    "__getitem__": _named("array_ops", "slice_by_index"),
+    "__getitem__": _named("indexing_ops", "slice_by_index"),
 }
 
 
