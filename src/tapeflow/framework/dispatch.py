@@ -7,7 +7,6 @@ so gradients work the same in both modes.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -197,15 +196,6 @@ def _kernel_error(op: Op, arrays: list, attrs: dict, e: Exception) -> Exception:
     attr_txt = f" with {shown}" if shown else ""
     msg = (f"{op.name} failed on inputs ({shapes}){attr_txt}: {e}\n{errors.user_line()}")
     return errors.InvalidArgumentError(None, op.name, msg)
-
-
-def kernel_params(kernel: Callable) -> tuple[list[str], list[str]]:
-    """(input names, attribute names) of a kernel: positional params vs keyword-only."""
-    sig = inspect.signature(kernel)
-    ins = [p.name for p in sig.parameters.values()
-           if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)]
-    attrs = [p.name for p in sig.parameters.values() if p.kind == p.KEYWORD_ONLY]
-    return ins, attrs
 
 
 def probe_shape(op: Op, specs: list, attrs: dict):

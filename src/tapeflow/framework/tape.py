@@ -142,9 +142,6 @@ class GradientTape:
                 watched.add(k)
         self._entries.append(_Entry(grad_fn, attrs, keys, tensors, outs, out_keys, multi))
 
-    def _record_custom(self, grad_fn, inputs, tensors, outs, multi) -> None:
-        self._record(grad_fn, {}, inputs, tensors, outs, multi)
-
     # --- differentiation ----------------------------------------------------------------
     def gradient(self, target: Any, sources: Any, output_gradients: Any = None,
                  unconnected_gradients: Any = UnconnectedGradients.NONE):
@@ -152,8 +149,6 @@ class GradientTape:
         if self._used and not self._persistent:
             raise RuntimeError("A non-persistent GradientTape can only be used to compute one "
                                "set of gradients (or jacobians)")
-        if self._recording and not self._persistent:
-            pass  # TF allows it (it records the gradient ops too); so do we
         result = self._gradient(target, sources, output_gradients, unconnected_gradients)
         if not self._persistent:
             self._used = True
@@ -350,23 +345,7 @@ def custom_gradient(f: Callable | None = None):
         tensors = [a.read_value() if isinstance(a, Variable) else a for a in inputs]
         outs = tuple(flat_y) if multi else flat_y[0]
         for tape in outer:
-            tape._record_custom(backward, inputs, tensors, outs, multi)
+            tape._record(backward, {}, inputs, tensors, outs, multi)
         return y
 
     return wrapper
-
-
-def stop_recording():
-    """Pause all active tapes (used for non-differentiable bookkeeping)."""
-    import contextlib
-
-    @contextlib.contextmanager
-    def pause():
-        saved = _state.tapes
-        _state.tapes = ()
-        try:
-            yield
-        finally:
-            _state.tapes = saved
-
-    return pause()
