@@ -165,10 +165,9 @@ def _convert_eager_inputs(op: Op, inputs: tuple) -> tuple[tuple, list]:
                 break
     converted = []
     for i, x in enumerate(inputs):
-        kind = type(x)
-        if hint is not None and (kind is float or kind is int) and (
-                hint.is_floating or (kind is int and hint.is_integer)):
-            converted.append(wrap(np.asarray(x, hint._np)))  # `x + 1.0`: the common case
+        number = None if hint is None else number_as(x, hint._np)
+        if number is not None:
+            converted.append(number)  # `x + 1.0`: the common case
         elif isinstance(x, Tensor) and not isinstance(x, EagerTensor):
             raise errors.InvalidArgumentError(
                 f"{op.name}: input {i} is a symbolic tensor from a graph ({x!r}) but the op runs "
@@ -181,6 +180,20 @@ def _convert_eager_inputs(op: Op, inputs: tuple) -> tuple[tuple, list]:
 
             converted.append(convert_to_tensor(x, dtype_hint=hint, _op_name=op.name))
     return tuple(converted), [x._value for x in converted]
+
+
+def number_as(value: Any, np_dtype: np.dtype) -> EagerTensor | None:
+    """A Python float/int as a tensor of the dtype it meets (TF's rule), or None if it does not
+    fit without rounding (an int tensor meeting 1.5) or is not a plain number."""
+    kind = type(value)
+    if kind is float:
+        return wrap(np.asarray(value, np_dtype)) if np_dtype.kind in "fc" else None
+    if kind is int and np_dtype.kind in "fciu":
+        try:
+            return wrap(np.asarray(value, np_dtype))
+        except OverflowError:  # -1 meeting uint8: the general conversion explains
+            return None
+    return None
 
 
 def _raise_dtype_mismatch(op: Op, arrays: list) -> None:

@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import importlib
 
-import numpy as np
-
-from tapeflow.framework.dispatch import apply
-from tapeflow.framework.tensor import Tensor, wrap
+from tapeflow.framework.dispatch import apply, number_as
+from tapeflow.framework.tensor import Tensor
 from tapeflow.framework.variable import Variable
 from tapeflow.ops import linalg_ops, math_ops
 
@@ -20,11 +18,12 @@ _NUMBERS = (float, int)
 
 
 def _like(y, x):
-    """A Python number as an eager tensor of x's dtype (`x * 2`), skipping general conversion."""
+    """A Python number as an eager tensor of x's dtype (`x * 2`), before dispatch's slow path."""
     value = getattr(x, "_value", None)
-    if value is None or value.dtype.kind not in "fc" and type(y) is float:
-        return y  # graph mode, or int tensor + float: let dispatch convert (and complain)
-    return wrap(np.asarray(y, value.dtype))
+    if value is None:
+        return y  # graph mode: the graph converts constants
+    number = number_as(y, value.dtype)
+    return y if number is None else number
 
 
 def __add__(x, y):
