@@ -19,6 +19,8 @@ import warnings as _warnings
 # inside tapeflow's kernels. Scoped to tapeflow's own modules, so user NumPy code still warns.
 _warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"tapeflow(\.|$)")
 
+from tapeflow.kernels import heap as _heap  # noqa: F401  (keeps activation buffers mapped)
+
 from tapeflow import (
     compat,
     data,
