@@ -19,8 +19,6 @@ import warnings as _warnings
 # inside tapeflow's kernels. Scoped to tapeflow's own modules, so user NumPy code still warns.
 _warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"tapeflow(\.|$)")
 
-from tapeflow.kernels import heap as _heap  # noqa: F401  (keeps activation buffers mapped)
-
 from tapeflow import (
     compat,
     data,
@@ -66,6 +64,7 @@ from tapeflow.framework.variable import Variable, VariableAggregation, VariableS
 from tapeflow.graph import function as _function_module  # tf.function, tf.config.*
 from tapeflow.io import example_pb as _example_pb
 from tapeflow.io.sparse_tensor import SparseTensor
+from tapeflow.kernels import heap as _heap  # noqa: F401  (keeps activation buffers mapped)
 
 # tf.train.Example and friends are protobuf messages defined with the TFRecord reader
 for _name in ("Example", "Features", "Feature", "BytesList", "FloatList", "Int64List",

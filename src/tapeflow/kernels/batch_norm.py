@@ -31,40 +31,65 @@ def _stats_nb(x2, mean, var):
 
 
 @jit()
-def _grad_sums_nb(g2, x2, mean, sum_g, sum_gx):
+def _grad_sums_nb(g2, x2, mean, y2, sum_g, sum_gx):
+    """Per-column sums of g and g*(x - mean); with a ReLU output y2, g counts only where
+    y2 > 0 (elsewhere g*0, so a NaN gradient stays NaN as in ReluGrad)."""
     m, c = x2.shape
+    if y2.shape[0] != m:
+        for i in range(m):
+            for j in range(c):
+                gv = g2[i, j]
+                sum_g[j] += gv
+                sum_gx[j] += gv * (x2[i, j] - mean[j])
+        return
     for i in range(m):
         for j in range(c):
-            gv = g2[i, j]
+            gv = g2[i, j] * (1.0 if y2[i, j] > 0 else 0.0)
             sum_g[j] += gv
             sum_gx[j] += gv * (x2[i, j] - mean[j])
 
 
 @jit()
-def _affine_nb(x2, a, b, out):
+def _affine_nb(x2, a, b, relu, out):
     m, c = x2.shape
     for i in range(m):
         for j in range(c):
-            out[i, j] = x2[i, j] * a[j] + b[j]
+            v = x2[i, j] * a[j] + b[j]
+            out[i, j] = v if not relu or v > 0 or v != v else 0.0
 
 
 @jit()
-def _affine2_nb(g2, x2, k, u, v, out):
+def _affine2_nb(g2, x2, k, u, v, y2, add2, out):
+    """out = g*k + x*u + v per column; g masked by y2 > 0 if y2 has rows, plus add2 if it has
+    rows (each case its own loop, so each stays vectorizable)."""
     m, c = x2.shape
-    for i in range(m):
-        for j in range(c):
-            out[i, j] = g2[i, j] * k[j] + x2[i, j] * u[j] + v[j]
+    if y2.shape[0] != m:
+        for i in range(m):
+            for j in range(c):
+                out[i, j] = g2[i, j] * k[j] + x2[i, j] * u[j] + v[j]
+    elif add2.shape[0] != m:
+        for i in range(m):
+            for j in range(c):
+                gv = g2[i, j] * (1.0 if y2[i, j] > 0 else 0.0)
+                out[i, j] = gv * k[j] + x2[i, j] * u[j] + v[j]
+    else:
+        for i in range(m):
+            for j in range(c):
+                gv = g2[i, j] * (1.0 if y2[i, j] > 0 else 0.0)
+                out[i, j] = gv * k[j] + x2[i, j] * u[j] + v[j] + add2[i, j]
 
 
-def _affine(x2: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """x2 * a + b per column, in one pass over x2 when compiled."""
+def _affine(x2: np.ndarray, a: np.ndarray, b: np.ndarray, relu: bool = False) -> np.ndarray:
+    """x2 * a + b per column (then max(., 0) if `relu`), in one pass over x2 when compiled."""
     a, b = a.astype(x2.dtype), b.astype(x2.dtype)
     if _affine_nb is not None:
         out = np.empty_like(x2)
-        _affine_nb(x2, a, b, out)
+        _affine_nb(x2, a, b, relu, out)
         return out
     out = x2 * a
     out += b
+    if relu:
+        np.maximum(out, 0, out=out)
     return out
 
 
@@ -81,10 +106,12 @@ def moments(x2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return mean, var
 
 
-def forward(x: np.ndarray, scale: np.ndarray, offset: np.ndarray, epsilon: float):
+def forward(x: np.ndarray, scale: np.ndarray, offset: np.ndarray, epsilon: float,
+            relu: bool = False):
     """(y, batch mean, unbiased batch variance, 1/sqrt(biased variance + eps)), as TF's
     FusedBatchNorm: y is normalized with the biased variance, while the returned variance has
-    Bessel's correction because it feeds the moving average."""
+    Bessel's correction because it feeds the moving average. With `relu`, y is max(y, 0),
+    written in the same pass."""
     c = x.shape[-1]
     x2 = np.ascontiguousarray(x).reshape(-1, c)
     m = x2.shape[0]
@@ -92,23 +119,36 @@ def forward(x: np.ndarray, scale: np.ndarray, offset: np.ndarray, epsilon: float
     inv = 1.0 / np.sqrt(var + epsilon)
     a = scale.astype(np.float64) * inv
     b = offset.astype(np.float64) - mean * a
-    y = _affine(x2, a, b)
+    y = _affine(x2, a, b, relu)
     unbiased = var * (m / max(m - 1, 1))
     return (y.reshape(x.shape), mean.astype(x.dtype), unbiased.astype(x.dtype),
             inv.astype(x.dtype))
 
 
 def backward(g: np.ndarray, x: np.ndarray, scale: np.ndarray, mean: np.ndarray,
-             inv: np.ndarray):
-    """(dx, dscale, doffset) of ``forward``'s y given its gradient `g`."""
+             inv: np.ndarray, relu_out: np.ndarray | None = None,
+             addend: np.ndarray | None = None):
+    """(dx, dscale, doffset) of ``forward``'s y given its gradient `g`; with `relu_out` (the
+    output of ``forward(relu=True)``), `g` is the gradient of that output, masked here as
+    ReluGrad would, in the same passes. An `addend` (x's shape) is added to dx in its pass
+    (another path's gradient of x; only together with `relu_out`)."""
     c = x.shape[-1]
     x2 = np.ascontiguousarray(x).reshape(-1, c)
     g2 = np.ascontiguousarray(g).reshape(-1, c)
     m = x2.shape[0]
     mean64, inv64 = mean.astype(np.float64), inv.astype(np.float64)
     sum_g, sum_gx = np.zeros(c), np.zeros(c)
-    if _grad_sums_nb is not None:
-        _grad_sums_nb(g2, x2, mean64, sum_g, sum_gx)
+    compiled = _grad_sums_nb is not None
+    if relu_out is None:
+        y2 = np.empty((0, c), dtype=x2.dtype)
+        if addend is not None:
+            raise ValueError("backward: an addend needs relu_out")
+    elif compiled:
+        y2 = np.ascontiguousarray(relu_out).reshape(-1, c)
+    else:  # NumPy: mask once, then the unfused formula
+        g2 = np.multiply(g2, np.greater(relu_out.reshape(-1, c), 0))
+    if compiled:
+        _grad_sums_nb(g2, x2, mean64, y2, sum_g, sum_gx)
     else:
         sum_g[:] = g2.sum(axis=0, dtype=np.float64)
         sum_gx[:] = np.einsum("ij,ij->j", g2, x2 - mean.astype(x.dtype), dtype=np.float64)
@@ -119,10 +159,14 @@ def backward(g: np.ndarray, x: np.ndarray, scale: np.ndarray, mean: np.ndarray,
     u = -k * inv64 * inv64 * sum_gx / m
     v = -k * sum_g / m - u * mean64
     k32, u32, v32 = k.astype(x.dtype), u.astype(x.dtype), v.astype(x.dtype)
-    if _affine2_nb is not None:
+    if compiled:
         dx = np.empty_like(x2)
-        _affine2_nb(g2, x2, k32, u32, v32, dx)
+        add2 = (y2[:0] if addend is None
+                else np.ascontiguousarray(addend, dtype=x2.dtype).reshape(-1, c))
+        _affine2_nb(g2, x2, k32, u32, v32, y2, add2, dx)
     else:
         dx = _affine(x2, u32, v32)
         dx += g2 * k32
+        if addend is not None:
+            dx += addend.reshape(-1, c)
     return dx.reshape(x.shape), dscale.astype(scale.dtype), sum_g.astype(scale.dtype)

@@ -1,0 +1,153 @@
+"""Operator fusion: a producer whose output only one consumer reads is merged into it.
+
+Each rule names a (producer -> consumer) chain and the fused primitive that replaces both
+(``ops/fused_ops.py``): Conv2D -> BiasAdd, that -> Relu, FusedBatchNorm -> Relu, and in backward
+graphs ReluGrad -> FusedBatchNormGrad, then -> AddV2 of another gradient into its dx. The chains
+are memory-bound passes over activation-sized arrays, so a fused node saves one full read and
+write of such an array (and a fresh buffer).
+
+A chain fuses only when the intermediate tensor has no other reader (no other node, no graph
+output), neither node is stateful or ordered by control dependencies, and the fused node has a
+position in the node list where all its inputs are computed and before every reader of the
+outputs it takes over.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tapeflow.graph.ir import Graph, Node, SymbolicTensor, clone
+from tapeflow.ops import conv_ops, fused_ops, math_ops, nn_ops, normalization_ops
+
+_FLOATS = ("float32", "float64")
+
+# build(producer, consumer) -> (op, inputs, attrs, taken outputs) or None to skip
+Build = Callable[[Node, Node], "tuple | None"]
+
+
+@dataclass(frozen=True)
+class Rule:
+    producer: str
+    consumer: str
+    operands: tuple[int, ...]  # inputs of the consumer the producer's output may be
+    build: Build
+
+
+def _conv_bias(p: Node, c: Node):
+    if c.attrs["data_format"].startswith("NC"):
+        return None
+    return (fused_ops._fused_conv2d, [*p.inputs, c.inputs[1]],
+            {**p.attrs, "activation": None}, list(c.outputs))
+
+
+def _conv_relu(p: Node, c: Node):
+    if p.attrs["activation"] is not None:
+        return None
+    return fused_ops._fused_conv2d, list(p.inputs), {**p.attrs, "activation": "Relu"}, \
+        list(c.outputs)
+
+
+def _bn_relu(p: Node, c: Node):
+    if c.inputs[0] is not p.outputs[0]:
+        return None
+    return (fused_ops._fused_batch_norm_ex, list(p.inputs), {**p.attrs, "activation": "Relu"},
+            [c.outputs[0], *p.outputs[1:]])
+
+
+def _relu_grad_bn_grad(p: Node, c: Node):
+    return (fused_ops._fused_batch_norm_grad_ex, [*p.inputs, *c.inputs[1:]], {},
+            list(c.outputs))
+
+
+def _bn_grad_add(p: Node, c: Node):
+    dx, other = (c.inputs[0], c.inputs[1]) if c.inputs[0] is p.outputs[0] else c.inputs[::-1]
+    if (dx is not p.outputs[0] or len(p.inputs) != 6 or not dx.shape.is_fully_defined()
+            or other.shape != dx.shape or other.dtype is not dx.dtype):
+        return None  # only dx, without broadcasting, into a fused grad without an addend yet
+    return (fused_ops._fused_batch_norm_grad_ex, [*p.inputs, other], {},
+            [c.outputs[0], *p.outputs[1:]])
+
+
+RULES = [
+    Rule(conv_ops._conv2d.name, nn_ops._bias_add.name, (0,), _conv_bias),
+    Rule(fused_ops._fused_conv2d.name, nn_ops._relu.name, (0,), _conv_relu),
+    Rule(normalization_ops._fused_batch_norm.name, nn_ops._relu.name, (0,), _bn_relu),
+    Rule(nn_ops._relu_grad.name, normalization_ops._fused_batch_norm_grad.name, (0,),
+         _relu_grad_bn_grad),
+    Rule(fused_ops._fused_batch_norm_grad_ex.name, math_ops._add.name, (0, 1), _bn_grad_add),
+]
+_BY_CONSUMER = {r.consumer: [x for x in RULES if x.consumer == r.consumer] for r in RULES}
+
+
+def _readers(g: Graph) -> dict[int, list[int]]:
+    """id(tensor) -> positions of the nodes reading it (len(nodes) stands for a graph output)."""
+    readers: dict[int, list[int]] = {}
+    for i, node in enumerate(g.nodes):
+        for t in node.inputs:
+            readers.setdefault(id(t), []).append(i)
+    for t in g.outputs:
+        if isinstance(t, SymbolicTensor):
+            readers.setdefault(id(t), []).append(len(g.nodes))
+    return readers
+
+
+def _plain(node: Node, ordered: set[int]) -> bool:
+    return not (node.op.stateful or node.control_inputs or id(node) in ordered)
+
+
+def _placement(g: Graph, p: Node, c: Node, inputs: list, taken: list,
+               readers: dict, pos: dict) -> int | None:
+    """An index where the fused node can stand: the consumer's, or failing that the
+    producer's; None if neither keeps the node list topologically ordered."""
+    pi, ci = pos[id(p)], pos[id(c)]
+    earliest_reader = min((r for t in taken for r in readers.get(id(t), []) if r not in (pi, ci)),
+                          default=len(g.nodes))
+    latest_input = max((pos[id(t.node)] for t in inputs if id(t.node) not in (id(p), id(c))),
+                       default=-1)
+    return next((at for at in (ci, pi) if latest_input < at < earliest_reader), None)
+
+
+def _fuse_once(g: Graph, ordered: set[int]) -> str | None:
+    """Apply the first matching rule; return the fused op's name, or None if none matched."""
+    readers = _readers(g)
+    pos = {id(n): i for i, n in enumerate(g.nodes)}
+    for c in g.nodes:
+        for rule, t in ((r, c.inputs[i]) for r in _BY_CONSUMER.get(c.op.name, ())
+                        for i in r.operands if i < len(c.inputs)):
+            if t.node.op.name != rule.producer or t.dtype.name not in _FLOATS:
+                continue
+            p = t.node
+            if not (_plain(p, ordered) and _plain(c, ordered)) or readers[id(t)] != [pos[id(c)]]:
+                continue
+            built = rule.build(p, c)
+            if built is None:
+                continue
+            fused_op, inputs, attrs, taken = built
+            at = _placement(g, p, c, inputs, taken, readers, pos)
+            if at is None:
+                continue
+            node = g.add_node(fused_op, inputs, attrs, [(x.shape, x.dtype) for x in taken],
+                              name=c.name, location=c.location)
+            g.nodes.pop()
+            node.name = c.name
+            replaced = {id(old): new for old, new in zip(taken, node.outputs)}
+            for n in g.nodes:
+                n.inputs = [replaced.get(id(x), x) for x in n.inputs]
+            g.outputs = [replaced.get(id(x), x) if isinstance(x, SymbolicTensor) else x
+                         for x in g.outputs]
+            g.nodes[at] = node
+            g.nodes.remove(p if at == pos[id(c)] else c)
+            return fused_op.name
+    return None
+
+
+def run(graph: Graph) -> tuple[Graph, str]:
+    """Fuse every matching chain (a fused node can absorb the next one: Conv2D, BiasAdd, Relu)."""
+    g, _ = clone(graph)
+    ordered = {id(c) for n in g.nodes for c in n.control_inputs}
+    counts: dict[str, int] = {}
+    while (name := _fuse_once(g, ordered)) is not None:
+        counts[name] = counts.get(name, 0) + 1
+    detail = ", ".join(f"{n} x{k}" for n, k in sorted(counts.items()))
+    return g, f"fuse: fused {sum(counts.values())} chains" + (f" ({detail})" if detail else "")

@@ -1,0 +1,170 @@
+"""The fusion pass and its fused primitives: same numbers as the unfused chains, eager and graph,
+first and second order, and no fusion where an intermediate has another reader."""
+
+import numpy as np
+import pytest
+
+import tapeflow as tf
+from tapeflow.framework.dispatch import apply
+from tapeflow.graph.passes import fuse
+from tapeflow.graph.verify import verify
+from tapeflow.kernels import batch_norm as bn_kernels
+from tapeflow.kernels import bias as bias_kernels
+from tapeflow.ops import fused_ops, nn_ops, normalization_ops
+from tapeflow.testing import check_grads
+
+rng = np.random.default_rng(0)
+CONV = dict(strides=(1, 1), dilations=(1, 1), padding="SAME")
+
+
+def _ops(fn, *args) -> list[str]:
+    return [n.op.name for n in fn.get_concrete_function(*args).graph.nodes]
+
+
+def _conv_block(x, w, b, scale, offset):
+    y = tf.nn.relu(tf.nn.bias_add(tf.nn.conv2d(x, w, 1, "SAME"), b))
+    z, _, _ = tf.compat.v1.nn.fused_batch_norm(y, scale, offset, is_training=True)
+    return tf.nn.relu(z)
+
+
+def _block_inputs(dtype=np.float32):
+    return [tf.constant(rng.standard_normal(s).astype(dtype))
+            for s in ((2, 5, 5, 3), (3, 3, 3, 4), (4,), (4,), (4,))]
+
+
+def test_training_step_fuses_every_chain_and_matches_eager():
+    args = _block_inputs()
+
+    def step(x, w, b, scale, offset):
+        with tf.GradientTape() as tape:
+            tape.watch([x, w, b, scale, offset])
+            y = _conv_block(x, w, b, scale, offset)
+            loss = tf.reduce_sum(y * y) + tf.reduce_sum(x * x)  # two paths into dx
+        return loss, tape.gradient(loss, [x, w, b, scale, offset])
+
+    graph_step = tf.function(step)
+    eager_loss, eager_grads = step(*args)
+    loss, grads = graph_step(*args)
+    np.testing.assert_allclose(loss.numpy(), eager_loss.numpy(), rtol=1e-5)
+    for g, e in zip(grads, eager_grads):
+        np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=1e-4, atol=1e-5)
+    names = _ops(graph_step, *args)
+    assert {"_FusedConv2D", "_FusedBatchNormEx", "_FusedBatchNormGradEx"} <= set(names)
+    assert "BiasAdd" not in names and "Relu" not in names
+    concrete = graph_step.get_concrete_function(*args)
+    verify(concrete.graph)
+    assert "fuse: fused" in concrete.optimization_report()
+
+
+def test_fused_conv_takes_relu_and_bias_in_one_node():
+    x, w, b = _block_inputs()[:3]
+    f = tf.function(lambda x, w, b: tf.nn.relu(tf.nn.bias_add(tf.nn.conv2d(x, w, 1, "SAME"), b)))
+    node = next(n for n in f.get_concrete_function(x, w, b).graph.nodes
+                if n.op.name == "_FusedConv2D")
+    assert node.attrs["activation"] == "Relu"
+    expected = np.maximum(tf.nn.conv2d(x, w, 1, "SAME").numpy() + b.numpy(), 0)
+    np.testing.assert_allclose(f(x, w, b).numpy(), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_no_fusion_when_the_intermediate_has_another_reader():
+    x, w, b = _block_inputs()[:3]
+
+    @tf.function
+    def f(x, w, b):
+        conv = tf.nn.conv2d(x, w, 1, "SAME")
+        return tf.nn.relu(tf.nn.bias_add(conv, b)), conv  # conv is also an output
+
+    names = _ops(f, x, w, b)
+    assert "Conv2D" in names and "_FusedConv2D" not in names
+    y, conv = f(x, w, b)
+    np.testing.assert_allclose(y.numpy(), np.maximum(conv.numpy() + b.numpy(), 0), rtol=1e-6)
+
+
+def test_nchw_bias_add_is_left_alone():
+    x = tf.constant(rng.standard_normal((1, 4, 3, 3)).astype(np.float32))
+    f = tf.function(lambda x, b: tf.nn.bias_add(x, b, data_format="NCHW"))
+    assert "_FusedConv2D" not in _ops(f, x, tf.zeros([4]))
+
+
+def test_traced_forward_differentiated_by_an_eager_tape():
+    """A tf.function's optimized (fused) graph is what an outer tape differentiates."""
+    args = _block_inputs()
+    forward = tf.function(_conv_block)
+    assert "_FusedBatchNormEx" in _ops(forward, *args)
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(args)
+        graph_loss = tf.reduce_sum(forward(*args) ** 2)
+        eager_loss = tf.reduce_sum(_conv_block(*args) ** 2)
+    for g, e in zip(tape.gradient(graph_loss, args), tape.gradient(eager_loss, args)):
+        np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("activation", [None, "Relu"])
+def test_fused_conv_gradients_match_finite_differences(activation):
+    x, w, b = (a.numpy() for a in _block_inputs(np.float64)[:3])
+    check_grads(lambda x, w, b: apply(fused_ops._fused_conv2d, x, w, b, activation=activation,
+                                      **CONV), [x, w, b], order=2)
+
+
+@pytest.mark.parametrize("activation", [None, "Relu"])
+def test_fused_batch_norm_gradients_match_finite_differences(activation):
+    x = rng.standard_normal((3, 2, 2, 4))
+    scale, offset = rng.standard_normal(4), rng.standard_normal(4)
+
+    def f(x, scale, offset):
+        return apply(fused_ops._fused_batch_norm_ex, x, scale, offset, epsilon=1e-3,
+                     activation=activation)[0]
+
+    check_grads(f, [x, scale, offset], order=2, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_fused_batch_norm_grad_equals_relu_grad_then_batch_norm_grad(compiled, monkeypatch):
+    if not compiled:  # the NumPy fallback used when numba is missing
+        for name in ("_grad_sums_nb", "_affine_nb", "_affine2_nb"):
+            monkeypatch.setattr(bn_kernels, name, None)
+    x = rng.standard_normal((4, 3, 3, 5))
+    scale, offset = rng.standard_normal(5), rng.standard_normal(5)
+    g, addend = rng.standard_normal(x.shape), rng.standard_normal(x.shape)
+    g[0, 0, 0, :] = np.nan  # NaN gradients stay NaN where the ReLU is off, as ReluGrad
+    y, mean, _, inv = apply(fused_ops._fused_batch_norm_ex, x, scale, offset, epsilon=1e-3,
+                            activation="Relu")
+    masked = apply(nn_ops._relu_grad, g, y)
+    ref = apply(normalization_ops._fused_batch_norm_grad, masked, x, scale, mean, inv)
+    got = apply(fused_ops._fused_batch_norm_grad_ex, g, y, x, scale, mean, inv, addend)
+    np.testing.assert_allclose(got[0].numpy(), ref[0].numpy() + addend, rtol=1e-10)
+    for a, r in zip(got[1:], ref[1:]):
+        np.testing.assert_allclose(a.numpy(), r.numpy(), rtol=1e-10)
+    np.testing.assert_allclose(y.numpy(), np.maximum(apply(
+        normalization_ops._fused_batch_norm, x, scale, offset, epsilon=1e-3)[0].numpy(), 0),
+        rtol=1e-12)
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_add_bias_inplace(compiled, monkeypatch):
+    if not compiled:
+        monkeypatch.setattr(bias_kernels, "_add_bias_nb", None)
+    y = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    y[0, 0, 0] = np.nan
+    b = rng.standard_normal(4).astype(np.float32)
+    expected = np.maximum(y + b, 0)
+    out = bias_kernels.add_bias_inplace(y, b, relu=True)
+    assert out is y
+    np.testing.assert_allclose(out, expected, rtol=1e-6)
+    assert np.isnan(out[0, 0, 0])
+
+
+def test_fused_ops_report_bad_arguments():
+    x, w = np.zeros((1, 3, 3, 2)), np.zeros((1, 1, 2, 4))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="bias must be a vector of the 4"):
+        apply(fused_ops._fused_conv2d, x, w, np.zeros(3), activation=None, **CONV)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="activation must be one of"):
+        apply(fused_ops._fused_conv2d, x, w, np.zeros(4), activation="Gelu", **CONV)
+
+
+def test_report_counts_fused_chains():
+    x, w, b = _block_inputs()[:3]
+    f = tf.function(lambda x, w, b: tf.nn.relu(tf.nn.bias_add(tf.nn.conv2d(x, w, 1, "SAME"), b)))
+    graph = f.get_concrete_function(x, w, b).traced_graph
+    _, report = fuse.run(graph)
+    assert report == "fuse: fused 2 chains (_FusedConv2D x2)"
