@@ -96,58 +96,87 @@ def _plain(node: Node, ordered: set[int]) -> bool:
     return not (node.op.stateful or node.control_inputs or id(node) in ordered)
 
 
-def _placement(g: Graph, p: Node, c: Node, inputs: list, taken: list,
-               readers: dict, pos: dict) -> int | None:
-    """An index where the fused node can stand: the consumer's, or failing that the
-    producer's; None if neither keeps the node list topologically ordered."""
-    pi, ci = pos[id(p)], pos[id(c)]
-    earliest_reader = min((r for t in taken for r in readers.get(id(t), []) if r not in (pi, ci)),
-                          default=len(g.nodes))
-    latest_input = max((pos[id(t.node)] for t in inputs if id(t.node) not in (id(p), id(c))),
-                       default=-1)
-    return next((at for at in (ci, pi) if latest_input < at < earliest_reader), None)
+class _Fuser:
+    """One scan in program order. A fused node takes the consumer's or the producer's slot and
+    the other slot becomes a hole (removed at the end), so positions stay valid throughout and
+    a fused node is seen as a producer by the consumers after it (Conv2D, BiasAdd, Relu)."""
 
+    def __init__(self, g: Graph):
+        self.g = g
+        self.slots: list[Node | None] = list(g.nodes)
+        self.readers = _readers(g)
+        self.pos = {id(n): i for i, n in enumerate(g.nodes)}
+        self.ordered = {id(c) for n in g.nodes for c in n.control_inputs}
+        self.counts: dict[str, int] = {}
 
-def _fuse_once(g: Graph, ordered: set[int]) -> str | None:
-    """Apply the first matching rule; return the fused op's name, or None if none matched."""
-    readers = _readers(g)
-    pos = {id(n): i for i, n in enumerate(g.nodes)}
-    for c in g.nodes:
+    def run(self) -> None:
+        for ci in range(len(self.slots)):
+            c = self.slots[ci]
+            while c is not None and self._try(c):
+                c = self.slots[ci]
+        self.g.nodes = [n for n in self.slots if n is not None]
+
+    def _try(self, c: Node) -> bool:
+        """Fuse `c` with its producer by the first rule that applies; True if one did."""
         for rule, t in ((r, c.inputs[i]) for r in _BY_CONSUMER.get(c.op.name, ())
                         for i in r.operands if i < len(c.inputs)):
-            if t.node.op.name != rule.producer or t.dtype.name not in _FLOATS:
-                continue
             p = t.node
-            if not (_plain(p, ordered) and _plain(c, ordered)) or readers[id(t)] != [pos[id(c)]]:
+            if (p.op.name != rule.producer or t.dtype.name not in _FLOATS
+                    or not (_plain(p, self.ordered) and _plain(c, self.ordered))
+                    or self.readers.get(id(t)) != [self.pos[id(c)]]):
                 continue
             built = rule.build(p, c)
             if built is None:
                 continue
-            fused_op, inputs, attrs, taken = built
-            at = _placement(g, p, c, inputs, taken, readers, pos)
-            if at is None:
-                continue
-            node = g.add_node(fused_op, inputs, attrs, [(x.shape, x.dtype) for x in taken],
-                              name=c.name, location=c.location)
-            g.nodes.pop()
-            node.name = c.name
-            replaced = {id(old): new for old, new in zip(taken, node.outputs)}
-            for n in g.nodes:
-                n.inputs = [replaced.get(id(x), x) for x in n.inputs]
-            g.outputs = [replaced.get(id(x), x) if isinstance(x, SymbolicTensor) else x
-                         for x in g.outputs]
-            g.nodes[at] = node
-            g.nodes.remove(p if at == pos[id(c)] else c)
-            return fused_op.name
-    return None
+            at = self._placement(p, c, *built[1:4:2])
+            if at is not None:
+                self._replace(p, c, at, *built)
+                return True
+        return False
+
+    def _placement(self, p: Node, c: Node, inputs: list, taken: list) -> int | None:
+        """The consumer's slot, or failing that the producer's: one where every input is
+        computed before and every reader of the taken-over outputs comes after."""
+        pi, ci = self.pos[id(p)], self.pos[id(c)]
+        earliest_reader = min((r for t in taken for r in self.readers.get(id(t), [])
+                               if r not in (pi, ci)), default=len(self.slots))
+        latest_input = max((self.pos[id(t.node)] for t in inputs
+                            if t.node is not p and t.node is not c), default=-1)
+        return next((at for at in (ci, pi) if latest_input < at < earliest_reader), None)
+
+    def _replace(self, p: Node, c: Node, at: int, fused_op, inputs: list, attrs: dict,
+                 taken: list) -> None:
+        g, pi, ci = self.g, self.pos[id(p)], self.pos[id(c)]
+        node = g.add_node(fused_op, inputs, attrs, [(x.shape, x.dtype) for x in taken],
+                          name=c.name, location=c.location)
+        g.nodes.pop()
+        node.name = c.name
+        for old in (p, c):  # the inputs of the two nodes are now read by the fused node
+            for t in old.inputs:
+                rs = self.readers[id(t)]
+                rs.remove(self.pos[id(old)])
+        for t in inputs:
+            self.readers.setdefault(id(t), []).append(at)
+        for old, new in zip(taken, node.outputs):
+            rs = self.readers.pop(id(old), [])
+            self.readers[id(new)] = rs
+            for r in rs:
+                if r == len(self.slots):
+                    g.outputs = [new if x is old else x for x in g.outputs]
+                else:
+                    reader = self.slots[r]
+                    reader.inputs = [new if x is old else x for x in reader.inputs]
+        self.slots[pi] = self.slots[ci] = None
+        self.slots[at] = node
+        self.pos[id(node)] = at
+        self.counts[fused_op.name] = self.counts.get(fused_op.name, 0) + 1
 
 
 def run(graph: Graph) -> tuple[Graph, str]:
     """Fuse every matching chain (a fused node can absorb the next one: Conv2D, BiasAdd, Relu)."""
     g, _ = clone(graph)
-    ordered = {id(c) for n in g.nodes for c in n.control_inputs}
-    counts: dict[str, int] = {}
-    while (name := _fuse_once(g, ordered)) is not None:
-        counts[name] = counts.get(name, 0) + 1
+    fuser = _Fuser(g)
+    fuser.run()
+    counts = fuser.counts
     detail = ", ".join(f"{n} x{k}" for n, k in sorted(counts.items()))
     return g, f"fuse: fused {sum(counts.values())} chains" + (f" ({detail})" if detail else "")
