@@ -119,13 +119,17 @@ def test_fused_batch_norm_gradients_match_finite_differences(activation):
 
 
 @pytest.mark.parametrize("compiled", [True, False])
-def test_fused_batch_norm_grad_equals_relu_grad_then_batch_norm_grad(compiled, monkeypatch):
+@pytest.mark.parametrize("addend_columns", [slice(None), slice(0, 5), slice(2, 7)])
+def test_fused_batch_norm_grad_equals_relu_grad_then_batch_norm_grad(compiled, addend_columns,
+                                                                      monkeypatch):
     if not compiled:  # the NumPy fallback used when numba is missing
         for name in ("_grad_sums_nb", "_affine_nb", "_affine2_nb"):
             monkeypatch.setattr(bn_kernels, name, None)
     x = rng.standard_normal((4, 3, 3, 5))
     scale, offset = rng.standard_normal(5), rng.standard_normal(5)
-    g, addend = rng.standard_normal(x.shape), rng.standard_normal(x.shape)
+    g = rng.standard_normal(x.shape)
+    wide = rng.standard_normal((4, 3, 3, 5 if addend_columns == slice(None) else 8))
+    addend = wide[..., addend_columns]  # a channel slice, as SplitLike makes, read in place
     g[0, 0, 0, :] = np.nan  # NaN gradients stay NaN where the ReLU is off, as ReluGrad
     y, mean, _, inv = apply(fused_ops._fused_batch_norm_ex, x, scale, offset, epsilon=1e-3,
                             activation="Relu")

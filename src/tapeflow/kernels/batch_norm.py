@@ -59,9 +59,9 @@ def _affine_nb(x2, a, b, relu, out):
 
 
 @jit()
-def _affine2_nb(g2, x2, k, u, v, y2, add2, out):
-    """out = g*k + x*u + v per column; g masked by y2 > 0 if y2 has rows, plus add2 if it has
-    rows (each case its own loop, so each stays vectorizable)."""
+def _affine2_nb(g2, x2, k, u, v, y2, add2, a0, out):
+    """out = g*k + x*u + v per column; g masked by y2 > 0 if y2 has rows, plus columns a0.. of
+    add2 if it has rows (each case its own loop, so each stays vectorizable)."""
     m, c = x2.shape
     if y2.shape[0] != m:
         for i in range(m):
@@ -76,7 +76,28 @@ def _affine2_nb(g2, x2, k, u, v, y2, add2, out):
         for i in range(m):
             for j in range(c):
                 gv = g2[i, j] * (1.0 if y2[i, j] > 0 else 0.0)
-                out[i, j] = gv * k[j] + x2[i, j] * u[j] + v[j] + add2[i, j]
+                out[i, j] = gv * k[j] + x2[i, j] * u[j] + v[j] + add2[i, a0 + j]
+
+
+def channel_window(a: np.ndarray) -> tuple[np.ndarray, int]:
+    """(rows, first column) of a C-contiguous 2-D array whose columns first..first+C hold `a`
+    (..., C) row by row. A channel slice of a wider array (a concatenation's gradient split
+    by SplitLike) is read in place: compiled loops over a strided view do not vectorize
+    (measured 17 ms against 3.4 ms), and a contiguous copy costs a full pass."""
+    c = a.shape[-1]
+    if a.flags.c_contiguous:
+        return a.reshape(-1, c), 0
+    base = a.base
+    while base is not None and base.base is not None and isinstance(base.base, np.ndarray):
+        base = base.base
+    if (isinstance(base, np.ndarray) and base.flags.c_contiguous and base.dtype == a.dtype
+            and a.ndim >= 2 and base.ndim == a.ndim and base.shape[:-1] == a.shape[:-1]
+            and a.strides[-1] == a.itemsize and a.strides[:-1] == base.strides[:-1]):
+        first = (a.__array_interface__["data"][0] - base.__array_interface__["data"][0])
+        first //= a.itemsize
+        if 0 <= first <= base.shape[-1] - c:
+            return base.reshape(-1, base.shape[-1]), first
+    return np.ascontiguousarray(a).reshape(-1, c), 0
 
 
 def _affine(x2: np.ndarray, a: np.ndarray, b: np.ndarray, relu: bool = False) -> np.ndarray:
@@ -161,9 +182,9 @@ def backward(g: np.ndarray, x: np.ndarray, scale: np.ndarray, mean: np.ndarray,
     k32, u32, v32 = k.astype(x.dtype), u.astype(x.dtype), v.astype(x.dtype)
     if compiled:
         dx = np.empty_like(x2)
-        add2 = (y2[:0] if addend is None
-                else np.ascontiguousarray(addend, dtype=x2.dtype).reshape(-1, c))
-        _affine2_nb(g2, x2, k32, u32, v32, y2, add2, dx)
+        add2, a0 = (y2[:0], 0) if addend is None else channel_window(addend.astype(x2.dtype,
+                                                                                    copy=False))
+        _affine2_nb(g2, x2, k32, u32, v32, y2, add2, a0, dx)
     else:
         dx = _affine(x2, u32, v32)
         dx += g2 * k32
