@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from tapeflow.framework import errors
+from tapeflow.graph import interop
 from tapeflow.graph.ir import CONST, Graph, Node, SymbolicTensor
 
 _counter = itertools.count()
@@ -261,6 +262,13 @@ def compile_graph(graph: Graph, outputs: list | None = None, inputs: list | None
             use_count[names[id(t)]] = use_count.get(names[id(t)], 0) + 1
     final = {names[id(t)] for t in outputs if isinstance(t, SymbolicTensor)}
     fresh: set[str] = set()
+    concurrent = profile is None and interop.enabled()
+    pending: dict[str, tuple[Node, list[str]]] = {}  # futures of nodes run on the worker
+
+    def wait(names_: list[str]) -> None:
+        for a in names_:
+            src.append(f"    {a} = {a}.result()")
+            lines[len(src)] = pending.pop(a)
 
     src = [f"def {_ident(name or graph.name)}({', '.join(params)}):"]
     if profile is not None:
@@ -271,10 +279,18 @@ def compile_graph(graph: Graph, outputs: list | None = None, inputs: list | None
         args = [names[id(t)] for t in node.inputs]
         outs = [names[id(t)] for t in node.outputs]
         used_outs = [o for o in outs if o in last_use or o in final]
+        wait(list(pending) if node.op.stateful else
+             [a for a in dict.fromkeys(args) if a in pending])
         expr = None
-        if (node.op.name in _ASSIGNS_INTO and not graph._root().defers_variable_init
-                and node.inputs[0].dtype is node.attrs["var"].dtype
-                and _reusable(node, args, last_use, final, fresh, step, use_count) == args[0]):
+        if concurrent and node.op.name in interop.ASYNC_OPS and len(used_outs) == len(outs) == 1:
+            kw = "".join(f", {k}={bind(v)}" for k, v in node.attrs.items())
+            expr = f"{bind(interop.submit)}({bind(node.op.kernel)}, {', '.join(args)}{kw})"
+            pending[outs[0]] = (node, args)
+        if expr is None and (node.op.name in _ASSIGNS_INTO
+                             and not graph._root().defers_variable_init
+                             and node.inputs[0].dtype is node.attrs["var"].dtype
+                             and _reusable(node, args, last_use, final, fresh, step,
+                                           use_count) == args[0]):
             expr = f"{bind(_ASSIGNS_INTO[node.op.name])}({bind(node.attrs['var'])}, {args[0]})"
         expr = expr or _inline(node, args, bind, graph)
         uf = _ufunc(node) if expr is None else None
@@ -307,6 +323,7 @@ def compile_graph(graph: Graph, outputs: list | None = None, inputs: list | None
                        and a not in final})
         if dead:
             src.append(f"    del {', '.join(dead)}")
+    wait(list(pending))
     rets = [names[id(t)] if isinstance(t, SymbolicTensor) else bind(t) for t in outputs]
     src.append(f"    return ({', '.join(rets)}{',' if len(rets) == 1 else ''})")
     code = "\n".join(src) + "\n"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import threading
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -48,20 +49,41 @@ def _loaded_openblas() -> tuple[Callable | None, Callable | None]:
 _set_threads, _get_threads = _loaded_openblas()
 
 
+_lock = threading.Lock()
+_inside = 0  # kernels running single-threaded right now, on any thread
+_restore = 1
+
+
+def _enter() -> None:
+    global _inside, _restore
+    with _lock:
+        if _inside == 0:
+            _restore = _get_threads()
+            if _restore != 1:
+                _set_threads(1)
+        _inside += 1
+
+
+def _leave() -> None:
+    global _inside
+    with _lock:
+        _inside -= 1
+        if _inside == 0 and _restore != 1:
+            _set_threads(_restore)
+
+
 def single_threaded(fn: F) -> F:
-    """Decorate a kernel so its BLAS calls use one thread; the previous count is restored."""
+    """Decorate a kernel so its BLAS calls use one thread; the previous count is restored when
+    the last such kernel (on any thread: graphs run kernels concurrently) returns."""
     if _set_threads is None:
         return fn
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        before = _get_threads()
-        if before == 1:
-            return fn(*args, **kwargs)
-        _set_threads(1)
+        _enter()
         try:
             return fn(*args, **kwargs)
         finally:
-            _set_threads(before)
+            _leave()
 
     return wrapper  # type: ignore[return-value]

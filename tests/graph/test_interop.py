@@ -1,0 +1,83 @@
+"""Inter-op parallelism: weight-gradient kernels on the worker thread give the same training
+results as running every node in order, and their errors still name the node and user line."""
+
+import numpy as np
+import pytest
+
+import tapeflow as tf
+from tapeflow.framework.dispatch import apply, op
+from tapeflow.graph import interop
+
+
+@pytest.fixture
+def restore_threads():
+    before = tf.config.threading.get_inter_op_parallelism_threads()
+    yield
+    tf.config.threading.set_inter_op_parallelism_threads(before)
+
+
+def _train(threads: int, steps: int = 3) -> tuple[list[np.ndarray], str]:
+    tf.config.threading.set_inter_op_parallelism_threads(threads)
+    tf.random.set_seed(1)
+    model = tf.keras.Sequential([
+        tf.keras.layers.Conv2D(6, 3, padding="same", input_shape=(8, 8, 2)),
+        tf.keras.layers.BatchNormalization(), tf.keras.layers.ReLU(),
+        tf.keras.layers.Conv2D(4, 3), tf.keras.layers.GlobalAveragePooling2D(),
+        tf.keras.layers.Dense(3)])
+    opt = tf.keras.optimizers.Adam(0.01)
+    loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    rng = np.random.default_rng(0)
+    x = tf.constant(rng.standard_normal((5, 8, 8, 2)).astype(np.float32))
+    y = tf.constant(rng.integers(0, 3, 5))
+
+    @tf.function
+    def step(x, y):
+        with tf.GradientTape() as tape:
+            loss = loss_fn(y, model(x, training=True))
+        grads = tape.gradient(loss, model.trainable_variables)
+        opt.apply_gradients(zip(grads, model.trainable_variables))
+        return loss
+
+    for _ in range(steps):
+        step(x, y)
+    return [w.numpy() for w in model.weights], step.get_concrete_function(x, y).code
+
+
+def test_concurrent_weight_gradients_train_exactly_like_in_order(restore_threads):
+    concurrent, code = _train(2)
+    in_order, code_1 = _train(1)
+    assert ".result()" in code
+    assert ".result()" not in code_1
+    for a, b in zip(concurrent, in_order):
+        np.testing.assert_array_equal(a, b)
+
+
+@op("FailsOnNegativeForTest")
+def _fails_on_negative(x):
+    if (x < 0).any():
+        raise ValueError("negative input")
+    return x * 2
+
+
+def test_errors_on_the_worker_name_the_node_and_user_line(restore_threads, monkeypatch):
+    monkeypatch.setattr(interop, "ASYNC_OPS", interop.ASYNC_OPS | {"FailsOnNegativeForTest"})
+    tf.config.threading.set_inter_op_parallelism_threads(2)
+
+    @tf.function
+    def f(x):
+        return apply(_fails_on_negative, x) + 1.0  # the user's line
+
+    np.testing.assert_array_equal(f(tf.constant([1.0, 2.0])).numpy(), [3.0, 5.0])
+    assert ".result()" in f.get_concrete_function(tf.constant([1.0, 2.0])).code
+    with pytest.raises(tf.errors.InvalidArgumentError) as info:
+        f(tf.constant([-1.0, 2.0]))
+    assert "FailsOnNegativeForTest" in str(info.value) and "negative input" in str(info.value)
+    assert "test_interop.py" in str(info.value)
+
+
+def test_thread_setting_is_checked(restore_threads):
+    with pytest.raises(ValueError, match="num_threads must be an int >= 0"):
+        tf.config.threading.set_inter_op_parallelism_threads(-1)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+    assert tf.config.threading.get_inter_op_parallelism_threads() == 1
+    assert not interop.enabled()
