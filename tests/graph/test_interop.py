@@ -65,14 +65,24 @@ def test_errors_on_the_worker_name_the_node_and_user_line(restore_threads, monke
 
     @tf.function
     def f(x):
-        return apply(_fails_on_negative, x) + 1.0  # the user's line
+        y = apply(_fails_on_negative, x)  # the user's line
+        z = tf.matmul(tf.reshape(x, [1, 2]), tf.ones([2, 2]))  # the caller's work meanwhile
+        return y + tf.reduce_sum(z)
 
-    np.testing.assert_array_equal(f(tf.constant([1.0, 2.0])).numpy(), [3.0, 5.0])
+    np.testing.assert_array_equal(f(tf.constant([1.0, 2.0])).numpy(), [8.0, 10.0])
     assert ".result()" in f.get_concrete_function(tf.constant([1.0, 2.0])).code
     with pytest.raises(tf.errors.InvalidArgumentError) as info:
         f(tf.constant([-1.0, 2.0]))
     assert "FailsOnNegativeForTest" in str(info.value) and "negative input" in str(info.value)
     assert "test_interop.py" in str(info.value)
+
+
+def test_nothing_goes_to_the_worker_when_the_caller_would_only_wait(restore_threads,
+                                                                     monkeypatch):
+    monkeypatch.setattr(interop, "ASYNC_OPS", interop.ASYNC_OPS | {"FailsOnNegativeForTest"})
+    tf.config.threading.set_inter_op_parallelism_threads(2)
+    f = tf.function(lambda x: apply(_fails_on_negative, x) + 1.0)
+    assert ".result()" not in f.get_concrete_function(tf.constant([1.0])).code
 
 
 def test_thread_setting_is_checked(restore_threads):

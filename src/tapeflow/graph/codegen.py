@@ -282,7 +282,8 @@ def compile_graph(graph: Graph, outputs: list | None = None, inputs: list | None
         wait(list(pending) if node.op.stateful else
              [a for a in dict.fromkeys(args) if a in pending])
         expr = None
-        if concurrent and node.op.name in interop.ASYNC_OPS and len(used_outs) == len(outs) == 1:
+        if (concurrent and node.op.name in interop.ASYNC_OPS and len(used_outs) == len(outs) == 1
+                and _overlaps(plan, step, outs[0], names)):
             kw = "".join(f", {k}={bind(v)}" for k, v in node.attrs.items())
             expr = f"{bind(interop.submit)}({bind(node.op.kernel)}, {', '.join(args)}{kw})"
             pending[outs[0]] = (node, args)
@@ -333,6 +334,17 @@ def compile_graph(graph: Graph, outputs: list | None = None, inputs: list | None
     exec(compile(code, filename, "exec"), env)  # noqa: S102 - our own generated source
     fn = env[_ident(name or graph.name)]
     return Executable(fn, code, filename, lines)
+
+
+def _overlaps(plan: list[Node], step: int, out: str, names: dict) -> bool:
+    """Whether the caller has real work (``interop.OVERLAP_OPS``) between plan[step] and the
+    first node that would wait for its output (a reader, or any stateful node)."""
+    for node in plan[step + 1:]:
+        if node.op.stateful or any(names.get(id(t)) == out for t in node.inputs):
+            return False
+        if node.op.name in interop.OVERLAP_OPS:
+            return True
+    return False
 
 
 def _reusable(node: Node, args: list[str], last_use: dict, final: set, fresh: set,

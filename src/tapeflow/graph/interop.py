@@ -26,6 +26,13 @@ from typing import Any
 from tapeflow._api import export
 
 ASYNC_OPS = frozenset({"Conv2DBackpropFilter", "BiasAddGrad"})
+# Work the calling thread can do meanwhile: a node goes to the worker only if one of these runs
+# between its submission and the first wait for it. Otherwise (the first layer's filter gradient,
+# with only optimizer updates after it) the caller would just wait, while the kernel, started
+# with the caller busy, runs on one core instead of splitting its batch over two.
+OVERLAP_OPS = frozenset({"Conv2D", "_FusedConv2D", "Conv2DBackpropInput", "MatMul",
+                         "FusedBatchNorm", "_FusedBatchNormEx", "FusedBatchNormGrad",
+                         "_FusedBatchNormGradEx", "MaxPoolGrad", "AvgPoolGrad"})
 
 _requested = 0  # 0: automatic
 _pool: ThreadPoolExecutor | None = None
