@@ -489,11 +489,28 @@ def _mask_rule(like, *, rate, noise_shape, gen):
 
 @op("DropoutMask", random=True, shape=_mask_rule)
 def _dropout_mask(like, *, rate, noise_shape, gen):
-    """1/(1-rate) with probability 1-rate, else 0; shaped like `like` where noise_shape is -1."""
+    """1/(1-rate) with probability 1-rate, else 0; shaped like `like` where noise_shape is -1.
+
+    An entry is kept when a 40-bit uniform integer u is >= cut = round(rate * 2**40), so the
+    keep probability is 1 - rate to within 2**-41. Drawing a float per entry cost 64 random bits;
+    here each entry gets one random byte (u's top 8 bits), and only the ~1/256 entries whose
+    byte equals cut's top byte need u's other 32 bits, drawn afterwards for those entries alone.
+    Raw bits from the seeded generator keep the mask repeatable under the same seeds.
+    """
     shape = tuple(like.shape[i] if d == -1 else d for i, d in enumerate(noise_shape))
-    dtype = like.dtype if like.dtype in (np.float32, np.float64) else np.float64
-    keep = gen.random(shape, dtype=dtype) >= rate
-    return (keep / (1.0 - rate)).astype(like.dtype)
+    size = math.prod(shape)
+    raw = gen.bit_generator.random_raw
+    cut = min(round(rate * 2.0**40), 2**40 - 1)
+    top, rest = cut >> 32, cut & 0xFFFFFFFF
+    first = raw(-(-size // 8)).view(np.uint8)[:size]
+    keep = first > top
+    tied = np.flatnonzero(first == top)
+    if tied.size:
+        keep[tied] = raw(-(-tied.size // 2)).view(np.uint32)[:tied.size] >= rest
+    dtype = like.dtype if like.dtype in (np.float32, np.float64) else np.dtype(np.float64)
+    mask = keep.reshape(shape).astype(dtype)
+    mask *= dtype.type(1.0 / (1.0 - rate))
+    return mask.astype(like.dtype, copy=False)
 
 
 @export("nn.dropout")
