@@ -27,6 +27,8 @@ CASES = [
            lambda x: x.transpose(2, 0, 1), normal((2, 3, 4)), lambda a: a.permute(2, 0, 1)),
     OpCase("concat", lambda a, b: tf.concat([a, b, a], 1), lambda a, b: np.concatenate(
         [a, b, a], 1), normal((2, 1), (2, 3)), lambda a, b: torch_cat([a, b, a], 1), order=2),
+    OpCase("concat_channels", lambda a, b: tf.concat([a, b], -1), lambda a, b: np.concatenate(
+        [a, b], -1), normal((2, 3, 2, 5), (2, 3, 2, 3)), lambda a, b: torch_cat([a, b], -1)),
     OpCase("split_sizes", lambda x: tf.split(x, [1, -1, 2], axis=1),
            lambda x: np.split(x, [1, 3], axis=1), normal((2, 5)),
            lambda a: a.split([1, 2, 2], 1)),
@@ -247,3 +249,17 @@ def test_basic_slicing_matches_numpy(case):
     want = np.zeros_like(array)
     want[index] += 1  # basic indices never repeat an element
     np.testing.assert_array_equal(tape.gradient(y, t).numpy(), want)
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_channel_concat_kernel_matches_numpy(compiled, monkeypatch):
+    from tapeflow.kernels import concat as concat_kernel
+
+    if not compiled:
+        monkeypatch.setattr(concat_kernel, "_concat_rows2_nb", None)
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((2, 4, 3, 7)).astype(np.float32)
+    wide = rng.standard_normal((2, 4, 3, 9)).astype(np.float32)
+    for b in (wide[..., :2], np.ascontiguousarray(wide[..., 3:5])):  # a view, then a copy
+        np.testing.assert_array_equal(concat_kernel.concat((a, b), 3),
+                                      np.concatenate([a, b], 3))

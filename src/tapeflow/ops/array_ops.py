@@ -18,6 +18,7 @@ from tapeflow.framework.dispatch import apply, op
 from tapeflow.framework.shape_rules import same_as_first
 from tapeflow.framework.tensor import EagerTensor, Tensor
 from tapeflow.framework.variable import Variable
+from tapeflow.kernels import concat as _concat_kernel
 
 export_value("newaxis", None)
 
@@ -389,7 +390,7 @@ def _concat_rule(*xs, axis):
 
 @op("ConcatV2", same_dtype=True, shape=_concat_rule)
 def _concat(*xs, axis):
-    return np.concatenate(xs, axis=axis)
+    return _concat_kernel.concat(xs, axis)
 
 
 @op("SplitLike", multi_output=True, shape=lambda g, *xs, axis: [(s, g[1]) for s, _ in xs])

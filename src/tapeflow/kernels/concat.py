@@ -1,0 +1,37 @@
+"""Concatenation along the last axis (DenseNet's channel concatenations), one pass per row.
+
+NumPy copies each input into a strided slice of the output; with a thin last input (12
+channels = 48 bytes per row) that inner copy is short and slow. The compiled loop writes each
+output row once, left to right: 0.94 ms against 1.58 ms for [64,32,32,52] + [64,32,32,12].
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tapeflow.kernels._jit import jit
+
+
+@jit()
+def _concat_rows2_nb(a, b, out):
+    m, c1 = a.shape
+    c2 = b.shape[1]
+    for i in range(m):
+        for j in range(c1):
+            out[i, j] = a[i, j]
+        for j in range(c2):
+            out[i, c1 + j] = b[i, j]
+
+
+def concat(xs: tuple[np.ndarray, ...], axis: int) -> np.ndarray:
+    """np.concatenate(xs, axis), compiled for two C-contiguous float arrays on the last axis."""
+    if (_concat_rows2_nb is None or len(xs) != 2 or xs[0].ndim < 2
+            or axis not in (-1, xs[0].ndim - 1) or xs[0].dtype != xs[1].dtype
+            or xs[0].dtype not in (np.float32, np.float64) or xs[0].shape[:-1] != xs[1].shape[:-1]
+            or not (xs[0].flags.c_contiguous and xs[1].flags.c_contiguous)):
+        return np.concatenate(xs, axis=axis)
+    a, b = xs
+    out = np.empty(a.shape[:-1] + (a.shape[-1] + b.shape[-1],), dtype=a.dtype)
+    _concat_rows2_nb(a.reshape(-1, a.shape[-1]), b.reshape(-1, b.shape[-1]),
+                     out.reshape(-1, out.shape[-1]))
+    return out
