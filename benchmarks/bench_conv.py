@@ -1,7 +1,8 @@
-"""Conv / pool / batch-norm cost on the W4 DenseNet shapes: tapeflow vs PyTorch eager, one run.
+"""Conv / pool / batch-norm cost on the W4 DenseNet and W5 CIFAR CNN shapes: tapeflow vs PyTorch.
 
-Each row times forward + backward (input and filter gradients) of one layer at batch 64, as a
-training step runs it, through the public API with a GradientTape. Medians of repeats after
+Each row times forward + backward (input and filter gradients) of one layer (W4 at batch 64,
+SAME; W5 at batch 256 with its own padding), as a training step runs it, through the public API
+with a GradientTape. Medians of repeats after
 warm-up; ratio = tapeflow / PyTorch (lower is better); the last column is tapeflow's / PyTorch's
 minimum (the least disturbed run on a shared machine).
 
@@ -26,6 +27,10 @@ BATCH = 64
 CONVS = [(32, 3, 16, 3)] + [(32, c, 12, 3) for c in (16, 28, 40, 52)] + [(32, 64, 64, 1)] + [
     (16, c, 12, 3) for c in (64, 76, 88, 100)] + [(16, 112, 112, 1)] + [
     (8, c, 12, 3) for c in (112, 124, 136, 148)]
+W5_BATCH = 256
+# (spatial size, input channels, output channels, padding): the W5 CIFAR CNN's 3x3 convolutions
+W5_CONVS = [(32, 3, 32, "SAME"), (32, 32, 32, "VALID"), (15, 32, 64, "SAME"),
+            (15, 64, 64, "VALID")]
 
 
 def median_ms(fn, repeats: int) -> float:
@@ -44,28 +49,30 @@ def median_ms(fn, repeats: int) -> float:
 MINIMA: list[float] = []
 
 
-def ours_conv(size, cin, cout, k):
+def ours_conv(size, cin, cout, k, batch=BATCH, padding="SAME"):
     rng = np.random.default_rng(0)
-    x = tf.constant(rng.standard_normal((BATCH, size, size, cin)).astype(np.float32))
+    out = size if padding == "SAME" else size - k + 1
+    x = tf.constant(rng.standard_normal((batch, size, size, cin)).astype(np.float32))
     w = tf.Variable(rng.standard_normal((k, k, cin, cout)).astype(np.float32))
-    cot = tf.constant(rng.standard_normal((BATCH, size, size, cout)).astype(np.float32))
+    cot = tf.constant(rng.standard_normal((batch, out, out, cout)).astype(np.float32))
 
     def step():
         with tf.GradientTape() as tape:
             tape.watch(x)
-            y = tf.nn.conv2d(x, w, 1, "SAME")
+            y = tf.nn.conv2d(x, w, 1, padding)
         return tape.gradient(y, [x, w], output_gradients=cot)
 
     return step
 
 
-def torch_conv(torch, size, cin, cout, k, channels_last):
-    x = torch.randn(BATCH, cin, size, size, requires_grad=True)
-    conv = torch.nn.Conv2d(cin, cout, k, padding=k // 2, bias=False)
+def torch_conv(torch, size, cin, cout, k, channels_last, batch=BATCH, padding="SAME"):
+    out = size if padding == "SAME" else size - k + 1
+    x = torch.randn(batch, cin, size, size, requires_grad=True)
+    conv = torch.nn.Conv2d(cin, cout, k, padding=k // 2 if padding == "SAME" else 0, bias=False)
     if channels_last:
         x = x.detach().to(memory_format=torch.channels_last).requires_grad_()
         conv = conv.to(memory_format=torch.channels_last)
-    cot = torch.randn(BATCH, cout, size, size)
+    cot = torch.randn(batch, cout, out, out)
 
     def step():
         x.grad = None
@@ -134,6 +141,21 @@ def main() -> None:
         print(f"{name:34s} {ours:12.2f} {theirs:9.2f} {ours / theirs:6.2f} {cl:12.2f} "
               f"{ours / cl:6.2f} {MINIMA[-3]:7.2f}/{MINIMA[-2]:<7.2f}")
     print(f"{'all W4 convs':34s} {totals[0]:12.2f} {totals[1]:9.2f} "
+          f"{totals[0] / totals[1]:6.2f} {totals[2]:12.2f} {totals[0] / totals[2]:6.2f} "
+          f"{mins[0]:7.2f}/{mins[1]:<7.2f}")
+    totals = [0.0, 0.0, 0.0]
+    mins = [0.0, 0.0]
+    for size, cin, cout, padding in W5_CONVS:
+        shape = {"batch": W5_BATCH, "padding": padding}
+        ours = median_ms(ours_conv(size, cin, cout, 3, **shape), args.repeats)
+        theirs = median_ms(torch_conv(torch, size, cin, cout, 3, False, **shape), args.repeats)
+        cl = median_ms(torch_conv(torch, size, cin, cout, 3, True, **shape), args.repeats)
+        totals = [totals[0] + ours, totals[1] + theirs, totals[2] + cl]
+        mins = [m + v for m, v in zip(mins, MINIMA[-3:-1])]
+        name = f"W5 conv3x3 {size}x{size} {cin}->{cout} {padding}"
+        print(f"{name:34s} {ours:12.2f} {theirs:9.2f} {ours / theirs:6.2f} {cl:12.2f} "
+              f"{ours / cl:6.2f} {MINIMA[-3]:7.2f}/{MINIMA[-2]:<7.2f}")
+    print(f"{'all W5 convs (batch 256)':34s} {totals[0]:12.2f} {totals[1]:9.2f} "
           f"{totals[0] / totals[1]:6.2f} {totals[2]:12.2f} {totals[0] / totals[2]:6.2f} "
           f"{mins[0]:7.2f}/{mins[1]:<7.2f}")
     for kind, size, c in [("bn+relu", 32, 64), ("bn+relu", 16, 112), ("avgpool2", 32, 64),

@@ -1,0 +1,266 @@
+"""Winograd convolution, F(2x2, 3x3) and F(4x4, 3x3), for 3x3 stride-1 NHWC convolutions.
+
+Why: the 3x3 convolutions of the CIFAR CNN are GEMM-bound, and OpenBLAS's single-threaded
+SGEMM is slow here. Winograd's minimal filtering computes an m x m output tile from an
+(m+2) x (m+2) input tile with (m+2)^2 products per (input, output) channel pair instead of
+9 m^2: 2.25x fewer multiplications for m = 2, 4x fewer for m = 4. The products become
+(m+2)^2 matrix products [tiles, Cin] x [Cin, Cout], one per position of the transformed tile.
+
+    V = B^T d B        input tiles (numba loops)
+    U = G w G^T        filter, once per call (float64, then the input's dtype)
+    M[p] = V[p] @ U[p] for each tile position p (BLAS)
+    Y = A^T M A        output tiles (numba loops); a partial last tile is clipped
+
+Transform matrices from Lavin & Gray, "Fast Algorithms for Convolutional Neural Networks"
+(2015), interpolation points 0, 1, -1 (m = 2) and 0, 1, -1, 2, -2 (m = 4), each with infinity.
+
+The transforms are written as long unit-stride loops ``dst += c * src`` over a whole row of
+tiles (``_combine``): numba/LLVM vectorizes such a loop, while a per-tile loop over the
+channels with all (m+2)^2 loads and stores stays scalar (LLVM cannot prove that the arrays do
+not overlap and gives up on that many run-time checks). To make a row of tiles contiguous, the
+padded input is stored with its columns split by phase (column mod m).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from tapeflow.kernels import conv
+from tapeflow.kernels._jit import jit
+from tapeflow.kernels.blas import single_threaded
+
+# Working set per chunk (transformed input tiles and their products) kept in the L2 cache
+CHUNK_BYTES = 1 << 20
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One tile size: m output pixels per tile side and its three transform matrices."""
+
+    tile: int
+    bt: np.ndarray  # (m+2, m+2): input transform B^T
+    g: np.ndarray  # (m+2, 3): filter transform G
+    at: np.ndarray  # (m, m+2): output transform A^T
+
+    @property
+    def span(self) -> int:
+        return self.tile + 2
+
+    @property
+    def positions(self) -> int:
+        return self.span * self.span
+
+
+F2 = Variant(2,
+             np.array([[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]], float),
+             np.array([[1, 0, 0], [1 / 2, 1 / 2, 1 / 2], [1 / 2, -1 / 2, 1 / 2], [0, 0, 1]]),
+             np.array([[1, 1, 1, 0], [0, 1, -1, -1]], float))
+F4 = Variant(4,
+             np.array([[4, 0, -5, 0, 1, 0], [0, -4, -4, 1, 1, 0], [0, 4, -4, -1, 1, 0],
+                       [0, -2, -1, 2, 1, 0], [0, 2, -1, -2, 1, 0], [0, 4, 0, -5, 0, 1]], float),
+             np.array([[1 / 4, 0, 0], [-1 / 6, -1 / 6, -1 / 6], [-1 / 6, 1 / 6, -1 / 6],
+                       [1 / 24, 1 / 12, 1 / 6], [1 / 24, -1 / 12, 1 / 6], [0, 0, 1]]),
+             np.array([[1, 1, 1, 1, 1, 0], [0, 1, -1, 2, -2, 0], [0, 1, 1, 4, 4, 0],
+                       [0, 1, -1, 8, -8, 1]], float))
+
+
+def _terms(matrix: np.ndarray, dtype) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A transform matrix as sparse rows: column indices, coefficients and counts per row."""
+    rows, width = matrix.shape
+    index = np.zeros((rows, width), dtype=np.int64)
+    coef = np.zeros((rows, width), dtype=dtype)
+    count = np.zeros(rows, dtype=np.int64)
+    for i in range(rows):
+        cols = np.flatnonzero(matrix[i])
+        count[i] = cols.size
+        index[i, :cols.size] = cols
+        coef[i, :cols.size] = matrix[i, cols]
+    return index, coef, count
+
+
+# --- compiled loops ----------------------------------------------------------------------------
+
+
+@jit()
+def _combine(dst, src, offs, coefs, count):
+    """dst[f] = sum over k < count of coefs[k] * src[offs[k] + f] (1-D arrays); up to four
+    terms in one pass (each loop has few enough pointers for LLVM to vectorize it)."""
+    n = dst.shape[0]
+    s0 = src[offs[0]:offs[0] + n]
+    c0 = coefs[0]
+    if n < 128:
+        for f in range(n):
+            dst[f] = c0 * s0[f]
+        for k in range(1, count):
+            s = src[offs[k]:offs[k] + n]
+            c = coefs[k]
+            for f in range(n):
+                dst[f] += c * s[f]
+        return
+    if count == 1:
+        for f in range(n):
+            dst[f] = c0 * s0[f]
+        return
+    s1 = src[offs[1]:offs[1] + n]
+    c1 = coefs[1]
+    if count == 2:
+        for f in range(n):
+            dst[f] = c0 * s0[f] + c1 * s1[f]
+        return
+    s2 = src[offs[2]:offs[2] + n]
+    c2 = coefs[2]
+    if count == 3:
+        for f in range(n):
+            dst[f] = c0 * s0[f] + c1 * s1[f] + c2 * s2[f]
+        return
+    s3 = src[offs[3]:offs[3] + n]
+    c3 = coefs[3]
+    for f in range(n):
+        dst[f] = c0 * s0[f] + c1 * s1[f] + c2 * s2[f] + c3 * s3[f]
+    for k in range(4, count):
+        s = src[offs[k]:offs[k] + n]
+        c = coefs[k]
+        for f in range(n):
+            dst[f] += c * s[f]
+
+
+@jit()
+def _input_tiles_nb(xps, th, tw, tile, index, coef, count, s, v, pstride):
+    """V = B^T d B for every tile. xps: (images, rows, tile*(tw+1)*cin), each padded row with
+    its columns split by phase; s: (span, tile*(tw+1)*cin) scratch; v: flat, position p's
+    (tiles, cin) matrix at p*pstride."""
+    images, row = xps.shape[0], xps.shape[2]
+    span = index.shape[0]
+    cin = row // (tile * (tw + 1))
+    sflat = s.reshape(-1)
+    offs = np.empty(span, dtype=np.int64)
+    for b in range(images):
+        for ti in range(th):
+            for i in range(span):  # rows: B^T d over whole rows of tiles
+                for k in range(count[i]):
+                    offs[k] = (tile * ti + index[i, k]) * row
+                _combine(s[i], xps[b].reshape(-1), offs, coef[i], count[i])
+            t0 = (b * th + ti) * tw * cin
+            for i in range(span):  # columns: (B^T d) B, one contiguous run per position
+                for j in range(span):
+                    for k in range(count[j]):
+                        q = index[j, k]
+                        offs[k] = i * row + ((q % tile) * (tw + 1) + q // tile) * cin
+                    p0 = (i * span + j) * pstride + t0
+                    _combine(v[p0:p0 + tw * cin], sflat, offs, coef[j], count[j])
+
+
+@jit()
+def _output_tiles_nb(m, pstride, th, tw, index, coef, count, zw, zy, out):
+    """Y = A^T M A for every tile. m: flat, position p's (tiles, cout) matrix at p*pstride;
+    zw: (span, tile, tw*cout) and zy: (tile, tile, tw*cout) scratch; out: (images, ho,
+    wo*cout), partial tiles clipped."""
+    images, ho, row = out.shape
+    tile, span = index.shape[0], index.shape[1]
+    run = zw.shape[2]
+    cout = run // tw
+    wo = row // cout
+    wflat = zw.reshape(-1)
+    offs = np.empty(span, dtype=np.int64)
+    for b in range(images):
+        for ti in range(th):
+            t0 = (b * th + ti) * tw * cout
+            for i in range(span):  # columns: M A over whole rows of tiles
+                for q in range(tile):
+                    for k in range(count[q]):
+                        offs[k] = (i * span + index[q, k]) * pstride + t0
+                    _combine(zw[i, q], m, offs, coef[q], count[q])
+            rows = min(tile, ho - tile * ti)
+            for r in range(rows):  # rows: A^T (M A)
+                for q in range(tile):
+                    for k in range(count[r]):
+                        offs[k] = (index[r, k] * tile + q) * run
+                    _combine(zy[r, q], wflat, offs, coef[r], count[r])
+            for r in range(rows):  # scatter the tiles' columns into the output row
+                dst = out[b, tile * ti + r]
+                for tj in range(tw):
+                    for q in range(min(tile, wo - tile * tj)):
+                        src = zy[r, q, tj * cout:(tj + 1) * cout]
+                        c0 = (tile * tj + q) * cout
+                        for o in range(cout):
+                            dst[c0 + o] = src[o]
+
+
+# --- the kernel --------------------------------------------------------------------------------
+
+
+def applies(g: conv.Geometry, cin: int, cout: int, dtype) -> bool:
+    """Whether ``conv.conv2d`` should take this convolution: float32, 3x3, stride 1, no
+    dilation, compiled loops available, and at least 32 input and output channels (measured
+    1.2-1.6x faster than im2col on the W5 layers; with the W4 DenseNet's 12 outputs or the
+    W5 first layer's 3 inputs the thin products made it slower)."""
+    return (_combine is not None and np.dtype(dtype) == np.float32 and g.kh == g.kw == 3
+            and g.sh == g.sw == 1 and g.dh == g.dw == 1 and min(cin, cout) >= 32)
+
+
+def filter_transform(w: np.ndarray, variant: Variant = F2) -> np.ndarray:
+    """U[p] = (G w G^T) at tile position p, as (positions, Cin, Cout) in w's dtype."""
+    u = np.einsum("ia,abco,jb->ijco", variant.g, w.astype(np.float64), variant.g)
+    return np.ascontiguousarray(u.reshape(variant.positions, w.shape[2], w.shape[3]),
+                                dtype=w.dtype)
+
+
+def _staggered(positions: int, rows: int, cols: int, dtype) -> tuple[np.ndarray, np.ndarray]:
+    """An empty (positions, rows, cols) array and its flat buffer; the position stride is an
+    odd number of 64-byte lines: with a power-of-two stride the positions of one tile share
+    L1 cache sets and evict each other (measured 3x slower transforms at 128 tiles x 32
+    channels)."""
+    itemsize = np.dtype(dtype).itemsize
+    line = 64 // itemsize
+    stride = -(-rows * cols // line) * line
+    if (stride // line) % 2 == 0:
+        stride += line
+    flat = np.empty(positions * stride + line, dtype=dtype)
+    start = (-flat.ctypes.data // itemsize) % line
+    flat = flat[start:start + positions * stride]
+    return as_strided(flat, (positions, rows, cols), (stride * itemsize, cols * itemsize,
+                                                       itemsize)), flat
+
+
+@single_threaded
+def conv2d(x: np.ndarray, w: np.ndarray, g: conv.Geometry, variant: Variant = F4) -> np.ndarray:
+    """NHWC 3x3 stride-1 convolution of `x` with HWIO filter `w`, as ``conv.conv2d``."""
+    x = np.ascontiguousarray(x)
+    n, h, wd, cin = x.shape
+    cout = w.shape[3]
+    tile, span, positions = variant.tile, variant.span, variant.positions
+    th, tw = -(-g.ho // tile), -(-g.wo // tile)
+    hp = tile * th + 2
+    u = filter_transform(w, variant)
+    bt_terms = _terms(variant.bt, x.dtype)
+    at_terms = _terms(variant.at, x.dtype)
+    out = np.empty((n, g.ho, g.wo, cout), dtype=x.dtype)
+    per_image = positions * th * tw * (cin + cout)
+    # input columns by phase: padded column pl + c is phase (pl + c) % tile, slot // tile
+    phases = [((e - g.pl) % tile, (g.pl + (e - g.pl) % tile) // tile) for e in range(tile)]
+
+    def work(lo: int, hi: int) -> None:
+        step = max(1, min(hi - lo, CHUNK_BYTES // (per_image * x.itemsize)))
+        xps = np.zeros((step, hp, tile, tw + 1, cin), dtype=x.dtype)
+        s = np.empty((span, tile * (tw + 1) * cin), dtype=x.dtype)
+        zw = np.empty((span, tile, tw * cout), dtype=x.dtype)
+        zy = np.empty((tile, tile, tw * cout), dtype=x.dtype)
+        v, vflat = _staggered(positions, step * th * tw, cin, x.dtype)
+        m, mflat = _staggered(positions, step * th * tw, cout, x.dtype)
+        for b0 in range(lo, hi, step):
+            b1 = min(hi, b0 + step)
+            nb, tiles = b1 - b0, (b1 - b0) * th * tw
+            for e, (c0, slot) in enumerate(phases):
+                cols = x[b0:b1, :, c0::tile]
+                xps[:nb, g.pt:g.pt + h, e, slot:slot + cols.shape[2]] = cols
+            _input_tiles_nb(xps[:nb].reshape(nb, hp, -1), th, tw, tile, *bt_terms, s, vflat,
+                            vflat.size // positions)
+            np.matmul(v[:, :tiles], u, out=m[:, :tiles])
+            _output_tiles_nb(mflat, mflat.size // positions, th, tw, *at_terms, zw, zy,
+                             out[b0:b1].reshape(nb, g.ho, g.wo * cout))
+
+    conv._over_batch(n, n * per_image * x.itemsize, work)
+    return out
