@@ -245,7 +245,10 @@ def _np_pool(x, k, s, padding, reduce):
     return out
 
 
-POOL_CASES = [(2, 2, "VALID"), (2, 2, "SAME"), (3, 2, "SAME"), (3, 1, "SAME"), (3, 2, "VALID")]
+# (k, s, padding): tiling-style windows (remainder rows/columns dropped on odd sizes), windows
+# with gaps between them (stride > window), overlapping and padded windows.
+POOL_CASES = [(2, 2, "VALID"), (2, 2, "SAME"), (3, 2, "SAME"), (3, 1, "SAME"), (3, 2, "VALID"),
+              (1, 2, "VALID"), (2, 3, "VALID"), (2, 3, "SAME")]
 
 
 def _distinct(shape, seed):
@@ -326,8 +329,15 @@ def test_pool_bad_ksize_is_a_clear_error():
         tf.nn.max_pool2d(tf.zeros([1, 4, 4, 1]), [2, 2, 2], 2, "VALID")
 
 
+@pytest.fixture
+def numpy_pool(monkeypatch):
+    """Pooling kernels as without numba: every compiled loop of kernels/pool.py unset."""
+    for name in [n for n in vars(P) if n.endswith("_nb")]:
+        monkeypatch.setattr(P, name, None)
+
+
 @pytest.mark.parametrize("k,padding", [(2, "VALID"), (2, "SAME"), (3, "VALID")])
-def test_avg_pool_tiling_fast_path_matches_general_path(monkeypatch, k, padding):
+def test_avg_pool_tiling_fast_path_matches_general_path(numpy_pool, monkeypatch, k, padding):
     x = _distinct((2, 6, 6, 3), 2)
     g = _distinct((2, 6 // k, 6 // k, 3), 3)
     geo = K.geometry((6, 6), (k, k), (k, k), (1, 1), padding)
@@ -339,12 +349,109 @@ def test_avg_pool_tiling_fast_path_matches_general_path(monkeypatch, k, padding)
     assert not P.tiles(K.geometry((7, 6), (k, k), (k, k), (1, 1), "VALID"))
 
 
-@pytest.mark.parametrize("k,s,padding", POOL_CASES)
-def test_max_pool_grad_compiled_matches_numpy_path(monkeypatch, k, s, padding):
-    x = np.round(_distinct((2, 7, 6, 3), 4) * 2) / 2  # rounding makes ties inside windows
-    geo = K.geometry((7, 6), (k, k), (s, s), (1, 1), padding)
+def _np_max_pool_grad(x, g, k, s, padding):
+    """Loop-by-loop reference: each window's gradient to its first maximum in row-major order
+    (np.argmax returns the first); a window holding a NaN passes no gradient."""
+    n, h, w, c = x.shape
+    geo = K.geometry((h, w), (k, k), (s, s), (1, 1), padding)
+    dx = np.zeros(x.shape)
+    for b in range(n):
+        for i in range(geo.ho):
+            for j in range(geo.wo):
+                r0, c0 = i * s - geo.pt, j * s - geo.pl
+                rows, cols = range(max(r0, 0), min(r0 + k, h)), range(max(c0, 0), min(c0 + k, w))
+                for ch in range(c):
+                    win = x[b, rows.start:rows.stop, cols.start:cols.stop, ch]
+                    if np.isnan(win).any():
+                        continue
+                    at = np.argmax(win)
+                    dx[b, rows[at // len(cols)], cols[at % len(cols)], ch] += g[b, i, j, ch]
+    return dx
+
+
+# (input shape, k, s, padding): the W5/W4 layouts in small (2x2/2 on even and odd sizes, where
+# VALID drops the last row and column), batch 1, gaps, overlap, padding, a wide channel axis.
+POOL_KERNEL_CASES = [
+    ((2, 8, 8, 5), 2, 2, "VALID"),
+    ((1, 13, 13, 6), 2, 2, "VALID"),
+    ((3, 7, 6, 3), 2, 2, "VALID"),
+    ((1, 5, 9, 40), 2, 2, "VALID"),
+    ((2, 7, 8, 3), 3, 3, "VALID"),
+    ((2, 7, 8, 3), 1, 2, "VALID"),
+    ((2, 8, 7, 3), 2, 3, "VALID"),
+    ((2, 7, 6, 3), 3, 2, "VALID"),
+    ((2, 7, 6, 3), 3, 2, "SAME"),
+    ((1, 5, 5, 4), 2, 2, "SAME"),
+    ((2, 6, 5, 3), 3, 1, "SAME"),
+]
+
+
+def _tied(shape, seed, dtype):
+    """Values on a coarse grid (many ties inside each window), with a few NaNs."""
+    x = np.round(np.random.default_rng(seed).standard_normal(shape)).astype(dtype)
+    x.ravel()[::23] = np.nan
+    return x
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape,k,s,padding", POOL_KERNEL_CASES)
+def test_max_pool_grad_goes_to_first_maximum_vs_loop_reference(shape, k, s, padding, dtype):
+    x = _tied(shape, 6, dtype)
+    geo = K.geometry(shape[1:3], (k, k), (s, s), (1, 1), padding)
     out = P.max_pool(x, geo)
-    g = _distinct(out.shape, 5)
-    compiled = P.max_pool_grad(x, out, g, geo)
-    monkeypatch.setattr(P, "_max_pool_grad_nb", None)
-    np.testing.assert_allclose(compiled, P.max_pool_grad(x, out, g, geo), rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(out, _np_pool(x, k, s, padding, np.max))  # NaN where NaN
+    g = _distinct(out.shape, 7).astype(dtype)
+    dx = P.max_pool_grad(x, out, g, geo)
+    assert dx.dtype == dtype and dx.shape == x.shape
+    tol = 1e-6 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(dx, _np_max_pool_grad(x, g, k, s, padding), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape,k,s,padding", POOL_KERNEL_CASES)
+def test_pool_kernels_compiled_match_numpy_path(monkeypatch, shape, k, s, padding, dtype):
+    if P._max_pool_nb is None:
+        pytest.skip("numba is not installed: only the NumPy path exists")
+    x = _tied(shape, 8, dtype)
+    x.ravel()[5::31] = -np.inf
+    x[0, :3, :3] = -np.inf  # windows of only -inf: a padding tap that comes first takes the grad
+    geo = K.geometry(shape[1:3], (k, k), (s, s), (1, 1), padding)
+    out = P.max_pool(x, geo)
+    g = _distinct(out.shape, 9).astype(dtype)
+    compiled = [out, P.max_pool_grad(x, out, g, geo), P.avg_pool(x, geo), P.avg_pool_grad(g, geo)]
+    for name in [n for n in vars(P) if n.endswith("_nb")]:
+        monkeypatch.setattr(P, name, None)
+    numpy = [P.max_pool(x, geo), P.max_pool_grad(x, out, g, geo), P.avg_pool(x, geo),
+             P.avg_pool_grad(g, geo)]
+    tol = 1e-6 if dtype == np.float32 else 1e-12
+    for a, b in zip(compiled, numpy):
+        assert a.dtype == b.dtype == dtype and a.shape == b.shape
+        np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
+    np.testing.assert_array_equal(compiled[1] != 0, numpy[1] != 0)  # same taps get gradients
+
+
+@pytest.mark.parametrize("kind", ["max", "avg"])
+def test_pool_numpy_fallback_gradients(numpy_pool, kind):
+    fn = tf.nn.max_pool2d if kind == "max" else tf.nn.avg_pool2d
+    x = _distinct((1, 7, 6, 2), 10)
+    want = _np_pool(x, 2, 2, "VALID", np.max if kind == "max" else np.mean)
+    np.testing.assert_allclose(fn(x, 2, 2, "VALID").numpy(), want, rtol=1e-12)
+    check_grads(lambda x: fn(x, 2, 2, "VALID"), [x], order=2)
+
+
+def test_disjoint_windows_fill_every_gradient_entry(monkeypatch):
+    """Disjoint windows write an uninitialized dx: entries outside every window must be 0."""
+    empty = np.empty
+    monkeypatch.setattr(P.np, "empty", lambda *a, **kw: np.full_like(empty(*a, **kw), np.nan))
+    x = _distinct((2, 9, 11, 3), 11)
+    for k, s in [(2, 2), (2, 3), (1, 3)]:
+        geo = K.geometry((9, 11), (k, k), (s, s), (1, 1), "VALID")
+        out = P.max_pool(x, geo)
+        g = _distinct(out.shape, 12)
+        np.testing.assert_array_equal(P.max_pool_grad(x, out, g, geo),
+                                      _np_max_pool_grad(x, g, k, s, "VALID"))
+        want = np.zeros(x.shape)
+        for i in range(geo.ho):
+            for j in range(geo.wo):
+                want[:, i * s:i * s + k, j * s:j * s + k] = g[:, i:i + 1, j:j + 1] / k**2
+        np.testing.assert_allclose(P.avg_pool_grad(g, geo), want, rtol=1e-12)
