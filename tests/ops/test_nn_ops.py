@@ -372,6 +372,30 @@ def test_dropout_noise_shape_broadcasts_and_gradient_is_the_mask():
     np.testing.assert_array_equal(g, mask)
 
 
+@pytest.mark.parametrize("rate", [76.5 / 256, 0.1, 0.5, 0.999])
+def test_dropout_keep_probability_is_one_minus_rate(rate):
+    """2**22 draws pin the kept fraction to ~5e-4; 76.5/256 puts half of the entries whose first
+    random byte ties the threshold on each side, so mishandled ties would show (1/512 off)."""
+    n = 1 << 22
+    kept = tf.nn.dropout(tf.ones([n]), rate=rate, seed=13).numpy() != 0
+    p = 1.0 - rate
+    sigma = np.sqrt(p * (1 - p) / n)
+    assert abs(kept.mean() - p) < 5 * sigma
+    lanes = kept.reshape(-1, 8).mean(axis=0)  # each lane reads one byte of the raw 64-bit draws
+    assert np.abs(lanes - p).max() < 5 * sigma * np.sqrt(8)
+    both = (kept[0::2] & kept[1::2]).mean()  # neighbours independent: both kept w.p. p**2
+    assert abs(both - p * p) < 5 * np.sqrt(p * p * (1 - p * p) / (n // 2))
+
+
+@pytest.mark.parametrize("dtype", [tf.float16, tf.float32, tf.float64])
+def test_dropout_mask_dtype_and_scale(dtype):
+    x = tf.ones([64, 33], dtype=dtype)
+    y = tf.nn.dropout(x, rate=0.3, seed=4).numpy()
+    assert y.dtype == dtype.as_numpy_dtype
+    np.testing.assert_array_equal(np.unique(y), np.array([0.0, 1.0 / 0.7]).astype(y.dtype))
+    np.testing.assert_array_equal(tf.nn.dropout(x, rate=0.0, seed=4).numpy(), np.ones((64, 33)))
+
+
 def test_dropout_rejects_bad_rate():
     with pytest.raises(tf.errors.InvalidArgumentError, match=r"rate must be in \[0, 1\)"):
         tf.nn.dropout(tf.ones([2]), rate=1.0)
