@@ -128,6 +128,40 @@ def test_input_gradient_takes_the_hook(monkeypatch):
     assert _rel_error(dx, ref) < 5e-5
 
 
+def filter_gradient_reference(x, gr, g):
+    """dW[a, b] = sum over images and output pixels of the input under tap (a, b) times the
+    output gradient, in float64."""
+    xp = np.pad(x.astype(np.float64), ((0, 0), (g.pt, g.pb), (g.pl, g.pr), (0, 0)))
+    gr64 = gr.astype(np.float64)
+    return np.stack([np.stack([np.einsum("nhwc,nhwo->co", xp[:, a:a + g.ho, b:b + g.wo], gr64)
+                               for b in range(3)]) for a in range(3)])
+
+
+@pytest.mark.parametrize("variant,tol", [(W.F2, 2e-6), (W.F4, 5e-5)], ids=["F2", "F4"])
+@pytest.mark.parametrize("case", CASES, ids=_ids(CASES))
+def test_filter_gradient_matches_float64_reference(case, variant, tol):
+    x, w, g = _data(*case)
+    gr = np.random.default_rng(5).standard_normal((x.shape[0], g.ho, g.wo, w.shape[3]))
+    gr = gr.astype(np.float32)
+    dw = W.conv2d_backprop_filter(x, gr, g, variant)
+    ref = filter_gradient_reference(x, gr, g)
+    assert dw.shape == w.shape and dw.dtype == np.float32
+    assert _rel_error(dw, ref) < tol
+
+
+def test_filter_gradient_takes_the_hook(monkeypatch):
+    monkeypatch.setattr(W, "CHUNK_BYTES", 1)
+    monkeypatch.setattr(K, "PARALLEL_MIN_BYTES", 0)
+    x, w, g = _data(5, 15, 15, 32, 64, "SAME")
+    gr = np.random.default_rng(6).standard_normal((5, g.ho, g.wo, 64)).astype(np.float32)
+    calls = []
+    inner = W.conv2d_backprop_filter
+    monkeypatch.setattr(W, "conv2d_backprop_filter", lambda *a: calls.append(1) or inner(*a))
+    dw = K.conv2d_backprop_filter(x, gr, g)
+    assert calls
+    assert _rel_error(dw, filter_gradient_reference(x, gr, g)) < 5e-5
+
+
 @pytest.mark.parametrize("kernel,strides,dilations,cin,cout,dtype", [
     ((3, 3), (2, 2), (1, 1), 32, 32, np.float32),
     ((3, 3), (1, 1), (2, 2), 32, 32, np.float32),

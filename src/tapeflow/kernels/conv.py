@@ -397,6 +397,10 @@ def conv2d_backprop_filter(x: np.ndarray, gr: np.ndarray, g: Geometry) -> np.nda
     x, gr = np.ascontiguousarray(x), np.ascontiguousarray(gr)
     n, _, _, cin = x.shape
     cout = gr.shape[3]
+    from tapeflow.kernels import winograd
+
+    if winograd.applies(g, cin, cout, x.dtype):
+        return winograd.conv2d_backprop_filter(x, gr, g)
     if g.pointwise:
         xs = x if g.sh == g.sw == 1 else np.ascontiguousarray(x[:, ::g.sh, ::g.sw])
 

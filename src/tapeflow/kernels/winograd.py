@@ -225,42 +225,97 @@ def _staggered(positions: int, rows: int, cols: int, dtype) -> tuple[np.ndarray,
                                                        itemsize)), flat
 
 
+class _Tiler:
+    """Transformed tiles (positions, tiles, channels) of chunks of an NHWC array: its padded
+    copy with columns split by phase, scratch and the staggered output, reused per chunk.
+
+    ``transform`` is B^T (span x span) for input tiles, which overlap by 2, or A (span x tile)
+    for output-gradient tiles, which do not; either way tile ti, tj starts at row tile*ti and
+    column tile*tj of the padded array."""
+
+    def __init__(self, src: np.ndarray, top: int, left: int, th: int, tw: int, step: int,
+                 variant: Variant, transform: np.ndarray):
+        self.src, self.top, self.th, self.tw = src, top, th, tw
+        tile, span, c = variant.tile, variant.span, src.shape[3]
+        self.tile, self.rows, self.positions = tile, tile * th + 2, variant.positions
+        self.terms = _terms(transform, src.dtype)
+        # padded column left + j lands in phase (left + j) % tile, slot (left + j) // tile
+        self.phases = [((e - left) % tile, (left + (e - left) % tile) // tile)
+                       for e in range(tile)]
+        self.split = np.zeros((step, self.rows, tile, tw + 1, c), dtype=src.dtype)
+        self.scratch = np.empty((span, tile * (tw + 1) * c), dtype=src.dtype)
+        self.tiles, self.flat = _staggered(self.positions, step * th * tw, c, src.dtype)
+
+    def __call__(self, b0: int, b1: int) -> np.ndarray:
+        """Transformed tiles of images b0..b1: (positions, (b1-b0)*th*tw, channels)."""
+        nb, h = b1 - b0, self.src.shape[1]
+        for e, (c0, slot) in enumerate(self.phases):
+            cols = self.src[b0:b1, :, c0::self.tile]
+            self.split[:nb, self.top:self.top + h, e, slot:slot + cols.shape[2]] = cols
+        _input_tiles_nb(self.split[:nb].reshape(nb, self.rows, -1), self.th, self.tw, self.tile,
+                        *self.terms, self.scratch, self.flat, self.flat.size // self.positions)
+        return self.tiles[:, :nb * self.th * self.tw]
+
+
+def _step(lo: int, hi: int, per_image: int, itemsize: int) -> int:
+    return max(1, min(hi - lo, CHUNK_BYTES // (per_image * itemsize)))
+
+
 @single_threaded
 def conv2d(x: np.ndarray, w: np.ndarray, g: conv.Geometry, variant: Variant = F4) -> np.ndarray:
     """NHWC 3x3 stride-1 convolution of `x` with HWIO filter `w`, as ``conv.conv2d``."""
     x = np.ascontiguousarray(x)
-    n, h, wd, cin = x.shape
-    cout = w.shape[3]
+    n, cin, cout = x.shape[0], x.shape[3], w.shape[3]
     tile, span, positions = variant.tile, variant.span, variant.positions
     th, tw = -(-g.ho // tile), -(-g.wo // tile)
-    hp = tile * th + 2
     u = filter_transform(w, variant)
-    bt_terms = _terms(variant.bt, x.dtype)
     at_terms = _terms(variant.at, x.dtype)
     out = np.empty((n, g.ho, g.wo, cout), dtype=x.dtype)
     per_image = positions * th * tw * (cin + cout)
-    # input columns by phase: padded column pl + c is phase (pl + c) % tile, slot // tile
-    phases = [((e - g.pl) % tile, (g.pl + (e - g.pl) % tile) // tile) for e in range(tile)]
 
     def work(lo: int, hi: int) -> None:
-        step = max(1, min(hi - lo, CHUNK_BYTES // (per_image * x.itemsize)))
-        xps = np.zeros((step, hp, tile, tw + 1, cin), dtype=x.dtype)
-        s = np.empty((span, tile * (tw + 1) * cin), dtype=x.dtype)
+        step = _step(lo, hi, per_image, x.itemsize)
+        tiles = _Tiler(x, g.pt, g.pl, th, tw, step, variant, variant.bt)
         zw = np.empty((span, tile, tw * cout), dtype=x.dtype)
         zy = np.empty((tile, tile, tw * cout), dtype=x.dtype)
-        v, vflat = _staggered(positions, step * th * tw, cin, x.dtype)
         m, mflat = _staggered(positions, step * th * tw, cout, x.dtype)
         for b0 in range(lo, hi, step):
             b1 = min(hi, b0 + step)
-            nb, tiles = b1 - b0, (b1 - b0) * th * tw
-            for e, (c0, slot) in enumerate(phases):
-                cols = x[b0:b1, :, c0::tile]
-                xps[:nb, g.pt:g.pt + h, e, slot:slot + cols.shape[2]] = cols
-            _input_tiles_nb(xps[:nb].reshape(nb, hp, -1), th, tw, tile, *bt_terms, s, vflat,
-                            vflat.size // positions)
-            np.matmul(v[:, :tiles], u, out=m[:, :tiles])
+            v = tiles(b0, b1)
+            np.matmul(v, u, out=m[:, :v.shape[1]])
             _output_tiles_nb(mflat, mflat.size // positions, th, tw, *at_terms, zw, zy,
-                             out[b0:b1].reshape(nb, g.ho, g.wo * cout))
+                             out[b0:b1].reshape(b1 - b0, g.ho, g.wo * cout))
 
     conv._over_batch(n, n * per_image * x.itemsize, work)
     return out
+
+
+@single_threaded
+def conv2d_backprop_filter(x: np.ndarray, gr: np.ndarray, g: conv.Geometry,
+                           variant: Variant = F4) -> np.ndarray:
+    """Gradient w.r.t. the HWIO filter of ``conv2d``, as ``conv.conv2d_backprop_filter``.
+
+    With Y = A^T [U . V] A per tile, dU[p] = sum over tiles of V[p]^T (A dY A^T)[p] and
+    dW = G^T dU G: the same input tiles, the output gradient's tiles transformed by A."""
+    x, gr = np.ascontiguousarray(x), np.ascontiguousarray(gr)
+    n, cin, cout = x.shape[0], x.shape[3], gr.shape[3]
+    positions = variant.positions
+    th, tw = -(-g.ho // variant.tile), -(-g.wo // variant.tile)
+    per_image = positions * th * tw * (cin + cout)
+
+    def work(lo: int, hi: int) -> np.ndarray:
+        step = _step(lo, hi, per_image, x.itemsize)
+        x_tiles = _Tiler(x, g.pt, g.pl, th, tw, step, variant, variant.bt)
+        gr_tiles = _Tiler(gr, 0, 0, th, tw, step, variant, variant.at.T)
+        du = np.zeros((positions, cin, cout), dtype=x.dtype)
+        part = np.empty_like(du)
+        for b0 in range(lo, hi, step):
+            b1 = min(hi, b0 + step)
+            np.matmul(x_tiles(b0, b1).transpose(0, 2, 1), gr_tiles(b0, b1), out=part)
+            du += part
+        return du
+
+    du = sum(conv._over_batch(n, n * per_image * x.itemsize, work))
+    du = du.astype(np.float64).reshape(variant.span, variant.span, cin, cout)
+    dw = np.einsum("ia,ijco,jb->abco", variant.g, du, variant.g)
+    return dw.astype(x.dtype)
