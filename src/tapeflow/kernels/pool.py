@@ -1,15 +1,15 @@
 """2-D max and average pooling on NHWC arrays, and their gradients.
 
-With numba (and float32/float64 data) each kernel is one loop over the output windows that
-reads each window's entries once and writes each result entry once. When windows do not
-overlap (window <= stride and no padding, as in VALID 2x2/2 pools, remainder rows and columns
-dropped) the gradients fill dx in that same pass, zeros included, instead of zeroing dx first
-and adding into it. Otherwise (no numba, other dtypes) each kernel loops over the window's taps
+With numba (and float32/float64 data) each kernel is one compiled pass: the forward kernels
+loop over the output windows, reading each window's entries once. When windows are disjoint
+(window <= stride and no padding, as in VALID 2x2/2 pools, where odd sizes drop the last row
+and column) the gradient kernels walk dx in memory order and write each entry exactly once,
+zeros included, instead of zeroing dx and adding into it; overlapping or padded windows add
+into a zeroed dx. Without numba (or for other dtypes) each kernel loops over the window's taps
 and does one vectorized NumPy pass over a strided view per tap. Both paths route a max-pool
 gradient the same way: to the first tap, in row-major window order, equal to the window's
 maximum (as TF); a window whose maximum is NaN equals no tap, so its gradient is dropped.
 """
-
 from __future__ import annotations
 
 import numpy as np
@@ -44,7 +44,7 @@ def _max_pool_nb(x2, n, h, w, ho, wo, kh, kw, sh, sw, pt, pl, out2):
     tie the later tap's value is kept, as np.maximum does (it only shows in the sign of 0).
 
     The running max alternates between two scratch rows: updated in place, LLVM turns the
-    select into a masked store, which on AMD CPUs made this loop 2x slower."""
+    select into a masked store (vmaskmovps), which made this loop 2x slower on AMD EPYC."""
     c = x2.shape[1]
     run = np.empty((2, c), dtype=x2.dtype)
     for b in range(n):
