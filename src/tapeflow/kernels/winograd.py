@@ -33,7 +33,7 @@ from tapeflow.kernels._jit import jit
 from tapeflow.kernels.blas import single_threaded
 
 # Working set per chunk (transformed input tiles and their products) kept in the L2 cache
-CHUNK_BYTES = 1 << 20
+CHUNK_BYTES = 1 << 22
 
 
 @dataclass(frozen=True)
@@ -128,6 +128,23 @@ def _combine(dst, src, offs, coefs, count):
 
 
 @jit()
+def _split_nb(src, top, left, tile, dst):
+    """dst[b, top + i, p % tile, p // tile] = src[b, i, j] with p = left + j: the padded
+    image's columns grouped by phase (one numba pass; 2.6x faster than a NumPy strided copy
+    per phase, whose inner blocks are only Cin long)."""
+    images, h, w, c = src.shape
+    for b in range(images):
+        for i in range(h):
+            row = dst[b, top + i]
+            for j in range(w):
+                p = left + j
+                d = row[p % tile, p // tile]
+                s = src[b, i, j]
+                for ch in range(c):
+                    d[ch] = s[ch]
+
+
+@jit()
 def _input_tiles_nb(xps, th, tw, tile, index, coef, count, s, v, pstride):
     """V = B^T d B for every tile. xps: (images, rows, tile*(tw+1)*cin), each padded row with
     its columns split by phase; s: (span, tile*(tw+1)*cin) scratch; v: flat, position p's
@@ -183,10 +200,10 @@ def _output_tiles_nb(m, pstride, th, tw, index, coef, count, zw, zy, out):
                 dst = out[b, tile * ti + r]
                 for tj in range(tw):
                     for q in range(min(tile, wo - tile * tj)):
+                        d = dst[(tile * tj + q) * cout:(tile * tj + q + 1) * cout]
                         src = zy[r, q, tj * cout:(tj + 1) * cout]
-                        c0 = (tile * tj + q) * cout
                         for o in range(cout):
-                            dst[c0 + o] = src[o]
+                            d[o] = src[o]
 
 
 # --- the kernel --------------------------------------------------------------------------------
@@ -235,23 +252,18 @@ class _Tiler:
 
     def __init__(self, src: np.ndarray, top: int, left: int, th: int, tw: int, step: int,
                  variant: Variant, transform: np.ndarray):
-        self.src, self.top, self.th, self.tw = src, top, th, tw
+        self.src, self.top, self.left, self.th, self.tw = src, top, left, th, tw
         tile, span, c = variant.tile, variant.span, src.shape[3]
         self.tile, self.rows, self.positions = tile, tile * th + 2, variant.positions
         self.terms = _terms(transform, src.dtype)
-        # padded column left + j lands in phase (left + j) % tile, slot (left + j) // tile
-        self.phases = [((e - left) % tile, (left + (e - left) % tile) // tile)
-                       for e in range(tile)]
         self.split = np.zeros((step, self.rows, tile, tw + 1, c), dtype=src.dtype)
         self.scratch = np.empty((span, tile * (tw + 1) * c), dtype=src.dtype)
         self.tiles, self.flat = _staggered(self.positions, step * th * tw, c, src.dtype)
 
     def __call__(self, b0: int, b1: int) -> np.ndarray:
         """Transformed tiles of images b0..b1: (positions, (b1-b0)*th*tw, channels)."""
-        nb, h = b1 - b0, self.src.shape[1]
-        for e, (c0, slot) in enumerate(self.phases):
-            cols = self.src[b0:b1, :, c0::self.tile]
-            self.split[:nb, self.top:self.top + h, e, slot:slot + cols.shape[2]] = cols
+        nb = b1 - b0
+        _split_nb(self.src[b0:b1], self.top, self.left, self.tile, self.split[:nb])
         _input_tiles_nb(self.split[:nb].reshape(nb, self.rows, -1), self.th, self.tw, self.tile,
                         *self.terms, self.scratch, self.flat, self.flat.size // self.positions)
         return self.tiles[:, :nb * self.th * self.tw]
