@@ -92,10 +92,13 @@ def test_filter_transform_keeps_the_filter():
         np.testing.assert_allclose(u[-1, -1], w[2, 2], rtol=1e-6)
 
 
-@pytest.mark.parametrize("case", CASES[:6], ids=_ids(CASES[:6]))
+HOOKED = CASES[:6] + CASES[7:8]
+
+
+@pytest.mark.parametrize("case", HOOKED, ids=_ids(HOOKED))
 def test_hook_in_conv2d(monkeypatch, case):
-    """conv.conv2d takes the Winograd path for the W5 layers and agrees with the path it
-    replaced (im2col / kn2row) within float32 rounding."""
+    """conv.conv2d takes the Winograd path for the W5 layers and W4's 32x32 ones, and agrees
+    with the path it replaced (im2col / kn2row) within float32 rounding."""
     x, w, g = _data(*case)
     calls = []
     inner = W.conv2d
@@ -168,12 +171,22 @@ def test_filter_gradient_takes_the_hook(monkeypatch):
     ((5, 5), (1, 1), (1, 1), 32, 32, np.float32),
     ((3, 3), (1, 1), (1, 1), 3, 32, np.float32),
     ((3, 3), (1, 1), (1, 1), 64, 12, np.float32),
+    ((3, 3), (1, 1), (1, 1), 16, 16, np.float32),
     ((3, 3), (1, 1), (1, 1), 32, 32, np.float64),
 ])
 def test_applies_only_where_measured_faster(kernel, strides, dilations, cin, cout, dtype):
     g = K.geometry((16, 16), kernel, strides, dilations, "SAME")
     assert not W.applies(g, cin, cout, dtype)
     assert W.applies(K.geometry((16, 16), (3, 3), (1, 1), (1, 1), "SAME"), 32, 32, np.float32)
+
+
+def test_applies_to_large_thin_layers():
+    """W4's 32x32 layers (12 outputs) yes, its 16x16 ones and 3-channel inputs no."""
+    big = K.geometry((32, 32), (3, 3), (1, 1), (1, 1), "SAME")
+    assert W.applies(big, 52, 12, np.float32) and W.applies(big, 12, 16, np.float32)
+    assert not W.applies(big, 3, 32, np.float32) and not W.applies(big, 12, 8, np.float32)
+    assert not W.applies(K.geometry((16, 16), (3, 3), (1, 1), (1, 1), "SAME"), 100, 12,
+                         np.float32)
 
 
 def test_without_numba_the_old_path_runs(monkeypatch):

@@ -210,12 +210,18 @@ def _output_tiles_nb(m, pstride, th, tw, index, coef, count, zw, zy, out):
 
 
 def applies(g: conv.Geometry, cin: int, cout: int, dtype) -> bool:
-    """Whether ``conv.conv2d`` should take this convolution: float32, 3x3, stride 1, no
-    dilation, compiled loops available, and at least 32 input and output channels (measured
-    1.2-1.6x faster than im2col on the W5 layers; with the W4 DenseNet's 12 outputs or the
-    W5 first layer's 3 inputs the thin products made it slower)."""
-    return (_combine is not None and np.dtype(dtype) == np.float32 and g.kh == g.kw == 3
-            and g.sh == g.sw == 1 and g.dh == g.dw == 1 and min(cin, cout) >= 32)
+    """Whether ``conv.conv2d`` (and its filter gradient) should take this convolution:
+    float32, 3x3, stride 1, no dilation, compiled loops available, and sizes where it measured
+    faster than im2col / kn2row: at least 32 input and output channels (W5: 1.2-1.5x), or at
+    least 12 with an output of 30x30 or more (W4's 32x32 layers with 12 outputs: 1.05-1.2x).
+    The W4 DenseNet's 16x16 and 8x8 layers (12 outputs), 16x16x16 and 3-channel inputs were
+    slower: their products are too thin to pay for the transforms."""
+    if _combine is None or np.dtype(dtype) != np.float32:
+        return False
+    if g.kh != 3 or g.kw != 3 or g.sh != 1 or g.sw != 1 or g.dh != 1 or g.dw != 1:
+        return False
+    thin = min(cin, cout)
+    return thin >= 32 or (thin >= 12 and g.ho * g.wo >= 900)
 
 
 def filter_transform(w: np.ndarray, variant: Variant = F2) -> np.ndarray:
