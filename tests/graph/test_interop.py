@@ -91,3 +91,15 @@ def test_thread_setting_is_checked(restore_threads):
     tf.config.threading.set_inter_op_parallelism_threads(1)
     assert tf.config.threading.get_inter_op_parallelism_threads() == 1
     assert not interop.enabled()
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
+def test_a_forked_child_starts_its_own_worker():
+    import os
+
+    assert interop.submit(sum, [1, 2]).result() == 3  # the parent's worker exists now
+    pid = os.fork()
+    if pid == 0:  # child: a stale pool would hang here; exit code says what happened
+        os._exit(0 if interop.submit(sum, [3, 4]).result(timeout=10) == 7 else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

@@ -67,6 +67,16 @@ def enabled() -> bool:
     return threads > 1
 
 
+def _forget_pool() -> None:
+    """A forked child has no worker thread: it must start its own."""
+    global _pool
+    _pool = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
 def submit(fn: Callable, *args: Any, **kwargs: Any) -> Future:
     """Run fn(*args, **kwargs) on the inter-op worker thread."""
     global _pool
