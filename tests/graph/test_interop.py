@@ -99,7 +99,10 @@ def test_a_forked_child_starts_its_own_worker():
 
     assert interop.submit(sum, [1, 2]).result() == 3  # the parent's worker exists now
     pid = os.fork()
-    if pid == 0:  # child: a stale pool would hang here; exit code says what happened
-        os._exit(0 if interop.submit(sum, [3, 4]).result(timeout=10) == 7 else 1)
+    if pid == 0:  # child: a stale pool would never run the task; exit code says what happened
+        try:
+            os._exit(0 if interop.submit(sum, [3, 4]).result(timeout=10) == 7 else 1)
+        finally:
+            os._exit(2)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
