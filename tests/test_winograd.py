@@ -171,7 +171,7 @@ def test_filter_gradient_takes_the_hook(monkeypatch):
     ((5, 5), (1, 1), (1, 1), 32, 32, np.float32),
     ((3, 3), (1, 1), (1, 1), 3, 32, np.float32),
     ((3, 3), (1, 1), (1, 1), 64, 12, np.float32),
-    ((3, 3), (1, 1), (1, 1), 16, 16, np.float32),
+    ((3, 3), (1, 1), (1, 1), 12, 12, np.float32),
     ((3, 3), (1, 1), (1, 1), 32, 32, np.float64),
 ])
 def test_applies_only_where_measured_faster(kernel, strides, dilations, cin, cout, dtype):
@@ -180,13 +180,16 @@ def test_applies_only_where_measured_faster(kernel, strides, dilations, cin, cou
     assert W.applies(K.geometry((16, 16), (3, 3), (1, 1), (1, 1), "SAME"), 32, 32, np.float32)
 
 
-def test_applies_to_large_thin_layers():
-    """W4's 32x32 layers (12 outputs) yes, its 16x16 ones and 3-channel inputs no."""
+def test_applies_by_size_and_channels():
+    """W4's 32x32 layers (12 outputs) yes, its 16x16 ones and 3-channel inputs no; 16
+    channels from 14x14 up, 32 at any size."""
     big = K.geometry((32, 32), (3, 3), (1, 1), (1, 1), "SAME")
     assert W.applies(big, 52, 12, np.float32) and W.applies(big, 12, 16, np.float32)
     assert not W.applies(big, 3, 32, np.float32) and not W.applies(big, 12, 8, np.float32)
-    assert not W.applies(K.geometry((16, 16), (3, 3), (1, 1), (1, 1), "SAME"), 100, 12,
-                         np.float32)
+    mid = K.geometry((16, 16), (3, 3), (1, 1), (1, 1), "SAME")
+    assert not W.applies(mid, 100, 12, np.float32) and W.applies(mid, 16, 16, np.float32)
+    small = K.geometry((8, 8), (3, 3), (1, 1), (1, 1), "SAME")
+    assert W.applies(small, 32, 32, np.float32) and not W.applies(small, 16, 16, np.float32)
 
 
 def test_without_numba_the_old_path_runs(monkeypatch):

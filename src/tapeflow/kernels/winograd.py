@@ -21,11 +21,13 @@ W4/W5 layers (F(2x2) ~3e-7, im2col ~5e-7), and it was faster than F(2x2) on ever
 Transform matrices from Lavin & Gray, "Fast Algorithms for Convolutional Neural Networks"
 (2015), interpolation points 0, 1, -1 (m = 2) and 0, 1, -1, 2, -2 (m = 4), each with infinity.
 
-The transforms are written as long unit-stride loops ``dst += c * src`` over a whole row of
-tiles (``_combine``): numba/LLVM vectorizes such a loop, while a per-tile loop over the
-channels with all (m+2)^2 loads and stores stays scalar (LLVM cannot prove that the arrays do
-not overlap and gives up on that many run-time checks). To make a row of tiles contiguous, the
-padded input is stored with its columns split by phase (column mod m).
+The transforms are written as long unit-stride loops over a whole row of tiles at once (all
+channels of all tiles in the row): numba/LLVM vectorizes such a loop, while a per-tile loop over
+the channels with all (m+2)^2 loads and stores stayed scalar (LLVM cannot prove that the arrays
+do not overlap and gives up on that many run-time checks). To make a row of tiles contiguous,
+the padded input is stored with its columns split by phase (column mod m). F(4x4) uses
+hand-written loops (``_bt6_lines``, ``_at6_lines``, ``_a6_lines``); any other tile size the
+generic sparse-matrix loop ``_combine``.
 """
 
 from __future__ import annotations
@@ -324,16 +326,21 @@ def _output_tiles_nb(m, pstride, th, tw, index, coef, count, hand, zw, zy, out):
 def applies(g: conv.Geometry, cin: int, cout: int, dtype) -> bool:
     """Whether ``conv.conv2d`` (and its filter gradient) should take this convolution:
     float32, 3x3, stride 1, no dilation, compiled loops available, and sizes where it measured
-    faster than im2col / kn2row: at least 32 input and output channels (W5: 1.2-1.5x), or at
-    least 12 with an output of 30x30 or more (W4's 32x32 layers with 12 outputs: 1.05-1.2x).
-    The W4 DenseNet's 16x16 and 8x8 layers (12 outputs), 16x16x16 and 3-channel inputs were
-    slower: their products are too thin to pay for the transforms."""
+    faster than im2col / kn2row (forward, input and filter gradient each):
+
+    - at least 32 input and output channels, any size (W5; 4x4 to 32x32 and up to 128
+      channels: 1.1-2x);
+    - at least 16 with an output of 14x14 or more (16x16x16 at batch 256: 1.2-1.45x);
+    - at least 12 with an output of 30x30 or more (W4's 32x32 layers, 12 outputs: 1.4-1.7x).
+
+    W4's 16x16 and 8x8 layers (12 outputs), 8x8x16 and 3-channel inputs measured even or
+    slower: the products are too thin to pay for the transforms."""
     if _combine is None or np.dtype(dtype) != np.float32:
         return False
     if g.kh != 3 or g.kw != 3 or g.sh != 1 or g.sw != 1 or g.dh != 1 or g.dw != 1:
         return False
-    thin = min(cin, cout)
-    return thin >= 32 or (thin >= 12 and g.ho * g.wo >= 900)
+    thin, area = min(cin, cout), g.ho * g.wo
+    return thin >= 32 or (thin >= 16 and area >= 196) or (thin >= 12 and area >= 900)
 
 
 def filter_transform(w: np.ndarray, variant: Variant = F2) -> np.ndarray:
