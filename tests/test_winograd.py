@@ -99,7 +99,7 @@ HOOKED = CASES[:6] + CASES[7:8]
 def test_hook_in_conv2d(monkeypatch, case):
     """conv.conv2d takes the Winograd path for the W5 layers and W4's 32x32 ones, and agrees
     with the path it replaced (im2col / kn2row) within float32 rounding."""
-    x, w, g = _data(*case)
+    x, w, g = _data(4, *case[1:])  # 4 images: enough output pixels for the hook
     calls = []
     inner = W.conv2d
     monkeypatch.setattr(W, "conv2d", lambda *a: calls.append(1) or inner(*a))
@@ -116,8 +116,8 @@ def test_hook_in_conv2d(monkeypatch, case):
 def test_input_gradient_takes_the_hook(monkeypatch):
     """Stride-1 input gradients run as convolutions with padding 2, so they go through it."""
     rng = np.random.default_rng(4)
-    x, w, g = _data(2, 15, 15, 64, 64, "VALID")
-    gr = rng.standard_normal((2, g.ho, g.wo, 64)).astype(np.float32)
+    x, w, g = _data(4, 15, 15, 64, 64, "VALID")
+    gr = rng.standard_normal((4, g.ho, g.wo, 64)).astype(np.float32)
     calls = []
     inner = W.conv2d
     monkeypatch.setattr(W, "conv2d", lambda *a: calls.append(1) or inner(*a))
@@ -176,24 +176,26 @@ def test_filter_gradient_takes_the_hook(monkeypatch):
 ])
 def test_applies_only_where_measured_faster(kernel, strides, dilations, cin, cout, dtype):
     g = K.geometry((16, 16), kernel, strides, dilations, "SAME")
-    assert not W.applies(g, cin, cout, dtype)
-    assert W.applies(K.geometry((16, 16), (3, 3), (1, 1), (1, 1), "SAME"), 32, 32, np.float32)
+    assert not W.applies(g, 8, cin, cout, dtype)
+    assert W.applies(K.geometry((16, 16), (3, 3), (1, 1), (1, 1), "SAME"), 8, 32, 32, np.float32)
 
 
 def test_applies_by_size_and_channels():
     """W4's 32x32 layers (12 outputs) yes, its 16x16 ones and 3-channel inputs no; 16
-    channels from 14x14 up, 32 at any size."""
+    channels from 14x14 up, 32 at any size; at least 512 output pixels per call."""
     big = K.geometry((32, 32), (3, 3), (1, 1), (1, 1), "SAME")
-    assert W.applies(big, 52, 12, np.float32) and W.applies(big, 12, 16, np.float32)
-    assert not W.applies(big, 3, 32, np.float32) and not W.applies(big, 12, 8, np.float32)
+    assert W.applies(big, 1, 52, 12, np.float32) and W.applies(big, 1, 12, 16, np.float32)
+    assert not W.applies(big, 4, 3, 32, np.float32) and not W.applies(big, 4, 12, 8, np.float32)
     mid = K.geometry((16, 16), (3, 3), (1, 1), (1, 1), "SAME")
-    assert not W.applies(mid, 100, 12, np.float32) and W.applies(mid, 16, 16, np.float32)
+    assert not W.applies(mid, 4, 100, 12, np.float32) and W.applies(mid, 4, 16, 16, np.float32)
     small = K.geometry((8, 8), (3, 3), (1, 1), (1, 1), "SAME")
-    assert W.applies(small, 32, 32, np.float32) and not W.applies(small, 16, 16, np.float32)
+    assert W.applies(small, 8, 32, 32, np.float32)
+    assert not W.applies(small, 8, 16, 16, np.float32)
+    assert not W.applies(small, 7, 32, 32, np.float32)  # fewer than 512 output pixels
 
 
 def test_without_numba_the_old_path_runs(monkeypatch):
     monkeypatch.setattr(W, "_combine", None)
-    x, w, g = _data(1, 8, 8, 32, 32, "SAME")
-    assert not W.applies(g, 32, 32, np.float32)
+    x, w, g = _data(8, 8, 8, 32, 32, "SAME")
+    assert not W.applies(g, 8, 32, 32, np.float32)
     assert _rel_error(K.conv2d(x, w, g), reference(x, w, g)) < 1e-5

@@ -297,7 +297,7 @@ def conv2d(x: np.ndarray, w: np.ndarray, g: Geometry) -> np.ndarray:
     cout = w.shape[3]
     from tapeflow.kernels import winograd  # here, as winograd imports this module
 
-    if winograd.applies(g, cin, cout, x.dtype):
+    if winograd.applies(g, n, cin, cout, x.dtype):
         return winograd.conv2d(x, w, g)
     out = np.empty((n, g.ho, g.wo, cout), dtype=x.dtype)
     if g.pointwise:
@@ -399,7 +399,7 @@ def conv2d_backprop_filter(x: np.ndarray, gr: np.ndarray, g: Geometry) -> np.nda
     cout = gr.shape[3]
     from tapeflow.kernels import winograd
 
-    if winograd.applies(g, cin, cout, x.dtype):
+    if winograd.applies(g, n, cin, cout, x.dtype):
         return winograd.conv2d_backprop_filter(x, gr, g)
     if g.pointwise:
         xs = x if g.sh == g.sw == 1 else np.ascontiguousarray(x[:, ::g.sh, ::g.sw])

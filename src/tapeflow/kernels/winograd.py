@@ -7,7 +7,7 @@ SGEMM is slow here. Winograd's minimal filtering computes an m x m output tile f
 (m+2)^2 matrix products [tiles, Cin] x [Cin, Cout], one per position of the transformed tile.
 
     V = B^T d B        input tiles (numba loops)
-    U = G w G^T        filter, once per call (float64, then the input's dtype)
+    U = G w G^T        filter, once per call
     M[p] = V[p] @ U[p] for each tile position p (BLAS)
     Y = A^T M A        output tiles (numba loops); a partial last tile is clipped
 
@@ -32,6 +32,7 @@ generic sparse-matrix loop ``_combine``.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -46,7 +47,7 @@ from tapeflow.kernels.blas import single_threaded
 CHUNK_BYTES = 1 << 22
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Variant:
     """One tile size: m output pixels per tile side and its three transform matrices."""
 
@@ -78,8 +79,11 @@ F4 = Variant(4,
                        [0, 1, -1, 8, -8, 1]], float), hand=True)
 
 
-def _terms(matrix: np.ndarray, dtype) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """A transform matrix as sparse rows: column indices, coefficients and counts per row."""
+@functools.cache
+def _terms(variant: Variant, which: str, dtype: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A transform matrix (``bt``, ``at`` or ``a``, the transpose of ``at``) as sparse rows:
+    column indices, coefficients and counts per row (cached: ~0.1 ms per call otherwise)."""
+    matrix = variant.at.T if which == "a" else getattr(variant, which)
     rows, width = matrix.shape
     index = np.zeros((rows, width), dtype=np.int64)
     coef = np.zeros((rows, width), dtype=dtype)
@@ -323,15 +327,17 @@ def _output_tiles_nb(m, pstride, th, tw, index, coef, count, hand, zw, zy, out):
 # --- the kernel --------------------------------------------------------------------------------
 
 
-def applies(g: conv.Geometry, cin: int, cout: int, dtype) -> bool:
-    """Whether ``conv.conv2d`` (and its filter gradient) should take this convolution:
-    float32, 3x3, stride 1, no dilation, compiled loops available, and sizes where it measured
-    faster than im2col / kn2row (forward, input and filter gradient each):
+def applies(g: conv.Geometry, n: int, cin: int, cout: int, dtype) -> bool:
+    """Whether ``conv.conv2d`` (and its filter gradient) should take this convolution of `n`
+    images: float32, 3x3, stride 1, no dilation, compiled loops available, and sizes where it
+    measured faster than im2col / kn2row (forward, input and filter gradient each):
 
-    - at least 32 input and output channels, any size (W5; 4x4 to 32x32 and up to 128
-      channels: 1.1-2x);
+    - at least 32 input and output channels (W5; 4x4 to 32x32 and up to 128 channels:
+      1.1-2x);
     - at least 16 with an output of 14x14 or more (16x16x16 at batch 256: 1.2-1.45x);
-    - at least 12 with an output of 30x30 or more (W4's 32x32 layers, 12 outputs: 1.4-1.7x).
+    - at least 12 with an output of 30x30 or more (W4's 32x32 layers, 12 outputs: 1.4-1.7x);
+    - and at least 512 output pixels in all (n * ho * wo): below that the fixed cost per call
+      (filter transform, buffers, ~0.1 ms) lost, e.g. one 15x15 image.
 
     W4's 16x16 and 8x8 layers (12 outputs), 8x8x16 and 3-channel inputs measured even or
     slower: the products are too thin to pay for the transforms."""
@@ -340,14 +346,24 @@ def applies(g: conv.Geometry, cin: int, cout: int, dtype) -> bool:
     if g.kh != 3 or g.kw != 3 or g.sh != 1 or g.sw != 1 or g.dh != 1 or g.dw != 1:
         return False
     thin, area = min(cin, cout), g.ho * g.wo
+    if n * area < 512:
+        return False
     return thin >= 32 or (thin >= 16 and area >= 196) or (thin >= 12 and area >= 900)
 
 
 def filter_transform(w: np.ndarray, variant: Variant = F2) -> np.ndarray:
-    """U[p] = (G w G^T) at tile position p, as (positions, Cin, Cout) in w's dtype."""
-    u = np.einsum("ia,abco,jb->ijco", variant.g, w.astype(np.float64), variant.g)
-    return np.ascontiguousarray(u.reshape(variant.positions, w.shape[2], w.shape[3]),
-                                dtype=w.dtype)
+    """U[p] = (G w G^T) at tile position p, as (positions, Cin, Cout) in w's dtype (float32
+    arithmetic adds a few units in the last place, as rounding a float64 result would)."""
+    u = _sandwich(variant.g.astype(w.dtype), np.ascontiguousarray(w))
+    return u.reshape(variant.positions, w.shape[2], w.shape[3])
+
+
+def _sandwich(left: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """left @ t @ left^T over the first two axes of `t` (a, b, ...) -> (i, j, ...), as two
+    contiguous products (a one-shot einsum took ~1 ms for 64x64 channels)."""
+    a, b = t.shape[:2]
+    rows = np.matmul(left, t.reshape(a, -1)).reshape(left.shape[0], b, -1)  # (i, b, rest)
+    return np.matmul(left, rows).reshape(left.shape[0], left.shape[0], *t.shape[2:])
 
 
 def _staggered(positions: int, rows: int, cols: int, dtype) -> tuple[np.ndarray, np.ndarray]:
@@ -371,18 +387,18 @@ class _Tiler:
     """Transformed tiles (positions, tiles, channels) of chunks of an NHWC array: its padded
     copy with columns split by phase, scratch and the staggered output, reused per chunk.
 
-    ``transform`` is B^T (span x span) for input tiles, which overlap by 2, or A (span x tile)
-    for output-gradient tiles, which do not; either way tile ti, tj starts at row tile*ti and
-    column tile*tj of the padded array."""
+    `which` transform: ``"bt"`` (B^T, span x span) for input tiles, which overlap by 2, or
+    ``"a"`` (A, span x tile) for output-gradient tiles, which do not; either way tile ti, tj
+    starts at row tile*ti and column tile*tj of the padded array."""
 
     def __init__(self, src: np.ndarray, top: int, left: int, th: int, tw: int, step: int,
-                 variant: Variant, transform: np.ndarray):
+                 variant: Variant, which: str):
         self.src, self.top, self.left, self.th, self.tw = src, top, left, th, tw
         tile, span, c = variant.tile, variant.span, src.shape[3]
         self.tile, self.rows, self.positions = tile, tile * th + 2, variant.positions
-        self.terms = _terms(transform, src.dtype)
+        self.terms = _terms(variant, which, src.dtype.str)
         # the hand-written loops: B^T for input tiles, A for output-gradient tiles
-        self.hand = 0 if not variant.hand else 1 if transform.shape[1] == span else 2
+        self.hand = 0 if not variant.hand else 1 if which == "bt" else 2
         self.split = np.zeros((step, self.rows, tile, tw + 1, c), dtype=src.dtype)
         self.scratch = np.empty((span, tile * (tw + 1) * c), dtype=src.dtype)
         self.tiles, self.flat = _staggered(self.positions, step * th * tw, c, src.dtype)
@@ -409,14 +425,14 @@ def conv2d(x: np.ndarray, w: np.ndarray, g: conv.Geometry, variant: Variant = F4
     tile, span, positions = variant.tile, variant.span, variant.positions
     th, tw = -(-g.ho // tile), -(-g.wo // tile)
     u = filter_transform(w, variant)
-    at_terms = _terms(variant.at, x.dtype)
+    at_terms = _terms(variant, "at", x.dtype.str)
     hand = int(variant.hand)
     out = np.empty((n, g.ho, g.wo, cout), dtype=x.dtype)
     per_image = positions * th * tw * (cin + cout)
 
     def work(lo: int, hi: int) -> None:
         step = _step(lo, hi, per_image, x.itemsize)
-        tiles = _Tiler(x, g.pt, g.pl, th, tw, step, variant, variant.bt)
+        tiles = _Tiler(x, g.pt, g.pl, th, tw, step, variant, "bt")
         zw = np.empty((span, tile, tw * cout), dtype=x.dtype)
         zy = np.empty((tile, tile, tw * cout), dtype=x.dtype)
         m, mflat = _staggered(positions, step * th * tw, cout, x.dtype)
@@ -446,8 +462,8 @@ def conv2d_backprop_filter(x: np.ndarray, gr: np.ndarray, g: conv.Geometry,
 
     def work(lo: int, hi: int) -> np.ndarray:
         step = _step(lo, hi, per_image, x.itemsize)
-        x_tiles = _Tiler(x, g.pt, g.pl, th, tw, step, variant, variant.bt)
-        gr_tiles = _Tiler(gr, 0, 0, th, tw, step, variant, variant.at.T)
+        x_tiles = _Tiler(x, g.pt, g.pl, th, tw, step, variant, "bt")
+        gr_tiles = _Tiler(gr, 0, 0, th, tw, step, variant, "a")
         du = np.zeros((positions, cin, cout), dtype=x.dtype)
         part = np.empty_like(du)
         for b0 in range(lo, hi, step):
@@ -457,6 +473,5 @@ def conv2d_backprop_filter(x: np.ndarray, gr: np.ndarray, g: conv.Geometry,
         return du
 
     du = sum(conv._over_batch(n, n * per_image * x.itemsize, work))
-    du = du.astype(np.float64).reshape(variant.span, variant.span, cin, cout)
-    dw = np.einsum("ia,ijco,jb->abco", variant.g, du, variant.g)
-    return dw.astype(x.dtype)
+    du = du.reshape(variant.span, variant.span, cin, cout)
+    return _sandwich(np.ascontiguousarray(variant.g.T, dtype=x.dtype), du)
