@@ -102,7 +102,8 @@ def _terms(variant: Variant, which: str, dtype: str) -> tuple[np.ndarray, np.nda
 @jit()
 def _combine(dst, src, offs, coefs, count):
     """dst[f] = sum over k < count of coefs[k] * src[offs[k] + f] (1-D arrays); up to four
-    terms in one pass (each loop has few enough pointers for LLVM to vectorize it)."""
+    terms in one pass (each loop has few enough pointers for LLVM to vectorize it). Short runs
+    take one pass per term: their run-time overlap checks cost more than the extra passes."""
     n = dst.shape[0]
     s0 = src[offs[0]:offs[0] + n]
     c0 = coefs[0]
@@ -351,7 +352,7 @@ def applies(g: conv.Geometry, n: int, cin: int, cout: int, dtype) -> bool:
     return thin >= 32 or (thin >= 16 and area >= 196) or (thin >= 12 and area >= 900)
 
 
-def filter_transform(w: np.ndarray, variant: Variant = F2) -> np.ndarray:
+def filter_transform(w: np.ndarray, variant: Variant = F4) -> np.ndarray:
     """U[p] = (G w G^T) at tile position p, as (positions, Cin, Cout) in w's dtype (float32
     arithmetic adds a few units in the last place, as rounding a float64 result would)."""
     u = _sandwich(variant.g.astype(w.dtype), np.ascontiguousarray(w))
