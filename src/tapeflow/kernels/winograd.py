@@ -102,20 +102,10 @@ def _terms(variant: Variant, which: str, dtype: str) -> tuple[np.ndarray, np.nda
 @jit()
 def _combine(dst, src, offs, coefs, count):
     """dst[f] = sum over k < count of coefs[k] * src[offs[k] + f] (1-D arrays); up to four
-    terms in one pass (each loop has few enough pointers for LLVM to vectorize it). Short runs
-    take one pass per term: their run-time overlap checks cost more than the extra passes."""
+    terms in one pass (each loop has few enough pointers for LLVM to vectorize it)."""
     n = dst.shape[0]
     s0 = src[offs[0]:offs[0] + n]
     c0 = coefs[0]
-    if n < 128:
-        for f in range(n):
-            dst[f] = c0 * s0[f]
-        for k in range(1, count):
-            s = src[offs[k]:offs[k] + n]
-            c = coefs[k]
-            for f in range(n):
-                dst[f] += c * s[f]
-        return
     if count == 1:
         for f in range(n):
             dst[f] = c0 * s0[f]
