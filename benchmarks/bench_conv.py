@@ -2,9 +2,9 @@
 
 Each row times forward + backward (input and filter gradients) of one layer (W4 at batch 64,
 SAME; W5 at batch 256 with its own padding), as a training step runs it, through the public API
-with a GradientTape. Medians of repeats after
-warm-up; ratio = tapeflow / PyTorch (lower is better); the last column is tapeflow's / PyTorch's
-minimum (the least disturbed run on a shared machine).
+with a GradientTape. Medians of repeats after warm-up; ratio = tapeflow / PyTorch (lower is
+better); the last column is tapeflow's / PyTorch's minimum (the least disturbed run on a shared
+machine).
 
     python benchmarks/bench_conv.py [--repeats 7] [--threads 2]
 """

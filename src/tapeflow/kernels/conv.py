@@ -12,6 +12,8 @@ expanded depends on which side has fewer channels (DenseNet convs have 12 output
   gather it instead (im2col of the output gradient on the input grid, no padded copy of x).
 - input gradient: the convolution of the (stride-dilated, padded) output gradient with the
   flipped, transposed filter, so it reuses the forward path and its choice of algorithm.
+- 3x3 stride-1 float32 convolutions go to ``winograd`` first (forward and filter gradient)
+  where ``winograd.applies`` says it measured faster.
 
 Threads: OpenBLAS runs single-threaded here (``blas.single_threaded``); instead the batch is
 split into one slice per idle core, each slice a loop of cache-sized chunks on its own thread.
