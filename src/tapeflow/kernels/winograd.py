@@ -415,7 +415,7 @@ def conv2d(x: np.ndarray, w: np.ndarray, g: conv.Geometry, variant: Variant = F4
     n, cin, cout = x.shape[0], x.shape[3], w.shape[3]
     tile, span, positions = variant.tile, variant.span, variant.positions
     th, tw = -(-g.ho // tile), -(-g.wo // tile)
-    u = filter_transform(w, variant)
+    u = filter_transform(w.astype(x.dtype, copy=False), variant)
     at_terms = _terms(variant, "at", x.dtype.str)
     hand = int(variant.hand)
     out = np.empty((n, g.ho, g.wo, cout), dtype=x.dtype)
