@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from tapeflow.kernels import conv as K
+from tapeflow.kernels import parallel
 from tapeflow.kernels import winograd as W
 
 pytestmark = pytest.mark.skipif(W._combine is None, reason="needs numba")
@@ -70,7 +71,7 @@ def test_conv2d_matches_float64_reference(case, variant, tol):
 def test_chunks_and_cores_cover_the_batch(monkeypatch, variant):
     """Many small chunks (a partial last one) on each core's slice of an odd batch."""
     monkeypatch.setattr(W, "CHUNK_BYTES", 1)
-    monkeypatch.setattr(K, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 0)
     x, w, g = _data(7, 9, 7, 8, 16, "SAME", seed=1)
     assert _rel_error(W.conv2d(x, w, g, variant), reference(x, w, g)) < 5e-5
 
@@ -154,7 +155,7 @@ def test_filter_gradient_matches_float64_reference(case, variant, tol):
 
 def test_filter_gradient_takes_the_hook(monkeypatch):
     monkeypatch.setattr(W, "CHUNK_BYTES", 1)
-    monkeypatch.setattr(K, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 0)
     x, w, g = _data(5, 15, 15, 32, 64, "SAME")
     gr = np.random.default_rng(6).standard_normal((5, g.ho, g.wo, 64)).astype(np.float32)
     calls = []

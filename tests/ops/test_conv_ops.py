@@ -7,6 +7,7 @@ import pytest
 
 import tapeflow as tf
 from tapeflow.kernels import conv as K
+from tapeflow.kernels import parallel
 from tapeflow.kernels import pool as P
 from tapeflow.ops import conv_ops
 from tapeflow.testing import check_grads
@@ -127,11 +128,11 @@ def test_splitting_the_batch_over_cores_gives_the_same_result(monkeypatch, case)
         return [K.conv2d(x, w, geo), K.conv2d_backprop_input(g, w, geo),
                 K.conv2d_backprop_filter(x, g, geo)]
 
-    monkeypatch.setattr(K, "WORKERS", 1)
+    monkeypatch.setattr(parallel, "WORKERS", 1)
     whole = run()
-    monkeypatch.setattr(K, "WORKERS", 3)  # uneven slices of 5 images
-    monkeypatch.setattr(K, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(K, "_idle_core", lambda: True)
+    monkeypatch.setattr(parallel, "WORKERS", 3)  # uneven slices of 5 images
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(parallel, "idle_core", lambda: True)
     for a, b in zip(whole, run()):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
 

@@ -421,6 +421,47 @@ def test_batch_norm_numpy_fallback_matches_compiled(monkeypatch):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
 
 
+def test_batch_norm_moments_keep_precision_far_from_zero():
+    """One pass of shifted float64 sums: a large mean with a small spread does not cancel."""
+    from tapeflow.kernels import batch_norm as bn
+
+    rng = np.random.default_rng(11)
+    x2 = (1000.0 + 0.01 * rng.standard_normal((20000, 3))).astype(np.float32)
+    mean, var = bn.moments(x2)
+    x64 = x2.astype(np.float64)
+    np.testing.assert_allclose(mean, x64.mean(0), rtol=1e-14)
+    np.testing.assert_allclose(var, x64.var(0), rtol=1e-9)
+
+
+def test_batch_norm_kernels_split_over_cores_match_one_thread(monkeypatch):
+    """Each core's slice of the rows gets its own partial sums (uneven slices of 7 rows)."""
+    from tapeflow.kernels import batch_norm as bn
+    from tapeflow.kernels import parallel
+
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal((7, 5)) * 2 + 1
+    g, scale, offset = rng.standard_normal((7, 5)), rng.standard_normal(5), rng.standard_normal(5)
+    addend = rng.standard_normal((7, 9))[:, 2:7]
+
+    def run():
+        y, mean, var, inv = bn.forward(x, scale, offset, 1e-3, relu=True)
+        return [y, mean, var, inv, *bn.backward(g, x, scale, mean, inv, relu_out=y,
+                                                 addend=addend)]
+
+    monkeypatch.setattr(parallel, "WORKERS", 1)
+    whole = run()
+    monkeypatch.setattr(parallel, "WORKERS", 3)
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(parallel, "idle_core", lambda: True)
+    calls = []
+    real_split = parallel.split
+    monkeypatch.setattr(parallel, "split", lambda n, nbytes, work: calls.append(
+        parallel.parts_for(n, nbytes)) or real_split(n, nbytes, work))
+    for a, b in zip(whole, run()):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+    assert calls == [3, 3, 3, 3]  # stats, normalize, gradient sums, gradient
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_relu_grad_compiled_matches_numpy_and_keeps_nan(monkeypatch, dtype):
     from tapeflow.kernels import activations
@@ -437,15 +478,20 @@ def test_relu_grad_compiled_matches_numpy_and_keeps_nan(monkeypatch, dtype):
     assert compiled.dtype == dtype
 
 
-@pytest.mark.parametrize("shape", [(6, 4, 5, 3), (7, 3), (2, 3, 4)])
-def test_bias_add_grad_channel_sums_compiled_matches_numpy(monkeypatch, shape):
+@pytest.mark.parametrize("layout", ["contiguous", "fortran", "channel_slice"])
+@pytest.mark.parametrize("shape", [(6, 4, 5, 3), (7, 3), (2, 3, 4), (3, 40, 30, 5)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_bias_add_grad_channel_sums_match_float64_sums(shape, layout, dtype):
+    """Whole blocks of ROWS_PER_SUM rows and a partial last one, on every layout BiasAddGrad
+    meets (a channel slice of a concatenation's gradient is read in place)."""
     from tapeflow.kernels import bias
 
-    g = np.random.default_rng(9).standard_normal(shape).astype(np.float32)
-    g_t = np.asfortranarray(g)  # a non-C-contiguous gradient
-    compiled = bias.channel_sums(g_t)
-    monkeypatch.setattr(bias, "_column_sums_nb", None)
-    assert compiled.dtype == np.float32 and compiled.shape == (shape[-1],)
-    np.testing.assert_allclose(compiled, bias.channel_sums(g_t), rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(compiled, g.astype(np.float64).reshape(-1, shape[-1]).sum(0),
-                               rtol=1e-6, atol=1e-6)
+    rng = np.random.default_rng(9)
+    wide = (rng.standard_normal(shape[:-1] + (shape[-1] + 4,)) + 0.5).astype(dtype)
+    g = {"contiguous": np.ascontiguousarray(wide[..., 2:-2]),
+         "fortran": np.asfortranarray(wide[..., 2:-2]),
+         "channel_slice": wide[..., 2:-2]}[layout]
+    sums = bias.channel_sums(g)
+    want = g.astype(np.float64).reshape(-1, shape[-1]).sum(0)
+    assert sums.dtype == dtype and sums.shape == (shape[-1],)
+    np.testing.assert_allclose(sums, want, rtol=2e-7 if dtype == np.float32 else 1e-12)

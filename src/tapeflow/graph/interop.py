@@ -10,7 +10,7 @@ on; the result is waited for where it is first read, before any stateful node (s
 updates never race a kernel still reading), and before the function returns.
 
 NumPy's products and the compiled loops release the GIL, so the two run in parallel. The conv
-kernels see the busy core (``conv._idle_core``) and stop splitting their batch in two.
+kernels see the busy core (``kernels.parallel.idle_core``) and stop splitting their batch in two.
 
 ``tf.config.threading.set_inter_op_parallelism_threads(1)`` turns this off (graphs compiled
 afterwards run every node in order on the calling thread), as does a single-core machine.

@@ -3,9 +3,12 @@
 A convolution's fresh output gets its bias (and ReLU) in one in-place pass instead of two new
 arrays (BiasAdd, then Relu), which the fusion pass arranges (``ops.fused_ops``).
 
-NumPy reduces the leading axes of an (N, H, W, C) array row by row in the input's precision;
-the compiled loop reads the array once, 3-5x faster, and float64 accumulators keep float32
-sums over 10^5 rows accurate to ~1e-7 relative instead of ~1e-4.
+BiasAddGrad sums a gradient over every axis but the channels. NumPy's ``sum`` reduces a
+(rows, C) array row by row, and a compiled loop over a channel slice of a wider array (the
+usual case: a conv output that was concatenated) cannot vectorize, as the column index is not
+provably in range; both ran at ~5 ns per element. A product with a ones vector runs in BLAS
+at memory speed, 10-20x faster, on blocks of ROWS_PER_SUM rows whose float32 sums are then
+added in float64, so 10^5+ rows keep ~1e-7 relative accuracy.
 """
 
 from __future__ import annotations
@@ -13,24 +16,23 @@ from __future__ import annotations
 import numpy as np
 
 from tapeflow.kernels._jit import jit
+from tapeflow.kernels.rows import channel_window
 
-
-@jit()
-def _column_sums_nb(g2, acc):
-    m, c = g2.shape
-    for i in range(m):
-        for j in range(c):
-            acc[j] += g2[i, j]
+ROWS_PER_SUM = 512
 
 
 def channel_sums(g: np.ndarray) -> np.ndarray:
-    """Sum over every axis but the last, in g's dtype."""
-    c = g.shape[-1]
-    if _column_sums_nb is None or g.dtype not in (np.float32, np.float64) or g.ndim < 2:
+    """Sum over every axis but the last, in g's dtype (a channel slice read in place)."""
+    if g.dtype not in (np.float32, np.float64) or g.ndim < 2:
         return g.sum(axis=tuple(range(g.ndim - 1)))
-    acc = np.zeros(c)
-    _column_sums_nb(np.ascontiguousarray(g).reshape(-1, c), acc)
-    return acc.astype(g.dtype)
+    c = g.shape[-1]
+    base, first = channel_window(g)
+    rows = base[:, first:first + c]
+    whole = rows.shape[0] // ROWS_PER_SUM * ROWS_PER_SUM
+    blocks = np.matmul(np.ones(ROWS_PER_SUM, g.dtype),
+                       rows[:whole].reshape(-1, ROWS_PER_SUM, c))
+    total = blocks.sum(axis=0, dtype=np.float64) + rows[whole:].sum(axis=0, dtype=np.float64)
+    return total.astype(g.dtype)
 
 
 @jit()

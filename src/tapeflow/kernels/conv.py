@@ -16,20 +16,18 @@ expanded depends on which side has fewer channels (DenseNet convs have 12 output
   where ``winograd.applies`` says it measured faster.
 
 Threads: OpenBLAS runs single-threaded here (``blas.single_threaded``); instead the batch is
-split into one slice per idle core, each slice a loop of cache-sized chunks on its own thread.
+split into one slice per idle core (``parallel.split``), each slice a loop of cache-sized
+chunks on its own thread.
 """
 
 from __future__ import annotations
 
 import math
-import os
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
+from tapeflow.kernels import parallel
 from tapeflow.kernels._jit import jit
 from tapeflow.kernels.blas import single_threaded
 
@@ -226,39 +224,6 @@ def im2col(xp: np.ndarray, g: Geometry, cols: np.ndarray) -> None:
 # --- batching: split the batch over the cores, then into chunks that stay in cache ------------
 
 CHUNK_BYTES = 1 << 20
-WORKERS = max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-                       else os.cpu_count() or 1))
-PARALLEL_MIN_BYTES = 1 << 21
-_pool: ThreadPoolExecutor | None = None
-
-
-def _idle_core() -> bool:
-    """Whether another core is free right now (runnable threads besides this one, from
-    /proc/loadavg): on a busy machine the second slice waits for a core and the split only adds
-    a straggler (measured 20% slower at load 6 on 2 cores). Our own worker is idle here."""
-    try:
-        with open("/proc/loadavg") as f:
-            runnable = int(f.read().split()[3].split("/")[0])
-    except (OSError, IndexError, ValueError):
-        return True
-    return runnable - 1 < WORKERS - 1
-
-
-def _over_batch(n: int, nbytes: int, work: Callable[[int, int], Any]) -> list:
-    """work(lo, hi) on contiguous slices of the batch, one per idle core (NumPy's products and
-    the numba loops release the GIL, so the slices run in parallel); the results in order.
-
-    Each slice runs single-threaded BLAS, so no core spins at an OpenBLAS barrier; work of
-    fewer than PARALLEL_MIN_BYTES (the expanded buffer's size) is not split."""
-    global _pool
-    parts = min(WORKERS, n) if nbytes >= PARALLEL_MIN_BYTES and _idle_core() else 1
-    if parts == 1:
-        return [work(0, n)]
-    if _pool is None:
-        _pool = ThreadPoolExecutor(WORKERS - 1, thread_name_prefix="tapeflow-conv")
-    cuts = [n * i // parts for i in range(parts + 1)]
-    futures = [_pool.submit(work, cuts[i], cuts[i + 1]) for i in range(1, parts)]
-    return [work(cuts[0], cuts[1])] + [f.result() for f in futures]
 
 
 class _Chunks:
@@ -309,7 +274,7 @@ def conv2d(x: np.ndarray, w: np.ndarray, g: Geometry) -> np.ndarray:
         def product(lo: int, hi: int) -> None:
             np.matmul(_rows(xs[lo:hi]), w2, out=_rows(out[lo:hi]))
 
-        _over_batch(n, xs.nbytes, product)
+        parallel.split(n, xs.nbytes, product)
         return out
     if cout * g.sh * g.sw < cin:  # kn2row: expand the thin output side
         w_all = np.ascontiguousarray(w.transpose(2, 0, 1, 3)).reshape(cin, g.taps * cout)
@@ -324,7 +289,7 @@ def conv2d(x: np.ndarray, w: np.ndarray, g: Geometry) -> np.ndarray:
                 np.matmul(_rows(x[b0:b1]), w_all, out=y[:m])
                 tap_sum(y[:m], b1 - b0, g, out[b0:b1])
 
-        _over_batch(n, n * per_image * x.itemsize, kn2row)
+        parallel.split(n, n * per_image * x.itemsize, kn2row)
         return out
     w2 = w.reshape(g.taps * cin, cout)
 
@@ -335,7 +300,7 @@ def conv2d(x: np.ndarray, w: np.ndarray, g: Geometry) -> np.ndarray:
             im2col(chunks.padded(b0, b1), g, cols[:b1 - b0])
             np.matmul(cols[:b1 - b0].reshape(-1, g.taps * cin), w2, out=_rows(out[b0:b1]))
 
-    _over_batch(n, out.nbytes * g.taps * cin // cout, im2col_product)
+    parallel.split(n, out.nbytes * g.taps * cin // cout, im2col_product)
     return out
 
 
@@ -409,7 +374,7 @@ def conv2d_backprop_filter(x: np.ndarray, gr: np.ndarray, g: Geometry) -> np.nda
         def product(lo: int, hi: int) -> np.ndarray:
             return _rows(xs[lo:hi]).T @ _rows(gr[lo:hi])
 
-        return sum(_over_batch(n, xs.nbytes, product)).reshape(1, 1, cin, cout)
+        return sum(parallel.split(n, xs.nbytes, product)).reshape(1, 1, cin, cout)
     inner = _flipped(g)
     if cout < cin and inner is not None:  # gather the thin gradient under every tap
         per_image = g.h * g.w * g.taps * cout
@@ -425,7 +390,7 @@ def conv2d_backprop_filter(x: np.ndarray, gr: np.ndarray, g: Geometry) -> np.nda
                 dw += _rows(x[b0:b1]).T @ cols[:m]
             return dw
 
-        dw = sum(_over_batch(n, n * per_image * x.itemsize, gather_product))
+        dw = sum(parallel.split(n, n * per_image * x.itemsize, gather_product))
         return np.ascontiguousarray(
             dw.reshape(cin, g.kh, g.kw, cout)[:, ::-1, ::-1].transpose(1, 2, 0, 3))
     if cout * g.sh * g.sw < cin:  # scatter the thin gradient to every tap, one product
@@ -441,7 +406,7 @@ def conv2d_backprop_filter(x: np.ndarray, gr: np.ndarray, g: Geometry) -> np.nda
                 dw += _rows(chunks.padded(b0, b1)).T @ cols[:m]
             return dw
 
-        dw = sum(_over_batch(n, n * hp * wp * g.taps * cout * x.itemsize, scatter_product))
+        dw = sum(parallel.split(n, n * hp * wp * g.taps * cout * x.itemsize, scatter_product))
         return np.ascontiguousarray(dw.reshape(cin, g.kh, g.kw, cout).transpose(1, 2, 0, 3))
 
     def im2col_product(lo: int, hi: int) -> np.ndarray:
@@ -453,5 +418,5 @@ def conv2d_backprop_filter(x: np.ndarray, gr: np.ndarray, g: Geometry) -> np.nda
             dw += cols[:b1 - b0].reshape(-1, g.taps * cin).T @ _rows(gr[b0:b1])
         return dw
 
-    dw = sum(_over_batch(n, n * g.ho * g.wo * g.taps * cin * x.itemsize, im2col_product))
+    dw = sum(parallel.split(n, n * g.ho * g.wo * g.taps * cin * x.itemsize, im2col_product))
     return dw.reshape(g.kh, g.kw, cin, cout)

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from tapeflow.kernels import conv
+from tapeflow.kernels import conv, parallel
 from tapeflow.kernels._jit import jit
 from tapeflow.kernels.blas import single_threaded
 
@@ -434,7 +434,7 @@ def conv2d(x: np.ndarray, w: np.ndarray, g: conv.Geometry, variant: Variant = F4
             _output_tiles_nb(mflat, mflat.size // positions, th, tw, *at_terms, hand, zw, zy,
                              out[b0:b1].reshape(b1 - b0, g.ho, g.wo * cout))
 
-    conv._over_batch(n, n * per_image * x.itemsize, work)
+    parallel.split(n, n * per_image * x.itemsize, work)
     return out
 
 
@@ -463,6 +463,6 @@ def conv2d_backprop_filter(x: np.ndarray, gr: np.ndarray, g: conv.Geometry,
             du += part
         return du
 
-    du = sum(conv._over_batch(n, n * per_image * x.itemsize, work))
+    du = sum(parallel.split(n, n * per_image * x.itemsize, work))
     du = du.reshape(variant.span, variant.span, cin, cout)
     return _sandwich(np.ascontiguousarray(variant.g.T, dtype=x.dtype), du)

@@ -1,0 +1,66 @@
+"""Intra-op parallelism: split one kernel's rows (or images) over the idle cores.
+
+OpenBLAS runs single-threaded inside our kernels (``blas.single_threaded``) and the numba loops
+are compiled serial (``_jit``); instead a kernel hands ``split`` a function of a row range, and
+each idle core runs one contiguous slice on its own thread. NumPy's products and the numba loops
+release the GIL, so the slices run in parallel. This pays for the compute-bound convolutions
+and for the memory-bound passes alike: one core of the project machine reads ~8 GB/s, two
+together ~13 GB/s (an elementwise pass over 13.6 MB: 1.97 ms on one thread, 1.24 ms on two).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+WORKERS = max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                       else os.cpu_count() or 1))
+PARALLEL_MIN_BYTES = 1 << 21  # below this the hand-over (~20 us) costs more than it saves
+_pool: ThreadPoolExecutor | None = None
+
+
+def idle_core() -> bool:
+    """Whether another core is free right now (runnable threads besides this one, from
+    /proc/loadavg): on a busy machine the second slice waits for a core and the split only adds
+    a straggler (measured 20% slower at load 6 on 2 cores). Our own worker is idle here, and
+    the inter-op worker counts as busy while it runs a kernel (``graph.interop``)."""
+    try:
+        with open("/proc/loadavg") as f:
+            runnable = int(f.read().split()[3].split("/")[0])
+    except (OSError, IndexError, ValueError):
+        return True
+    return runnable - 1 < WORKERS - 1
+
+
+def parts_for(n: int, nbytes: int) -> int:
+    """How many slices `n` rows touching `nbytes` bytes are worth splitting into now."""
+    if WORKERS == 1 or n < 2 or nbytes < PARALLEL_MIN_BYTES or not idle_core():
+        return 1
+    return min(WORKERS, n)
+
+
+def _forget_pool() -> None:
+    """A forked child has no worker threads: it must start its own."""
+    global _pool
+    _pool = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
+def split(n: int, nbytes: int, work: Callable[[int, int], Any]) -> list:
+    """work(lo, hi) on contiguous slices of range(n), one per idle core; the results in order.
+
+    Work touching fewer than PARALLEL_MIN_BYTES bytes in all runs as one call on this thread."""
+    global _pool
+    parts = parts_for(n, nbytes)
+    if parts == 1:
+        return [work(0, n)]
+    if _pool is None:
+        _pool = ThreadPoolExecutor(WORKERS - 1, thread_name_prefix="tapeflow-kernel")
+    cuts = [n * i // parts for i in range(parts + 1)]
+    futures = [_pool.submit(work, cuts[i], cuts[i + 1]) for i in range(1, parts)]
+    return [work(cuts[0], cuts[1])] + [f.result() for f in futures]
