@@ -12,12 +12,14 @@ Every measurement runs in its own process, so peak RSS belongs to that workload 
 
     python benchmarks/bench_models.py            # everything
     python benchmarks/bench_models.py --only w4  # one workload
+    python benchmarks/bench_models.py --only w4 --rounds 5  # alternate, medians
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -244,6 +246,9 @@ def main() -> None:
     parser.add_argument("--only", choices=["w4", "w5", "revnet"], default=None)
     parser.add_argument("--steps", type=int, default=10, help="W4 timed steps")
     parser.add_argument("--images", type=int, default=2048, help="W5 images per timed epoch")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="W4: run the three processes this many times in turn and report "
+                             "medians (ratios per round), as the machine's speed drifts")
     parser.add_argument("--threads", type=int, default=None,
                         help="BLAS/OpenMP threads for every run (default: library defaults)")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
@@ -255,9 +260,10 @@ def main() -> None:
         print(json.dumps(fn(mode, args.size, args.warmup)))
         return
     if args.only in (None, "w4"):
-        res = {name: _run_worker(name, args.steps, args.warmup, args.threads)
-               for name in ("w4-torch-eager", "w4-tapeflow-graph", "w4-tapeflow-eager")}
-        _report_w4(res)
+        rounds = [{name: _run_worker(name, args.steps, args.warmup, args.threads)
+                   for name in ("w4-torch-eager", "w4-tapeflow-graph", "w4-tapeflow-eager")}
+                  for _ in range(args.rounds)]
+        _report_w4(rounds)
     if args.only in (None, "w5"):
         res = {name: _run_worker(name, args.images, 1, args.threads)
                for name in ("w5-torch-eager", "w5-tapeflow-graph")}
@@ -282,19 +288,27 @@ def _report_revnet(res: dict) -> None:
                   f"{r[f'reversible_peak_mb_depth{depth}']:18.1f}")
 
 
-def _report_w4(res: dict) -> None:
-    torch_ms = res["w4-torch-eager"].get("ms")
-    torch_rss = res["w4-torch-eager"].get("rss_mb")
-    print("W4 DenseNet training step, batch 64, [64,32,32,3], Adam (median)")
+def _report_w4(rounds: list[dict]) -> None:
+    """Median step time and peak RSS per run over the rounds; each ratio is the median of
+    the per-round ratios to that round's PyTorch run."""
+    print(f"W4 DenseNet training step, batch 64, [64,32,32,3], Adam (median of {len(rounds)} "
+          "round(s))")
     print(f"  {'run':22s} {'step ms':>9s} {'vs torch':>9s} {'peak RSS MB':>12s} {'vs torch':>9s}")
-    for name, r in res.items():
-        if "error" in r:
-            print(f"  {name:22s} error: {r['error']}")
+    ok = [r for r in rounds if "ms" in r["w4-torch-eager"]]
+    for name in rounds[0]:
+        runs = [r[name] for r in rounds if "ms" in r[name]]
+        if not runs:
+            print(f"  {name:22s} error: {rounds[0][name].get('error')}")
             continue
-        ratio = r["ms"] / torch_ms if torch_ms else float("nan")
-        rss_ratio = r["rss_mb"] / torch_rss if torch_rss else float("nan")
-        print(f"  {name:22s} {r['ms']:9.1f} {ratio:8.2f}x {r['rss_mb']:12.0f} {rss_ratio:8.2f}x")
-    if torch_ms:
+        ms = statistics.median(r["ms"] for r in runs)
+        rss = statistics.median(r["rss_mb"] for r in runs)
+        pairs = [(r[name], r["w4-torch-eager"]) for r in ok if "ms" in r[name]]
+        ratio = statistics.median(a["ms"] / b["ms"] for a, b in pairs) if pairs else math.nan
+        rss_ratio = (statistics.median(a["rss_mb"] / b["rss_mb"] for a, b in pairs) if pairs
+                     else math.nan)
+        print(f"  {name:22s} {ms:9.1f} {ratio:8.2f}x {rss:12.0f} {rss_ratio:8.2f}x")
+    if ok:
+        torch_ms = statistics.median(r["w4-torch-eager"]["ms"] for r in ok)
         print(f"  TensorFlow graph (issue 5, same machine): {TF_REFERENCE['w4_graph_ms']:.0f} ms "
               f"= {TF_REFERENCE['w4_graph_ms'] / torch_ms:.2f}x torch; target tapeflow graph "
               "<= 0.70x torch in time and peak RSS")
