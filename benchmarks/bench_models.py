@@ -1,4 +1,4 @@
-"""Model benchmarks, tapeflow side by side with PyTorch (eager) in one run.
+"""Model benchmarks, tapeflow side by side with PyTorch (eager) and TensorFlow in one run.
 
 W4: one DenseNet training step (Adam), batch 64, input [64, 32, 32, 3]: Conv3x3(16) -> 3 dense
     blocks of 4 x [BN-ReLU-Conv3x3(12), concat] with BN-ReLU-Conv1x1-AvgPool2 transitions ->
@@ -13,6 +13,7 @@ Every measurement runs in its own process, so peak RSS belongs to that workload 
     python benchmarks/bench_models.py            # everything
     python benchmarks/bench_models.py --only w4  # one workload
     python benchmarks/bench_models.py --only w4 --rounds 5  # alternate, medians
+    python benchmarks/bench_models.py --tf-python /path/to/venv-with-tf/bin/python
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ import time
 
 import numpy as np
 
-# TensorFlow's numbers on the project machine, quoted in issue 5 (TF is not installed here)
+# TensorFlow's numbers quoted in issue 5 (another machine), used when TF is not installed;
+# with TF (here or via --tf-python) its runs go side by side with the others
 TF_REFERENCE = {"w4_graph_ms": 219.0, "w5_img_s": 984.0}
 
 
@@ -181,6 +183,67 @@ def w5_torch(mode: str, images: int, warmup: int) -> dict:
     return {"img_s": images / (time.perf_counter() - start), "rss_mb": _peak_rss_mb()}
 
 
+def _tf_densenet(keras):
+    layers = keras.layers
+
+    def bn_relu(x):
+        return layers.ReLU()(layers.BatchNormalization(epsilon=1e-3, momentum=0.99)(x))
+
+    inputs = keras.Input((32, 32, 3))
+    x = layers.Conv2D(16, 3, padding="same")(inputs)
+    for block, channels in enumerate((64, 112, 160)):
+        for _ in range(4):
+            x = layers.Concatenate()([x, layers.Conv2D(12, 3, padding="same")(bn_relu(x))])
+        if block < 2:
+            x = layers.AveragePooling2D(2)(layers.Conv2D(channels, 1)(bn_relu(x)))
+    x = layers.GlobalAveragePooling2D()(bn_relu(x))
+    return keras.Model(inputs, layers.Dense(10)(x))
+
+
+def w4_tensorflow(mode: str, steps: int, warmup: int) -> dict:
+    import tensorflow as tf
+
+    tf.random.set_seed(0)
+    x_np, y_np = _w4_data()
+    model = _tf_densenet(tf.keras)
+    optimizer = tf.keras.optimizers.Adam(1e-3)
+    loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    x, y = tf.constant(x_np), tf.constant(y_np)
+
+    @tf.function
+    def step():
+        with tf.GradientTape() as tape:
+            loss = loss_fn(y, model(x, training=True))
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        return loss
+
+    return {"ms": _median_ms(lambda: step().numpy(), steps, warmup), "rss_mb": _peak_rss_mb(),
+            "params": int(sum(np.prod(v.shape) for v in model.trainable_variables))}
+
+
+def w5_tensorflow(mode: str, images: int, warmup: int) -> dict:
+    import tensorflow as tf
+
+    layers = tf.keras.layers
+    tf.random.set_seed(0)
+    x, y = _w5_data(images)
+    model = tf.keras.Sequential([
+        tf.keras.Input((32, 32, 3)), layers.Conv2D(32, 3, padding="same", activation="relu"),
+        layers.Conv2D(32, 3, activation="relu"), layers.MaxPooling2D(2), layers.Dropout(0.25),
+        layers.Conv2D(64, 3, padding="same", activation="relu"),
+        layers.Conv2D(64, 3, activation="relu"), layers.MaxPooling2D(2), layers.Dropout(0.25),
+        layers.Flatten(), layers.Dense(512, activation="relu"), layers.Dropout(0.5),
+        layers.Dense(10, activation="softmax")])
+    model.compile(loss="categorical_crossentropy",
+                  optimizer=tf.keras.optimizers.RMSprop(learning_rate=0.0001),
+                  metrics=["accuracy"])
+    model.fit(x[:512], y[:512], batch_size=256, epochs=1, verbose=0)  # warm-up: traces
+    start = time.perf_counter()
+    model.fit(x, y, batch_size=256, epochs=1, shuffle=True, verbose=0)
+    return {"img_s": images / (time.perf_counter() - start), "rss_mb": _peak_rss_mb()}
+
+
 def _revnet_step(tf, model, x, labels, reversible: bool):
     if reversible:
         return model.compute_gradients(x, labels)
@@ -223,17 +286,28 @@ WORKERS = {
     "w4-tapeflow-graph": (w4_tapeflow, "graph"), "w4-tapeflow-eager": (w4_tapeflow, "eager"),
     "w4-torch-eager": (w4_torch, "eager"),
     "w5-tapeflow-graph": (w5_tapeflow, "graph"), "w5-torch-eager": (w5_torch, "eager"),
+    "w4-tensorflow-graph": (w4_tensorflow, "graph"), "w5-tensorflow-fit": (w5_tensorflow, "graph"),
     "revnet-eager": (revnet_overhead, "eager"), "revnet-graph": (revnet_overhead, "graph"),
 }
 
 
-def _run_worker(name: str, size: int, warmup: int, threads: int | None) -> dict:
-    env = dict(os.environ)
+def _tensorflow_python(path: str | None) -> str | None:
+    """The interpreter for TensorFlow's runs: --tf-python, else this one if it has TF."""
+    if path:
+        return path
+    import importlib.util
+
+    return sys.executable if importlib.util.find_spec("tensorflow") else None
+
+
+def _run_worker(name: str, size: int, warmup: int, threads: int | None,
+                python: str | None = None) -> dict:
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     if threads:  # the same thread budget for NumPy's BLAS, numba and PyTorch
         for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                     "NUMBA_NUM_THREADS"):
             env[var] = str(threads)
-    out = subprocess.run([sys.executable, __file__, "--worker", name, "--size", str(size),
+    out = subprocess.run([python or sys.executable, __file__, "--worker", name, "--size", str(size),
                           "--warmup", str(warmup)], capture_output=True, text=True, check=False,
                          env=env)
     if out.returncode != 0:
@@ -251,6 +325,9 @@ def main() -> None:
                              "medians (ratios per round), as the machine's speed drifts")
     parser.add_argument("--threads", type=int, default=None,
                         help="BLAS/OpenMP threads for every run (default: library defaults)")
+    parser.add_argument("--tf-python", default=None,
+                        help="a Python with TensorFlow for its side-by-side runs (default: this "
+                             "one if it has TensorFlow; else the issue's quoted numbers)")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--size", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--warmup", type=int, default=3, help=argparse.SUPPRESS)
@@ -259,15 +336,21 @@ def main() -> None:
         fn, mode = WORKERS[args.worker]
         print(json.dumps(fn(mode, args.size, args.warmup)))
         return
+    tf_python = _tensorflow_python(args.tf_python)
     if args.only in (None, "w4"):
-        rounds = [{name: _run_worker(name, args.steps, args.warmup, args.threads)
-                   for name in ("w4-torch-eager", "w4-tapeflow-graph", "w4-tapeflow-eager")}
-                  for _ in range(args.rounds)]
+        names = ["w4-torch-eager", "w4-tapeflow-graph", "w4-tapeflow-eager"]
+        names += ["w4-tensorflow-graph"] if tf_python else []
+        rounds = [{name: _run_worker(name, args.steps, args.warmup, args.threads,
+                                     tf_python if "tensorflow" in name else None)
+                   for name in names} for _ in range(args.rounds)]
         _report_w4(rounds)
     if args.only in (None, "w5"):
-        res = {name: _run_worker(name, args.images, 1, args.threads)
-               for name in ("w5-torch-eager", "w5-tapeflow-graph")}
-        _report_w5(res)
+        names = ["w5-torch-eager", "w5-tapeflow-graph"]
+        names += ["w5-tensorflow-fit"] if tf_python else []
+        rounds = [{name: _run_worker(name, args.images, 1, args.threads,
+                                     tf_python if "tensorflow" in name else None)
+                   for name in names} for _ in range(args.rounds)]
+        _report_w5(rounds)
     if args.only in (None, "revnet"):
         _report_revnet({mode: _run_worker(f"revnet-{mode}", 5, 2, args.threads)
                         for mode in ("eager", "graph")})
@@ -307,22 +390,37 @@ def _report_w4(rounds: list[dict]) -> None:
         rss_ratio = (statistics.median(a["rss_mb"] / b["rss_mb"] for a, b in pairs) if pairs
                      else math.nan)
         print(f"  {name:22s} {ms:9.1f} {ratio:8.2f}x {rss:12.0f} {rss_ratio:8.2f}x")
-    if ok:
+    if ok and "w4-tensorflow-graph" not in rounds[0]:
         torch_ms = statistics.median(r["w4-torch-eager"]["ms"] for r in ok)
-        print(f"  TensorFlow graph (issue 5, same machine): {TF_REFERENCE['w4_graph_ms']:.0f} ms "
-              f"= {TF_REFERENCE['w4_graph_ms'] / torch_ms:.2f}x torch; target tapeflow graph "
-              "<= 0.70x torch in time and peak RSS")
+        quoted = TF_REFERENCE["w4_graph_ms"]
+        print(f"  TensorFlow graph (quoted in issue 5, another machine): {quoted:.0f} ms = "
+              f"{quoted / torch_ms:.2f}x this torch run")
+    print("  target: tapeflow graph <= 0.70x torch eager in time and peak RSS")
 
 
-def _report_w5(res: dict) -> None:
-    print("W5 seed-004 CIFAR CNN fit throughput, batch 256, RMSprop")
-    print(f"  {'run':22s} {'img/s':>9s} {'vs TF 984':>10s} {'peak RSS MB':>12s}")
-    for name, r in res.items():
-        if "error" in r:
-            print(f"  {name:22s} error: {r['error']}")
+def _report_w5(rounds: list[dict]) -> None:
+    """Median images/s per run; the ratio to TensorFlow's run of the same round (median over
+    rounds), or to the issue's quoted 984 img/s when TensorFlow is not installed."""
+    measured = "w5-tensorflow-fit" in rounds[0]
+    ref = "TF here" if measured else f"TF {TF_REFERENCE['w5_img_s']:.0f}"
+    print(f"W5 seed-004 CIFAR CNN fit throughput, batch 256, RMSprop (median of {len(rounds)} "
+          "round(s))")
+    print(f"  {'run':22s} {'img/s':>9s} {'vs ' + ref:>11s} {'peak RSS MB':>12s}")
+    for name in rounds[0]:
+        runs = [r for r in rounds if "img_s" in r[name]]
+        if not runs:
+            print(f"  {name:22s} error: {rounds[0][name].get('error')}")
             continue
-        print(f"  {name:22s} {r['img_s']:9.0f} {r['img_s'] / TF_REFERENCE['w5_img_s']:9.2f}x "
-              f"{r['rss_mb']:12.0f}")
+        img_s = statistics.median(r[name]["img_s"] for r in runs)
+        if measured:
+            pairs = [r for r in runs if "img_s" in r["w5-tensorflow-fit"]]
+            ratio = (statistics.median(r[name]["img_s"] / r["w5-tensorflow-fit"]["img_s"]
+                                       for r in pairs) if pairs else math.nan)
+        else:
+            ratio = img_s / TF_REFERENCE["w5_img_s"]
+        rss = statistics.median(r[name]["rss_mb"] for r in runs)
+        print(f"  {name:22s} {img_s:9.0f} {ratio:10.2f}x {rss:12.0f}")
+    print("  target: tapeflow fit >= TensorFlow's throughput")
 
 
 if __name__ == "__main__":
