@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tapeflow.kernels import parallel
 from tapeflow.kernels._jit import jit
 
 
@@ -19,6 +20,7 @@ def relu_grad(g: np.ndarray, out: np.ndarray) -> np.ndarray:
             or g.dtype not in (np.float32, np.float64)):
         return np.multiply(g, np.greater(out, 0))
     res = np.empty(g.shape, dtype=g.dtype)
-    _relu_grad_nb(np.ascontiguousarray(g).reshape(-1), np.ascontiguousarray(out).reshape(-1),
-                  res.reshape(-1))
+    g1, out1, res1 = (np.ascontiguousarray(a).reshape(-1) for a in (g, out, res))
+    parallel.split(res1.size, 3 * res.nbytes,
+                   lambda lo, hi: _relu_grad_nb(g1[lo:hi], out1[lo:hi], res1[lo:hi]))
     return res

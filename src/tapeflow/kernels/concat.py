@@ -2,13 +2,15 @@
 
 NumPy copies each input into a strided slice of the output; with a thin last input (12
 channels = 48 bytes per row) that inner copy is short and slow. The compiled loop writes each
-output row once, left to right: 0.94 ms against 1.58 ms for [64,32,32,52] + [64,32,32,12].
+output row once, left to right: 0.94 ms against 1.58 ms for [64,32,32,52] + [64,32,32,12],
+and splits the rows over the idle cores.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from tapeflow.kernels import parallel
 from tapeflow.kernels._jit import jit
 
 
@@ -32,6 +34,11 @@ def concat(xs: tuple[np.ndarray, ...], axis: int) -> np.ndarray:
         return np.concatenate(xs, axis=axis)
     a, b = xs
     out = np.empty(a.shape[:-1] + (a.shape[-1] + b.shape[-1],), dtype=a.dtype)
-    _concat_rows2_nb(a.reshape(-1, a.shape[-1]), b.reshape(-1, b.shape[-1]),
-                     out.reshape(-1, out.shape[-1]))
+    a2, b2, out2 = a.reshape(-1, a.shape[-1]), b.reshape(-1, b.shape[-1]), _rows(out)
+    parallel.split(out2.shape[0], 2 * out.nbytes,
+                   lambda lo, hi: _concat_rows2_nb(a2[lo:hi], b2[lo:hi], out2[lo:hi]))
     return out
+
+
+def _rows(a: np.ndarray) -> np.ndarray:
+    return a.reshape(-1, a.shape[-1])

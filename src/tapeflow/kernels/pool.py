@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tapeflow.kernels import parallel
 from tapeflow.kernels._jit import jit
 from tapeflow.kernels.conv import Geometry, _window, pad
 
@@ -229,6 +230,14 @@ def _rows(a: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(a).reshape(n * h * w, c)
 
 
+def _by_images(*arrays_and_kernel) -> None:
+    """kernel(*arrays) on slices of the images (axis 0 of every array), one per idle core:
+    each image's windows read and write only that image."""
+    *arrays, kernel = arrays_and_kernel
+    parallel.split(arrays[0].shape[0], sum(a.nbytes for a in arrays),
+                   lambda lo, hi: kernel(*(a[lo:hi] for a in arrays)))
+
+
 def _sizes(n: int, g: Geometry) -> tuple[int, ...]:
     return n, g.h, g.w, g.ho, g.wo, g.kh, g.kw, g.sh, g.sw
 
@@ -240,7 +249,8 @@ def max_pool(x: np.ndarray, g: Geometry) -> np.ndarray:
     """Maximum over each window; padding never wins (it is -inf)."""
     if _compiled(_max_pool_nb, x):
         out = np.empty((x.shape[0], g.ho, g.wo, x.shape[3]), dtype=x.dtype)
-        _max_pool_nb(_rows(x), *_sizes(x.shape[0], g), g.pt, g.pl, _rows(out))
+        _by_images(x, out, lambda xs, o: _max_pool_nb(_rows(xs), *_sizes(xs.shape[0], g),
+                                                        g.pt, g.pl, _rows(o)))
         return out
     xp = pad(x, g, -np.inf)
     out = _window(xp, 0, 0, g).copy()
@@ -266,14 +276,14 @@ def _first_max_masks(x: np.ndarray, out: np.ndarray, g: Geometry):
 def max_pool_grad(x: np.ndarray, out: np.ndarray, gr: np.ndarray, g: Geometry) -> np.ndarray:
     """Route each window's gradient to its (first) maximum, as TF does."""
     if _compiled(_max_pool_grad_nb, x, out, gr):
-        n = x.shape[0]
         if _disjoint(g):
             dx = np.empty(x.shape, dtype=gr.dtype)
-            _max_pool_grad_disjoint_nb(_rows(x), _rows(out), _rows(gr), *_sizes(n, g), _rows(dx))
+            _by_images(dx, x, out, gr, lambda d, xs, o, gs: _max_pool_grad_disjoint_nb(
+                _rows(xs), _rows(o), _rows(gs), *_sizes(xs.shape[0], g), _rows(d)))
         else:
             dx = np.zeros(x.shape, dtype=gr.dtype)
-            _max_pool_grad_nb(_rows(x), _rows(out), _rows(gr), *_sizes(n, g), g.pt, g.pl,
-                              _rows(dx))
+            _by_images(dx, x, out, gr, lambda d, xs, o, gs: _max_pool_grad_nb(
+                _rows(xs), _rows(o), _rows(gs), *_sizes(xs.shape[0], g), g.pt, g.pl, _rows(d)))
         return dx
     dxp = np.zeros((x.shape[0], g.h + g.pt + g.pb, g.w + g.pl + g.pr, x.shape[3]), gr.dtype)
     for (a, b), hit in _first_max_masks(x, out, g):
@@ -317,7 +327,8 @@ def avg_pool(x: np.ndarray, g: Geometry) -> np.ndarray:
     """Mean over the valid (non-padding) entries of each window."""
     if _compiled(_avg_pool_nb, x):
         out = np.empty((x.shape[0], g.ho, g.wo, x.shape[3]), dtype=x.dtype)
-        _avg_pool_nb(_rows(x), *_sizes(x.shape[0], g), g.pt, g.pl, _rows(out))
+        _by_images(x, out, lambda xs, o: _avg_pool_nb(_rows(xs), *_sizes(xs.shape[0], g),
+                                                        g.pt, g.pl, _rows(o)))
         return out
     if tiles(g):
         return _tiled(x, g).mean(axis=(2, 4), dtype=x.dtype)
@@ -337,10 +348,12 @@ def avg_pool_grad(gr: np.ndarray, g: Geometry) -> np.ndarray:
     if _compiled(_avg_pool_grad_nb, gr):
         if _disjoint(g):
             dx = np.empty((n, g.h, g.w, c), dtype=gr.dtype)
-            _avg_pool_grad_disjoint_nb(_rows(gr), *_sizes(n, g), _rows(dx))
+            _by_images(dx, gr, lambda d, gs: _avg_pool_grad_disjoint_nb(
+                _rows(gs), *_sizes(gs.shape[0], g), _rows(d)))
         else:
             dx = np.zeros((n, g.h, g.w, c), dtype=gr.dtype)
-            _avg_pool_grad_nb(_rows(gr), *_sizes(n, g), g.pt, g.pl, _rows(dx))
+            _by_images(dx, gr, lambda d, gs: _avg_pool_grad_nb(
+                _rows(gs), *_sizes(gs.shape[0], g), g.pt, g.pl, _rows(d)))
         return dx
     if tiles(g):
         dx = np.empty((n, g.h, g.w, c), dtype=gr.dtype)
