@@ -54,6 +54,8 @@ def test_training_step_fuses_every_chain_and_matches_eager():
     concrete = graph_step.get_concrete_function(*args)
     verify(concrete.graph)
     assert "fuse: fused" in concrete.optimization_report()
+    grads_ex = [n for n in concrete.graph.nodes if n.op.name == "_FusedBatchNormGradEx"]
+    assert [n.attrs["mask_from"] for n in grads_ex] == ["coefficients"]  # y is not read
 
 
 def test_fused_conv_takes_relu_and_bias_in_one_node():
@@ -118,10 +120,11 @@ def test_fused_batch_norm_gradients_match_finite_differences(activation):
     check_grads(f, [x, scale, offset], order=2, atol=1e-5, rtol=1e-4)
 
 
+@pytest.mark.parametrize("mask_from", ["output", "coefficients"])
 @pytest.mark.parametrize("compiled", [True, False])
 @pytest.mark.parametrize("addend_columns", [slice(None), slice(0, 5), slice(2, 7)])
 def test_fused_batch_norm_grad_equals_relu_grad_then_batch_norm_grad(compiled, addend_columns,
-                                                                      monkeypatch):
+                                                                      mask_from, monkeypatch):
     if not compiled:  # the NumPy fallback used when numba is missing
         for name in ("_grad_sums_nb", "_affine_nb", "_affine2_nb"):
             monkeypatch.setattr(bn_kernels, name, None)
@@ -131,17 +134,46 @@ def test_fused_batch_norm_grad_equals_relu_grad_then_batch_norm_grad(compiled, a
     wide = rng.standard_normal((4, 3, 3, 5 if addend_columns == slice(None) else 8))
     addend = wide[..., addend_columns]  # a channel slice, as SplitLike makes, read in place
     g[0, 0, 0, :] = np.nan  # NaN gradients stay NaN where the ReLU is off, as ReluGrad
-    y, mean, _, inv = apply(fused_ops._fused_batch_norm_ex, x, scale, offset, epsilon=1e-3,
-                            activation="Relu")
+    y, mean, _, inv, ab = apply(fused_ops._fused_batch_norm_ex, x, scale, offset, epsilon=1e-3,
+                                activation="Relu")
     masked = apply(nn_ops._relu_grad, g, y)
     ref = apply(normalization_ops._fused_batch_norm_grad, masked, x, scale, mean, inv)
-    got = apply(fused_ops._fused_batch_norm_grad_ex, g, y, x, scale, mean, inv, addend)
+    got = apply(fused_ops._fused_batch_norm_grad_ex, g, y if mask_from == "output" else ab, x,
+                scale, mean, inv, addend, mask_from=mask_from)
     np.testing.assert_allclose(got[0].numpy(), ref[0].numpy() + addend, rtol=1e-10)
     for a, r in zip(got[1:], ref[1:]):
         np.testing.assert_allclose(a.numpy(), r.numpy(), rtol=1e-10)
     np.testing.assert_allclose(y.numpy(), np.maximum(apply(
         normalization_ops._fused_batch_norm, x, scale, offset, epsilon=1e-3)[0].numpy(), 0),
         rtol=1e-12)
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_relu_mask_from_coefficients_is_the_outputs_mask_bit_for_bit(compiled, monkeypatch):
+    """float32 values crowded around the ReLU's kink: x*a + b > 0 recomputed in the gradient
+    marks exactly the entries the forward pass left positive (ties at 0 included)."""
+    if not compiled:
+        for name in ("_grad_sums_nb", "_affine_nb", "_affine2_nb"):
+            monkeypatch.setattr(bn_kernels, name, None)
+    r = np.random.default_rng(3)
+    x = (r.standard_normal((64, 50, 7)) * 1e-3 + 0.5).astype(np.float32)  # mean ~ 0.5
+    scale, offset = r.standard_normal(7).astype(np.float32), np.zeros(7, np.float32)
+    y, mean, _, inv, ab = bn_kernels.forward(x, scale, offset, 1e-3, relu=True,
+                                             coefficients=True)
+    g = np.ones_like(x)
+    from_y = bn_kernels.backward(g, x, scale, mean, inv, relu_out=y, addend=np.zeros_like(x))
+    from_ab = bn_kernels.backward(g, x, scale, mean, inv, relu_coefficients=ab,
+                                  addend=np.zeros_like(x))
+    assert 0.3 < (y > 0).mean() < 0.7
+    for a, b in zip(from_y, from_ab):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_fused_batch_norm_grad_rejects_a_mask_of_the_wrong_shape():
+    x = tf.constant(rng.standard_normal((4, 3)))
+    c = tf.ones([3], tf.float64)
+    with pytest.raises(ValueError, match=r"'coefficients' needs a mask of shape \[2, 3\], got"):
+        apply(fused_ops._fused_batch_norm_grad_ex, x, x, x, c, c, c, mask_from="coefficients")
 
 
 @pytest.mark.parametrize("compiled", [True, False])

@@ -28,22 +28,30 @@ def _stats_nb(x2, shift, s1, s2):
 
 
 @jit()
-def _grad_sums_nb(g2, x2, mean, y2, sum_g, sum_gx):
-    """Per-column sums of g and g*(x - mean); with a ReLU output y2, g counts only where
-    y2 > 0 (elsewhere g*0, so a NaN gradient stays NaN as in ReluGrad)."""
+def _grad_sums_nb(g2, x2, mean, y2, ab, sum_g, sum_gx):
+    """Per-column sums of g and g*(x - mean), g masked as ReluGrad masks it (g*0 where off, so
+    a NaN gradient stays NaN): by y2 > 0 if y2 (the ReLU output) has rows, else by
+    x*ab[0] + ab[1] > 0 if ab (the forward's coefficients) has rows, else not at all."""
     m, c = x2.shape
-    if y2.shape[0] != m:
+    if y2.shape[0] == m:
+        for i in range(m):
+            for j in range(c):
+                gv = g2[i, j] * (1.0 if y2[i, j] > 0 else 0.0)
+                sum_g[j] += gv
+                sum_gx[j] += gv * (x2[i, j] - mean[j])
+    elif ab.shape[0] == 2:
+        for i in range(m):
+            for j in range(c):
+                xv = x2[i, j]
+                gv = g2[i, j] * (1.0 if xv * ab[0, j] + ab[1, j] > 0 else 0.0)
+                sum_g[j] += gv
+                sum_gx[j] += gv * (xv - mean[j])
+    else:
         for i in range(m):
             for j in range(c):
                 gv = g2[i, j]
                 sum_g[j] += gv
                 sum_gx[j] += gv * (x2[i, j] - mean[j])
-        return
-    for i in range(m):
-        for j in range(c):
-            gv = g2[i, j] * (1.0 if y2[i, j] > 0 else 0.0)
-            sum_g[j] += gv
-            sum_gx[j] += gv * (x2[i, j] - mean[j])
 
 
 @jit()
@@ -56,24 +64,37 @@ def _affine_nb(x2, a, b, relu, out):
 
 
 @jit()
-def _affine2_nb(g2, x2, k, u, v, y2, add2, a0, out):
-    """out = g*k + x*u + v per column; g masked by y2 > 0 if y2 has rows, plus columns a0.. of
+def _affine2_nb(g2, x2, k, u, v, y2, ab, add2, a0, out):
+    """out = g*k + x*u + v per column, g masked as in ``_grad_sums_nb``, plus columns a0.. of
     add2 if it has rows (each case its own loop, so each stays vectorizable)."""
     m, c = x2.shape
-    if y2.shape[0] != m:
-        for i in range(m):
-            for j in range(c):
-                out[i, j] = g2[i, j] * k[j] + x2[i, j] * u[j] + v[j]
-    elif add2.shape[0] != m:
-        for i in range(m):
-            for j in range(c):
-                gv = g2[i, j] * (1.0 if y2[i, j] > 0 else 0.0)
-                out[i, j] = gv * k[j] + x2[i, j] * u[j] + v[j]
-    else:
+    add = add2.shape[0] == m
+    if y2.shape[0] == m and add:
         for i in range(m):
             for j in range(c):
                 gv = g2[i, j] * (1.0 if y2[i, j] > 0 else 0.0)
                 out[i, j] = gv * k[j] + x2[i, j] * u[j] + v[j] + add2[i, a0 + j]
+    elif y2.shape[0] == m:
+        for i in range(m):
+            for j in range(c):
+                gv = g2[i, j] * (1.0 if y2[i, j] > 0 else 0.0)
+                out[i, j] = gv * k[j] + x2[i, j] * u[j] + v[j]
+    elif ab.shape[0] == 2 and add:
+        for i in range(m):
+            for j in range(c):
+                xv = x2[i, j]
+                gv = g2[i, j] * (1.0 if xv * ab[0, j] + ab[1, j] > 0 else 0.0)
+                out[i, j] = gv * k[j] + xv * u[j] + v[j] + add2[i, a0 + j]
+    elif ab.shape[0] == 2:
+        for i in range(m):
+            for j in range(c):
+                xv = x2[i, j]
+                gv = g2[i, j] * (1.0 if xv * ab[0, j] + ab[1, j] > 0 else 0.0)
+                out[i, j] = gv * k[j] + xv * u[j] + v[j]
+    else:
+        for i in range(m):
+            for j in range(c):
+                out[i, j] = g2[i, j] * k[j] + x2[i, j] * u[j] + v[j]
 
 
 def _affine(x2: np.ndarray, a: np.ndarray, b: np.ndarray, relu: bool = False) -> np.ndarray:
@@ -113,31 +134,35 @@ def moments(x2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def forward(x: np.ndarray, scale: np.ndarray, offset: np.ndarray, epsilon: float,
-            relu: bool = False):
+            relu: bool = False, coefficients: bool = False):
     """(y, batch mean, unbiased batch variance, 1/sqrt(biased variance + eps)), as TF's
     FusedBatchNorm: y is normalized with the biased variance, while the returned variance has
     Bessel's correction because it feeds the moving average. With `relu`, y is max(y, 0),
-    written in the same pass."""
+    written in the same pass. With `coefficients`, a fifth result: the (2, C) array [a, b]
+    in x's dtype with y = x*a + b (before the ReLU) exactly as computed here, from which
+    ``backward`` recomputes the ReLU mask instead of reading y."""
     c = x.shape[-1]
     x2 = np.ascontiguousarray(x).reshape(-1, c)
     m = x2.shape[0]
     mean, var = moments(x2)
     inv = 1.0 / np.sqrt(var + epsilon)
     a = scale.astype(np.float64) * inv
-    b = offset.astype(np.float64) - mean * a
-    y = _affine(x2, a, b, relu)
+    ab = np.stack([a, offset.astype(np.float64) - mean * a]).astype(x.dtype)
+    y = _affine(x2, ab[0], ab[1], relu)
     unbiased = var * (m / max(m - 1, 1))
-    return (y.reshape(x.shape), mean.astype(x.dtype), unbiased.astype(x.dtype),
-            inv.astype(x.dtype))
+    out = (y.reshape(x.shape), mean.astype(x.dtype), unbiased.astype(x.dtype),
+           inv.astype(x.dtype))
+    return out + (ab,) if coefficients else out
 
 
 def backward(g: np.ndarray, x: np.ndarray, scale: np.ndarray, mean: np.ndarray,
              inv: np.ndarray, relu_out: np.ndarray | None = None,
-             addend: np.ndarray | None = None):
+             addend: np.ndarray | None = None, relu_coefficients: np.ndarray | None = None):
     """(dx, dscale, doffset) of ``forward``'s y given its gradient `g`; with `relu_out` (the
-    output of ``forward(relu=True)``), `g` is the gradient of that output, masked here as
-    ReluGrad would, in the same passes. An `addend` (x's shape) is added to dx in its pass
-    (another path's gradient of x; only together with `relu_out`)."""
+    output of ``forward(relu=True)``) or `relu_coefficients` (its fifth result, which saves
+    reading y: one pass fewer each of the two), `g` is the gradient of that output, masked
+    here as ReluGrad would, in the same passes. An `addend` (x's shape) is added to dx in its
+    pass (another path's gradient of x; only together with a ReLU)."""
     c = x.shape[-1]
     x2 = np.ascontiguousarray(x).reshape(-1, c)
     g2 = np.ascontiguousarray(g).reshape(-1, c)
@@ -145,18 +170,24 @@ def backward(g: np.ndarray, x: np.ndarray, scale: np.ndarray, mean: np.ndarray,
     mean64, inv64 = mean.astype(np.float64), inv.astype(np.float64)
     sum_g, sum_gx = np.zeros(c), np.zeros(c)
     compiled = _grad_sums_nb is not None
-    if relu_out is None:
-        y2 = np.empty((0, c), dtype=x2.dtype)
+    y2 = np.empty((0, c), dtype=x2.dtype)
+    ab = np.empty((0, c), dtype=x2.dtype)
+    if relu_out is None and relu_coefficients is None:
         if addend is not None:
-            raise ValueError("backward: an addend needs relu_out")
-    elif compiled:
+            raise ValueError("backward: an addend needs a ReLU (relu_out or relu_coefficients)")
+    elif relu_out is not None and compiled:
         y2 = np.ascontiguousarray(relu_out).reshape(-1, c)
-    else:  # NumPy: mask once, then the unfused formula
+    elif relu_out is None and compiled:
+        ab = np.ascontiguousarray(relu_coefficients, dtype=x2.dtype).reshape(2, c)
+    elif relu_out is not None:  # NumPy: mask once, then the unfused formula
         g2 = np.multiply(g2, np.greater(relu_out.reshape(-1, c), 0))
+    else:
+        ab = relu_coefficients.astype(x2.dtype, copy=False)
+        g2 = np.multiply(g2, np.greater(x2 * ab[0] + ab[1], 0))
     if compiled:
         def sums(lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
             s_g, s_gx = np.zeros(c), np.zeros(c)
-            _grad_sums_nb(g2[lo:hi], x2[lo:hi], mean64, y2[lo:hi], s_g, s_gx)
+            _grad_sums_nb(g2[lo:hi], x2[lo:hi], mean64, y2[lo:hi], ab, s_g, s_gx)
             return s_g, s_gx
 
         parts = parallel.split(m, (2 + (y2.shape[0] > 0)) * x2.nbytes, sums)
@@ -177,7 +208,7 @@ def backward(g: np.ndarray, x: np.ndarray, scale: np.ndarray, mean: np.ndarray,
         add2, a0 = (y2[:0], 0) if addend is None else channel_window(addend.astype(x2.dtype,
                                                                                     copy=False))
         parallel.split(m, 5 * x2.nbytes, lambda lo, hi: _affine2_nb(
-            g2[lo:hi], x2[lo:hi], k32, u32, v32, y2[lo:hi], add2[lo:hi], a0, dx[lo:hi]))
+            g2[lo:hi], x2[lo:hi], k32, u32, v32, y2[lo:hi], ab, add2[lo:hi], a0, dx[lo:hi]))
     else:
         dx = _affine(x2, u32, v32)
         dx += g2 * k32

@@ -5,10 +5,14 @@ over memory and with fewer fresh arrays:
 
 - ``_FusedConv2D(x, w, b)``: Conv2D -> BiasAdd [-> Relu]; the bias and the ReLU are applied in
   place on the convolution's fresh output.
-- ``_FusedBatchNormEx(x, scale, offset)``: FusedBatchNorm -> Relu on y, in the normalize pass.
-- ``_FusedBatchNormGradEx(g, y, x, scale, mean, inv[, addend])``: ReluGrad ->
+- ``_FusedBatchNormEx(x, scale, offset)``: FusedBatchNorm -> Relu on y, in the normalize pass;
+  a fifth output holds the per-channel [a, b] with y = relu(x*a + b), bit for bit.
+- ``_FusedBatchNormGradEx(g, m, x, scale, mean, inv[, addend])``: ReluGrad ->
   FusedBatchNormGrad, the ReLU mask applied while reading g; then optionally -> AddV2 of
-  another gradient of x into dx (DenseNet's concatenations sum two paths' gradients).
+  another gradient of x into dx (DenseNet's concatenations sum two paths' gradients). The mask
+  comes from `m`: the ReLU's output y (``mask_from="output"``) or, when the forward pass was
+  fused too, its [a, b] (``mask_from="coefficients"``: x*a + b > 0 recomputed from the x the
+  kernel reads anyway, one activation-sized read fewer in each of its two passes).
 
 Users never call them (the names start with an underscore, as TF's own fused kernels do). The
 forward ones have gradients written with the unfused gradient ops, so an optimized graph is
@@ -66,37 +70,49 @@ def _(g, out, x, w, b, *, strides, dilations, padding, activation):
 
 
 def _fused_bn_rule(x, scale, offset, *, epsilon, activation):
-    return normalization_ops._fused_rule(x, scale, offset, epsilon=epsilon)
+    specs = normalization_ops._fused_rule(x, scale, offset, epsilon=epsilon)
+    return specs + [((2,) + specs[1][0], x[1])]
 
 
 @op("_FusedBatchNormEx", multi_output=True, same_dtype=True, shape=_fused_bn_rule)
 def _fused_batch_norm_ex(x, scale, offset, *, epsilon, activation):
-    """FusedBatchNorm's four outputs, y passed through the activation."""
+    """FusedBatchNorm's four outputs, y passed through the activation, and [a, b]."""
     relu = _check_activation(activation)
     c = x.shape[-1]
     if scale.shape != (c,) or offset.shape != (c,):
         raise ValueError(f"scale and offset must be vectors of the channel count {c}, got "
                          f"{list(scale.shape)} and {list(offset.shape)}")
-    return _bn.forward(x, scale, offset, epsilon, relu=relu)
+    return _bn.forward(x, scale, offset, epsilon, relu=relu, coefficients=True)
 
 
 @_fused_batch_norm_ex.def_grad
 def _(gs, outs, x, scale, offset, *, epsilon, activation):
-    gy, *g_stats = gs
+    gy, *g_stats = gs[:4]  # the coefficients are a by-product for the gradient kernel
     if _check_activation(activation):
         gy = apply(nn_ops._relu_grad, gy, outs[0])
-    return normalization_ops._fused_batch_norm.grad_fn((gy, *g_stats), outs, x, scale, offset,
-                                                       epsilon=epsilon)
+    return normalization_ops._fused_batch_norm.grad_fn((gy, *g_stats), outs[:4], x, scale,
+                                                       offset, epsilon=epsilon)
 
 
-def _fused_bn_grad_rule(g, y, x, scale, mean, inv, *addend):
+MASK_SOURCES = ("output", "coefficients")
+
+
+def _fused_bn_grad_rule(g, mask, x, scale, mean, inv, *addend, mask_from="output"):
     return [x, scale, scale]
 
 
 @op("_FusedBatchNormGradEx", multi_output=True, same_dtype=True, shape=_fused_bn_grad_rule)
-def _fused_batch_norm_grad_ex(g, y, x, scale, mean, inv, *addend):
-    """FusedBatchNormGrad(ReluGrad(g, y), x, scale, mean, inv), dx plus the addend if given."""
+def _fused_batch_norm_grad_ex(g, mask, x, scale, mean, inv, *addend, mask_from="output"):
+    """FusedBatchNormGrad(ReluGrad(g, y), x, scale, mean, inv), dx plus the addend if given;
+    `mask` is y, or the forward's [a, b] with y = relu(x*a + b)."""
+    if mask_from not in MASK_SOURCES:
+        raise ValueError(f"mask_from must be one of {MASK_SOURCES}, got {mask_from!r}")
     if addend and addend[0].shape != x.shape:
         raise ValueError(f"the addend's shape {list(addend[0].shape)} must be x's "
                          f"{list(x.shape)}")
-    return _bn.backward(g, x, scale, mean, inv, relu_out=y, addend=addend[0] if addend else None)
+    expect = x.shape if mask_from == "output" else (2, x.shape[-1])
+    if mask.shape != expect:
+        raise ValueError(f"mask_from={mask_from!r} needs a mask of shape {list(expect)}, got "
+                         f"{list(mask.shape)}")
+    relu = {"relu_out" if mask_from == "output" else "relu_coefficients": mask}
+    return _bn.backward(g, x, scale, mean, inv, addend=addend[0] if addend else None, **relu)

@@ -22,7 +22,8 @@ from tapeflow.ops import conv_ops, fused_ops, math_ops, nn_ops, normalization_op
 
 _FLOATS = ("float32", "float64")
 
-# build(producer, consumer) -> (op, inputs, attrs, taken outputs) or None to skip
+# build(producer, consumer) -> (op, inputs, attrs, outputs) or None to skip; each output is a
+# tensor of the pair whose readers the fused node takes over, or a (shape, dtype) for a new one
 Build = Callable[[Node, Node], "tuple | None"]
 
 
@@ -51,12 +52,21 @@ def _conv_relu(p: Node, c: Node):
 def _bn_relu(p: Node, c: Node):
     if c.inputs[0] is not p.outputs[0]:
         return None
+    x = p.inputs[0]
+    coefficients = ((2, x.shape[-1] if x.shape.rank else None), x.dtype)  # a fresh output
     return (fused_ops._fused_batch_norm_ex, list(p.inputs), {**p.attrs, "activation": "Relu"},
-            [c.outputs[0], *p.outputs[1:]])
+            [c.outputs[0], *p.outputs[1:], coefficients])
 
 
 def _relu_grad_bn_grad(p: Node, c: Node):
-    return (fused_ops._fused_batch_norm_grad_ex, [*p.inputs, *c.inputs[1:]], {},
+    g, y = p.inputs
+    forward = y.node
+    if (forward.op is fused_ops._fused_batch_norm_ex and y is forward.outputs[0]
+            and forward.attrs["activation"] == "Relu" and c.inputs[1] is forward.inputs[0]):
+        # the mask from the forward's coefficients and the x read anyway, not from y
+        return (fused_ops._fused_batch_norm_grad_ex, [g, forward.outputs[4], *c.inputs[1:]],
+                {"mask_from": "coefficients"}, list(c.outputs))
+    return (fused_ops._fused_batch_norm_grad_ex, [g, y, *c.inputs[1:]], {"mask_from": "output"},
             list(c.outputs))
 
 
@@ -65,7 +75,7 @@ def _bn_grad_add(p: Node, c: Node):
     if (dx is not p.outputs[0] or len(p.inputs) != 6 or not dx.shape.is_fully_defined()
             or other.shape != dx.shape or other.dtype is not dx.dtype):
         return None  # only dx, without broadcasting, into a fused grad without an addend yet
-    return (fused_ops._fused_batch_norm_grad_ex, [*p.inputs, other], {},
+    return (fused_ops._fused_batch_norm_grad_ex, [*p.inputs, other], dict(p.attrs),
             [c.outputs[0], *p.outputs[1:]])
 
 
@@ -138,8 +148,9 @@ class _Fuser:
         """The consumer's slot, or failing that the producer's: one where every input is
         computed before and every reader of the taken-over outputs comes after."""
         pi, ci = self.pos[id(p)], self.pos[id(c)]
-        earliest_reader = min((r for t in taken for r in self.readers.get(id(t), [])
-                               if r not in (pi, ci)), default=len(self.slots))
+        earliest_reader = min((r for t in taken if isinstance(t, SymbolicTensor)
+                               for r in self.readers.get(id(t), []) if r not in (pi, ci)),
+                              default=len(self.slots))
         latest_input = max((self.pos[id(t.node)] for t in inputs
                             if t.node is not p and t.node is not c), default=-1)
         return next((at for at in (ci, pi) if latest_input < at < earliest_reader), None)
@@ -147,8 +158,8 @@ class _Fuser:
     def _replace(self, p: Node, c: Node, at: int, fused_op, inputs: list, attrs: dict,
                  taken: list) -> None:
         g, pi, ci = self.g, self.pos[id(p)], self.pos[id(c)]
-        node = g.add_node(fused_op, inputs, attrs, [(x.shape, x.dtype) for x in taken],
-                          name=c.name, location=c.location)
+        specs = [(x.shape, x.dtype) if isinstance(x, SymbolicTensor) else x for x in taken]
+        node = g.add_node(fused_op, inputs, attrs, specs, name=c.name, location=c.location)
         g.nodes.pop()
         node.name = c.name
         for old in (p, c):  # the inputs of the two nodes are now read by the fused node
@@ -158,6 +169,8 @@ class _Fuser:
         for t in inputs:
             self.readers.setdefault(id(t), []).append(at)
         for old, new in zip(taken, node.outputs):
+            if not isinstance(old, SymbolicTensor):
+                continue  # an output the fused op adds (no reader yet)
             rs = self.readers.pop(id(old), [])
             self.readers[id(new)] = rs
             for r in rs:
