@@ -320,26 +320,20 @@ def _output_tiles_nb(m, pstride, th, tw, index, coef, count, hand, zw, zy, out):
 
 def applies(g: conv.Geometry, n: int, cin: int, cout: int, dtype) -> bool:
     """Whether ``conv.conv2d`` (and its filter gradient) should take this convolution of `n`
-    images: float32, 3x3, stride 1, no dilation, compiled loops available, and sizes where it
-    measured faster than im2col / kn2row (forward, input and filter gradient each):
+    images: float32, 3x3, stride 1, no dilation, compiled loops available, at least 12
+    channels on each side, and at least 512 output pixels in all (n * ho * wo): below that the
+    fixed cost per call (filter transform, buffers, ~0.1 ms) lost, e.g. one 15x15 image.
 
-    - at least 32 input and output channels (W5; 4x4 to 32x32 and up to 128 channels:
-      1.1-2x);
-    - at least 16 with an output of 14x14 or more (16x16x16 at batch 256: 1.2-1.45x);
-    - at least 12 with an output of 30x30 or more (W4's 32x32 layers, 12 outputs: 1.4-1.7x);
-    - and at least 512 output pixels in all (n * ho * wo): below that the fixed cost per call
-      (filter transform, buffers, ~0.1 ms) lost, e.g. one 15x15 image.
-
-    W4's 16x16 and 8x8 layers (12 outputs), 8x8x16 and 3-channel inputs measured even or
-    slower: the products are too thin to pay for the transforms."""
+    Measured on the project's 2-core AMD EPYC machine (2026-11-23), one thread, forward and
+    filter gradient against im2col / kn2row: W4's 32x32 layers (12 outputs) 1.5-1.8x, its
+    16x16 ones 1.2-1.5x, 8x8 with 12 and 148 channels 1.1-1.2x, 8x8x12 -> 12 even; W5's
+    32-64 channel layers 1.6-2x. 3- and 8-channel sides lose: the products are too thin to
+    pay for the transforms. (An earlier Intel machine had the 16x16 thin layers even.)"""
     if _combine is None or np.dtype(dtype) != np.float32:
         return False
     if g.kh != 3 or g.kw != 3 or g.sh != 1 or g.sw != 1 or g.dh != 1 or g.dw != 1:
         return False
-    thin, area = min(cin, cout), g.ho * g.wo
-    if n * area < 512:
-        return False
-    return thin >= 32 or (thin >= 16 and area >= 196) or (thin >= 12 and area >= 900)
+    return min(cin, cout) >= 12 and n * g.ho * g.wo >= 512
 
 
 def filter_transform(w: np.ndarray, variant: Variant = F4) -> np.ndarray:
