@@ -82,6 +82,21 @@ def test_non_contiguous_input():
     assert _rel_error(W.conv2d(np.asfortranarray(x), w_view, g), reference(x, w, g)) < 5e-5
 
 
+def test_channel_slices_are_read_in_place():
+    """A channel slice of a wider array (SplitLike's piece of a concatenation's gradient) goes
+    to the tiler as it is, for the forward pass and both operands of the filter gradient."""
+    wide, w, g = _data(3, 9, 10, 11, 5, "SAME", seed=4)
+    x = wide[..., 2:8]
+    w = w[:, :, 2:8]
+    gr_wide = np.random.default_rng(5).standard_normal((3, 9, 10, 9)).astype(np.float32)
+    gr = gr_wide[..., 1:6]
+    assert not x.flags.c_contiguous and W._packed_channels(x) is x
+    assert _rel_error(W.conv2d(x, w, g), reference(x, w, g)) < 5e-5
+    dw = W.conv2d_backprop_filter(x, gr, g)
+    assert _rel_error(dw, filter_gradient_reference(x, gr, g)) < 5e-5
+    assert W._packed_channels(x[..., ::2]).flags.c_contiguous  # strided channels: packed first
+
+
 def test_filter_transform_keeps_the_filter():
     """G w G^T at the tile positions of the interpolation points: the row of position 0
     (point 0) and the last (infinity) are the filter's first and last taps."""

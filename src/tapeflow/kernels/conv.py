@@ -259,13 +259,13 @@ def _rows(a: np.ndarray) -> np.ndarray:
 @single_threaded
 def conv2d(x: np.ndarray, w: np.ndarray, g: Geometry) -> np.ndarray:
     """NHWC convolution (cross-correlation, as TF) of `x` with HWIO filter `w`."""
-    x = np.ascontiguousarray(x)
     n, _, _, cin = x.shape
     cout = w.shape[3]
     from tapeflow.kernels import winograd  # here, as winograd imports this module
 
     if winograd.applies(g, n, cin, cout, x.dtype):
         return winograd.conv2d(x, w, g)
+    x = np.ascontiguousarray(x)
     out = np.empty((n, g.ho, g.wo, cout), dtype=x.dtype)
     if g.pointwise:
         xs = x if g.sh == g.sw == 1 else np.ascontiguousarray(x[:, ::g.sh, ::g.sw])
@@ -368,13 +368,13 @@ def _spread(n_out: int, stride: int, offset: int, size: int) -> tuple[int, int]:
 @single_threaded
 def conv2d_backprop_filter(x: np.ndarray, gr: np.ndarray, g: Geometry) -> np.ndarray:
     """Gradient w.r.t. the HWIO filter of ``conv2d`` given input `x` and output gradient `gr`."""
-    x, gr = np.ascontiguousarray(x), np.ascontiguousarray(gr)
     n, _, _, cin = x.shape
     cout = gr.shape[3]
     from tapeflow.kernels import winograd
 
     if winograd.applies(g, n, cin, cout, x.dtype):
         return winograd.conv2d_backprop_filter(x, gr, g)
+    x, gr = np.ascontiguousarray(x), np.ascontiguousarray(gr)
     if g.pointwise:
         xs = x if g.sh == g.sw == 1 else np.ascontiguousarray(x[:, ::g.sh, ::g.sw])
 

@@ -398,6 +398,12 @@ class _Tiler:
         return self.tiles[:, :nb * self.th * self.tw]
 
 
+def _packed_channels(a: np.ndarray) -> np.ndarray:
+    """`a` itself if each pixel's channels are adjacent (a channel slice of a concatenation's
+    gradient is: the tiler reads it in place, saving a 4 ms copy at 64x32x32x52), else a copy."""
+    return a if a.strides[-1] == a.itemsize else np.ascontiguousarray(a)
+
+
 def _step(lo: int, hi: int, per_image: int, itemsize: int) -> int:
     return max(1, min(hi - lo, CHUNK_BYTES // (per_image * itemsize)))
 
@@ -405,7 +411,7 @@ def _step(lo: int, hi: int, per_image: int, itemsize: int) -> int:
 @single_threaded
 def conv2d(x: np.ndarray, w: np.ndarray, g: conv.Geometry, variant: Variant = F4) -> np.ndarray:
     """NHWC 3x3 stride-1 convolution of `x` with HWIO filter `w`, as ``conv.conv2d``."""
-    x = np.ascontiguousarray(x)
+    x = _packed_channels(x)
     n, cin, cout = x.shape[0], x.shape[3], w.shape[3]
     tile, span, positions = variant.tile, variant.span, variant.positions
     th, tw = -(-g.ho // tile), -(-g.wo // tile)
@@ -439,7 +445,7 @@ def conv2d_backprop_filter(x: np.ndarray, gr: np.ndarray, g: conv.Geometry,
 
     With Y = A^T [U . V] A per tile, dU[p] = sum over tiles of V[p]^T (A dY A^T)[p] and
     dW = G^T dU G: the same input tiles, the output gradient's tiles transformed by A."""
-    x, gr = np.ascontiguousarray(x), np.ascontiguousarray(gr)
+    x, gr = _packed_channels(x), _packed_channels(gr)
     n, cin, cout = x.shape[0], x.shape[3], gr.shape[3]
     positions = variant.positions
     th, tw = -(-g.ho // variant.tile), -(-g.wo // variant.tile)
