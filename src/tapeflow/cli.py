@@ -21,7 +21,7 @@ from tapeflow.kernels.blas import single_threaded
 
 # default hyper-parameters per model: (epochs, batch size, learning rate)
 DEFAULTS = {
-    "densenet": (8, 64, 3e-3),
+    "densenet": (10, 64, 3e-3),
     "revnet": (6, 64, 3e-3),
     "cnn": (6, 128, 1e-3),
     "mlp": (10, 64, 3e-3),
