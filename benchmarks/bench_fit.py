@@ -21,8 +21,8 @@ import time
 
 import numpy as np
 
-# TensorFlow's throughput for this workload on the project machine, as quoted in issue 5.
-# TensorFlow is not installed here: this number is a reference, NOT measured by this script.
+# TensorFlow's throughput for this workload as quoted in issue 5 (another machine): a reference,
+# NOT measured by this script. `bench_models.py --only w5 --tf-python ...` runs TF side by side.
 TF_REFERENCE_IMG_S = 984.0
 BATCH = 256
 
