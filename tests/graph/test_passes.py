@@ -98,3 +98,23 @@ def test_assign_sub_reuses_the_dying_update_buffer_without_touching_old_values()
         str(val) for val in step.get_concrete_function(tf.ones([4]))._fn.__globals__.values())
     np.testing.assert_allclose(v.numpy(), [1.0, 0.5, 0.0, -0.5])
     np.testing.assert_allclose(before.numpy(), np.ones(4))
+
+
+def test_split_of_a_concat_into_the_same_pieces_is_bypassed():
+    @tf.function
+    def f(a, b):
+        both = tf.concat([a * 2.0, b * 3.0], axis=-1)
+        left, right = tf.split(both, 2, axis=-1)  # the same pieces: forwarded
+        first, rest = tf.split(both, [1, 5], axis=-1)  # other cuts: kept
+        return left - right, first, rest
+
+    a = np.arange(12.0).reshape(4, 3)
+    b = -np.arange(12.0).reshape(4, 3)
+    concrete = f.get_concrete_function(tf.constant(a), tf.constant(b))
+    report = simplify.run(concrete.traced_graph)[1]
+    assert report == "simplify: bypassed 1 no-op nodes"
+    assert sum(n.op.name == "SplitV" for n in concrete.graph.nodes) == 1
+    diff, first, rest = f(tf.constant(a), tf.constant(b))
+    np.testing.assert_array_equal(diff.numpy(), 2 * a - 3 * b)
+    np.testing.assert_array_equal(first.numpy(), 2 * a[:, :1])
+    np.testing.assert_array_equal(rest.numpy(), np.concatenate([2 * a[:, 1:], 3 * b], -1))

@@ -45,14 +45,25 @@ class Residual(keras.Model):
 
     def call(self, x: Any, training: Any = True):
         x1, x2 = tf.split(x, num_or_size_splits=2, axis=self.axis)
+        return tf.concat(self.forward_pair(x1, x2, training), axis=self.axis)
+
+    def forward_pair(self, x1: Any, x2: Any, training: Any = True) -> tuple[Any, Any]:
+        """(y1, y2) from the two channel halves: the block without its split and concat, so
+        that a stack of blocks passes halves along and concatenates once."""
         y1 = self.f(x2, training=training) + x1
-        y2 = self.g(y1, training=training) + x2
-        return tf.concat([y1, y2], axis=self.axis)
+        return y1, self.g(y1, training=training) + x2
 
     def backward_grads(self, y: Any, dy: Any, training: Any = True) -> tuple[Any, Any, list]:
         """(reconstructed input x, dL/dx, grads of f's then g's variables) from y and dL/dy."""
-        dy1, dy2 = tf.split(dy, num_or_size_splits=2, axis=self.axis)
-        y1, y2 = tf.split(y, num_or_size_splits=2, axis=self.axis)
+        x, dx, grads = self.backward_pair(tf.split(y, num_or_size_splits=2, axis=self.axis),
+                                          tf.split(dy, num_or_size_splits=2, axis=self.axis),
+                                          training)
+        return tf.concat(x, axis=self.axis), tf.concat(dx, axis=self.axis), grads
+
+    def backward_pair(self, y: tuple[Any, Any], dy: tuple[Any, Any],
+                      training: Any = True) -> tuple[tuple, tuple, list]:
+        """``backward_grads`` on channel halves: ((x1, x2), (dx1, dx2), grads)."""
+        (y1, y2), (dy1, dy2) = y, dy
         with tf.GradientTape() as gtape:
             gtape.watch(y1)
             gy1 = self.g(y1, training=training)
@@ -68,10 +79,7 @@ class Residual(keras.Model):
         grads = ftape.gradient(fx2, [x2] + f_vars, output_gradients=dx1)
         dx2 = dy2 + grads[0]
         df = grads[1:]
-        x1 = y1 - fx2
-        x = tf.concat([x1, x2], axis=self.axis)
-        dx = tf.concat([dx1, dx2], axis=self.axis)
-        return x, dx, df + dg
+        return (y1 - fx2, x2), (dx1, dx2), df + dg
 
 
 class RevNet(keras.Model):
@@ -131,9 +139,10 @@ class RevNet(keras.Model):
         """(grads, loss, logits): forward without a tape, then blocks backward in reverse."""
         with tf.GradientTape() as stem_tape:
             h0 = self.stem(x)
-        h = h0
+        halves = tf.split(h0, num_or_size_splits=2, axis=-1)
         for block in self.blocks:  # no tape: nothing is kept but the current activation
-            h = block(h, training=training)
+            halves = block.forward_pair(*halves, training=training)
+        h = tf.concat(halves, axis=-1)
         with tf.GradientTape() as head_tape:
             head_tape.watch(h)
             logits = self.head(h, training=training)
@@ -142,14 +151,16 @@ class RevNet(keras.Model):
                      + self.classifier.trainable_variables)
         grads = head_tape.gradient(loss, [h] + head_vars)
         by_var = {id(v): g for v, g in zip(head_vars, grads[1:])}
-        y, dy = h, grads[0]
-        for block in reversed(self.blocks):
-            y, dy, block_grads = block.backward_grads(y, dy, training=training)
+        d_halves = tf.split(grads[0], num_or_size_splits=2, axis=-1)
+        for block in reversed(self.blocks):  # halves passed along: no concat/split per block
+            halves, d_halves, block_grads = block.backward_pair(halves, d_halves,
+                                                                training=training)
             block_vars = block.f.trainable_variables + block.g.trainable_variables
             by_var.update((id(v), g) for v, g in zip(block_vars, block_grads))
         stem_vars = self.stem.trainable_variables
         by_var.update((id(v), g) for v, g in zip(
-            stem_vars, stem_tape.gradient(h0, stem_vars, output_gradients=dy)))
+            stem_vars, stem_tape.gradient(h0, stem_vars, output_gradients=tf.concat(d_halves,
+                                                                                     axis=-1))))
         return [by_var[id(v)] for v in self.trainable_variables], loss, logits
 
 

@@ -1,4 +1,5 @@
-"""Algebraic simplification: x*1, x+0, x-0, x/1, identity reshapes/casts and Identity nodes."""
+"""Algebraic simplification: x*1, x+0, x-0, x/1, identity reshapes/casts, Identity nodes, and a
+split of a concatenation back into the same pieces."""
 
 from __future__ import annotations
 
@@ -44,12 +45,33 @@ def _forwarded(node):
     return None
 
 
+def _split_of_concat(node):
+    """The pieces a SplitV/SplitLike cuts from a ConcatV2 of exactly those pieces, or None
+    (RevNet's blocks concatenate their halves and the next block splits them again)."""
+    if node.op.name not in ("SplitV", "SplitLike") or node.inputs[0].node.op.name != "ConcatV2":
+        return None
+    concat = node.inputs[0].node
+    if concat.attrs["axis"] != node.attrs["axis"] or len(concat.inputs) != len(node.outputs):
+        return None
+    for piece, out in zip(concat.inputs, node.outputs):
+        if (piece.dtype is not out.dtype or not piece.shape.is_fully_defined()
+                or piece.shape != out.shape):
+            return None
+    return list(concat.inputs)
+
+
 def run(graph: Graph) -> tuple[Graph, str]:
     """Bypass nodes that return one of their inputs unchanged (pure nodes only)."""
     g, _ = clone(graph)
     dead: set[int] = set()
     for i, node in enumerate(g.nodes):
         if node.op.stateful or node.control_inputs:
+            continue
+        pieces = _split_of_concat(node)
+        if pieces is not None:
+            for out, piece in zip(node.outputs, pieces):
+                replace_uses(g, out, piece, after=i)
+            dead.add(id(node))
             continue
         src = _forwarded(node)
         if src is not None:
