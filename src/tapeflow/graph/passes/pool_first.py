@@ -1,0 +1,161 @@
+"""Average pooling before a pointwise convolution: the same result on s^2 times fewer pixels.
+
+A 1x1 stride-1 convolution (plus bias) mixes channels pixel by pixel, and average pooling mixes
+pixels channel by channel with weights that sum to 1 per window, so the two commute:
+``AvgPool(Conv1x1(y) + b) == Conv1x1(AvgPool(y)) + b``. DenseNet's transitions (BN-ReLU-Conv1x1-
+AvgPool2) then run their convolution on a quarter of the pixels. The backward graph, already
+derived when this pass runs, has the matching identities for the gradient G = AvgPoolGrad(gp)
+of the convolution's output, each valid for any gp:
+
+    Conv2DBackpropFilter(y, G)  == Conv2DBackpropFilter(AvgPool(y), gp)
+    Conv2DBackpropInput(G, w)   == AvgPoolGrad(Conv2DBackpropInput(gp, w))   (pooled size)
+    BiasAddGrad(G)              == BiasAddGrad(gp)
+
+The forward rewrite needs the convolution's (and bias's) output to feed only the pooling; the
+backward ones apply to any such gradient node. Results change by float rounding only (the sums
+run in another order), as with any reassociation; CSE afterwards shares AvgPool(y) between the
+forward and the filter gradient.
+"""
+
+from __future__ import annotations
+
+from tapeflow.graph.ir import Graph, Node, SymbolicTensor, _infer, clone
+from tapeflow.ops import conv_ops, nn_ops
+
+_FLOATS = ("float32", "float64")
+
+
+def _pointwise(node: Node) -> bool:
+    """A 1x1, stride-1, undilated NHWC convolution (or one of its gradients) in float."""
+    if node.op.name == "Conv2D":
+        w_shape = node.inputs[1].shape
+        hw = tuple(w_shape.as_list()[:2]) if w_shape.rank == 4 else None
+    else:
+        hw = tuple(node.attrs.get("filter_hw", ()))
+        if node.op.name == "Conv2DBackpropInput":
+            w_shape = node.inputs[1].shape
+            hw = tuple(w_shape.as_list()[:2]) if w_shape.rank == 4 else None
+    return (hw == (1, 1) and node.attrs["padding"] in ("SAME", "VALID")
+            and tuple(node.attrs["strides"]) == (1, 1)
+            and tuple(node.attrs["dilations"]) == (1, 1)
+            and node.outputs[0].dtype.name in _FLOATS)
+
+
+def _pool_attrs(node: Node) -> dict | None:
+    """ksize/strides/padding of an AvgPool(Grad) that shrinks the image, else None."""
+    attrs = {k: node.attrs[k] for k in ("ksize", "strides", "padding")}
+    if attrs["padding"] not in ("SAME", "VALID") or tuple(attrs["strides"]) == (1, 1):
+        return None
+    return attrs
+
+
+def _static_hw(t: SymbolicTensor) -> tuple[int, int] | None:
+    dims = t.shape.as_list() if t.shape.rank == 4 else None
+    return (dims[1], dims[2]) if dims and dims[1] is not None and dims[2] is not None else None
+
+
+class _Rewriter:
+    def __init__(self, g: Graph):
+        self.g = g
+        self.readers: dict[int, int] = {}
+        for node in g.nodes:
+            for t in node.inputs:
+                self.readers[id(t)] = self.readers.get(id(t), 0) + 1
+        for t in g.outputs:
+            if isinstance(t, SymbolicTensor):
+                self.readers[id(t)] = self.readers.get(id(t), 0) + 2  # never "only the chain"
+        self.emitted: list[Node] = []
+        self.count = 0
+
+    def emit(self, op, inputs: list, attrs: dict, like: Node, name: str) -> SymbolicTensor:
+        """A new node named `name`, placed where `like` was; its first output."""
+        specs = [(t.shape.as_tuple(), t.dtype) for t in inputs]
+        out = _infer(op, specs, attrs)
+        node = self.g.add_node(op, inputs, attrs, list(out) if op.multi_output else [out],
+                               name=name, location=like.location)
+        self.g.nodes.pop()
+        self.emitted.append(node)
+        return node.outputs[0]
+
+    def only_reader(self, t: SymbolicTensor) -> bool:
+        return self.readers.get(id(t), 0) == 1
+
+    def rewrite(self, node: Node) -> SymbolicTensor | None:
+        """The replacement for `node`'s output, or None to keep the node."""
+        if node.op.stateful or node.control_inputs:
+            return None
+        name = node.op.name
+        if name == "AvgPool":
+            return self._forward(node)
+        source = node.inputs[0] if name in ("Conv2DBackpropInput", "BiasAddGrad") else (
+            node.inputs[1] if name == "Conv2DBackpropFilter" else None)
+        if source is None or source.node.op.name != "AvgPoolGrad":
+            return None
+        pool_grad = source.node
+        attrs = _pool_attrs(pool_grad)
+        gp = pool_grad.inputs[0]
+        if attrs is None or _static_hw(gp) is None:
+            return None
+        if name == "BiasAddGrad":
+            if node.attrs["data_format"].startswith("NC"):
+                return None
+            return self.emit(nn_ops._bias_add_grad, [gp], dict(node.attrs), node, node.name)
+        if not _pointwise(node):
+            return None
+        if name == "Conv2DBackpropFilter":
+            y = node.inputs[0]
+            pooled = self.emit(conv_ops._avg_pool, [y], attrs, node, pool_grad.name + "/input")
+            return self.emit(conv_ops._conv2d_backprop_filter, [pooled, gp], dict(node.attrs),
+                             node, node.name)
+        small = self.emit(conv_ops._conv2d_backprop_input, [gp, node.inputs[1]],
+                          {**node.attrs, "input_hw": _static_hw(gp)}, node, node.name)
+        return self.emit(conv_ops._avg_pool_grad, [small],
+                         {**attrs, "input_hw": pool_grad.attrs["input_hw"]}, node,
+                         pool_grad.name)
+
+    def _forward(self, pool: Node) -> SymbolicTensor | None:
+        attrs = _pool_attrs(pool)
+        t = pool.inputs[0]
+        if attrs is None or not self.only_reader(t):
+            return None
+        bias = None
+        if t.node.op.name == "BiasAdd" and not t.node.attrs["data_format"].startswith("NC"):
+            bias, t = t.node, t.node.inputs[0]
+            if not self.only_reader(t) or bias.op.stateful or bias.control_inputs:
+                return None
+        conv = t.node
+        if conv.op.name != "Conv2D" or not _pointwise(conv) or conv.control_inputs:
+            return None
+        pooled = self.emit(conv_ops._avg_pool, [conv.inputs[0]], attrs, pool, pool.name)
+        out = self.emit(conv_ops._conv2d, [pooled, conv.inputs[1]], dict(conv.attrs), pool,
+                        conv.name)
+        if bias is not None:
+            out = self.emit(nn_ops._bias_add, [out, bias.inputs[1]], dict(bias.attrs), pool,
+                            bias.name)
+        return out
+
+
+def run(graph: Graph) -> tuple[Graph, str]:
+    """Move average pooling ahead of pointwise convolutions, forward and backward."""
+    g, _ = clone(graph)
+    rw = _Rewriter(g)
+    subst: dict[int, SymbolicTensor] = {}
+    nodes: list[Node] = []
+    for node in list(g.nodes):
+        node.inputs = [subst.get(id(t), t) for t in node.inputs]
+        new = rw.rewrite(node) if len(node.outputs) == 1 else None
+        nodes.extend(rw.emitted)
+        rw.emitted = []
+        if new is None:
+            nodes.append(node)
+            continue
+        if new.shape != node.outputs[0].shape:  # static shapes must agree, or keep the node
+            nodes.append(node)
+            continue
+        subst[id(node.outputs[0])] = new
+        rw.count += 1
+    g.nodes = nodes
+    g.outputs = [subst.get(id(t), t) if isinstance(t, SymbolicTensor) else t
+                 for t in g.outputs]
+    return g, (f"pool_first: rewrote {rw.count} nodes to pool before a pointwise convolution "
+               "(forward, its gradients, bias gradients)")
