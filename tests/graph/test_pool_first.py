@@ -80,3 +80,13 @@ def test_float32_densenet_transition_matches_eager_within_rounding():
 
     for got, want in zip(tf.function(grads)(x), grads(x)):
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_an_unknown_batch_size_still_pools_first():
+    args = _inputs(8)
+    spec = [tf.TensorSpec([None, 8, 8, 5], tf.float64), tf.TensorSpec([1, 1, 5, 4], tf.float64),
+            tf.TensorSpec([4], tf.float64)]
+    graph_fn = tf.function(lambda x, w, b: _step(x, w, b, (2, 2, "VALID")), input_signature=spec)
+    assert "rewrote 4 nodes" in graph_fn.get_concrete_function().optimization_report()
+    for got, want in zip(graph_fn(*args), _step(*args, (2, 2, "VALID"))):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12, atol=1e-12)
