@@ -435,6 +435,18 @@ def clone(graph: Graph, name: str | None = None) -> tuple[Graph, dict[int, Symbo
     return new, mapping
 
 
+def readers(graph: Graph) -> dict[int, list[int]]:
+    """id(tensor) -> positions of the nodes reading it (len(nodes) stands for a graph output)."""
+    found: dict[int, list[int]] = {}
+    for i, node in enumerate(graph.nodes):
+        for t in node.inputs:
+            found.setdefault(id(t), []).append(i)
+    for t in graph.outputs:
+        if isinstance(t, SymbolicTensor):
+            found.setdefault(id(t), []).append(len(graph.nodes))
+    return found
+
+
 def replace_uses(graph: Graph, old: SymbolicTensor, new: SymbolicTensor,
                  after: int = 0) -> int:
     """Point every use of `old` (in nodes from index `after`, and outputs) at `new`."""

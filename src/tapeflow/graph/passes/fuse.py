@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tapeflow.graph.ir import Graph, Node, SymbolicTensor, clone
+from tapeflow.graph.ir import Graph, Node, SymbolicTensor, clone, readers
 from tapeflow.ops import conv_ops, fused_ops, math_ops, nn_ops, normalization_ops
 
 _FLOATS = ("float32", "float64")
@@ -90,18 +90,6 @@ RULES = [
 _BY_CONSUMER = {r.consumer: [x for x in RULES if x.consumer == r.consumer] for r in RULES}
 
 
-def _readers(g: Graph) -> dict[int, list[int]]:
-    """id(tensor) -> positions of the nodes reading it (len(nodes) stands for a graph output)."""
-    readers: dict[int, list[int]] = {}
-    for i, node in enumerate(g.nodes):
-        for t in node.inputs:
-            readers.setdefault(id(t), []).append(i)
-    for t in g.outputs:
-        if isinstance(t, SymbolicTensor):
-            readers.setdefault(id(t), []).append(len(g.nodes))
-    return readers
-
-
 def _plain(node: Node, ordered: set[int]) -> bool:
     return not (node.op.stateful or node.control_inputs or id(node) in ordered)
 
@@ -114,7 +102,7 @@ class _Fuser:
     def __init__(self, g: Graph):
         self.g = g
         self.slots: list[Node | None] = list(g.nodes)
-        self.readers = _readers(g)
+        self.readers = readers(g)
         self.pos = {id(n): i for i, n in enumerate(g.nodes)}
         self.ordered = {id(c) for n in g.nodes for c in n.control_inputs}
         self.counts: dict[str, int] = {}

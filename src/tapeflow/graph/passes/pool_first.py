@@ -19,7 +19,7 @@ forward and the filter gradient.
 
 from __future__ import annotations
 
-from tapeflow.graph.ir import Graph, Node, SymbolicTensor, _infer, clone
+from tapeflow.graph.ir import Graph, Node, SymbolicTensor, _infer, clone, readers
 from tapeflow.ops import conv_ops, nn_ops
 
 _FLOATS = ("float32", "float64")
@@ -27,14 +27,11 @@ _FLOATS = ("float32", "float64")
 
 def _pointwise(node: Node) -> bool:
     """A 1x1, stride-1, undilated NHWC convolution (or one of its gradients) in float."""
-    if node.op.name == "Conv2D":
+    if node.op.name == "Conv2DBackpropFilter":
+        hw = tuple(node.attrs["filter_hw"])
+    else:  # Conv2D, Conv2DBackpropInput: the filter is the second input
         w_shape = node.inputs[1].shape
         hw = tuple(w_shape.as_list()[:2]) if w_shape.rank == 4 else None
-    else:
-        hw = tuple(node.attrs.get("filter_hw", ()))
-        if node.op.name == "Conv2DBackpropInput":
-            w_shape = node.inputs[1].shape
-            hw = tuple(w_shape.as_list()[:2]) if w_shape.rank == 4 else None
     return (hw == (1, 1) and node.attrs["padding"] in ("SAME", "VALID")
             and tuple(node.attrs["strides"]) == (1, 1)
             and tuple(node.attrs["dilations"]) == (1, 1)
@@ -57,13 +54,7 @@ def _static_hw(t: SymbolicTensor) -> tuple[int, int] | None:
 class _Rewriter:
     def __init__(self, g: Graph):
         self.g = g
-        self.readers: dict[int, int] = {}
-        for node in g.nodes:
-            for t in node.inputs:
-                self.readers[id(t)] = self.readers.get(id(t), 0) + 1
-        for t in g.outputs:
-            if isinstance(t, SymbolicTensor):
-                self.readers[id(t)] = self.readers.get(id(t), 0) + 2  # never "only the chain"
+        self.readers = readers(g)  # a graph output counts as a reader
         self.emitted: list[Node] = []
         self.count = 0
 
@@ -78,7 +69,7 @@ class _Rewriter:
         return node.outputs[0]
 
     def only_reader(self, t: SymbolicTensor) -> bool:
-        return self.readers.get(id(t), 0) == 1
+        return len(self.readers.get(id(t), [])) == 1
 
     def rewrite(self, node: Node) -> SymbolicTensor | None:
         """The replacement for `node`'s output, or None to keep the node."""
@@ -146,10 +137,7 @@ def run(graph: Graph) -> tuple[Graph, str]:
         new = rw.rewrite(node) if len(node.outputs) == 1 else None
         nodes.extend(rw.emitted)
         rw.emitted = []
-        if new is None:
-            nodes.append(node)
-            continue
-        if new.shape != node.outputs[0].shape:  # static shapes must agree, or keep the node
+        if new is None or new.shape != node.outputs[0].shape:  # static shapes must agree
             nodes.append(node)
             continue
         subst[id(node.outputs[0])] = new
