@@ -253,7 +253,23 @@ def _revnet_step(tf, model, x, labels, reversible: bool):
     return tape.gradient(loss, model.trainable_variables), loss
 
 
+def _paired_times(steps: dict, rounds: int) -> dict:
+    """Wall and CPU seconds of each step, called in turn `rounds` times: adjacent calls see
+    the same machine speed, so the per-round ratios survive drift that sequential medians do
+    not (this machine's speed changes up to 2x within minutes)."""
+    times = {name: {"wall": [], "cpu": []} for name in steps}
+    for _ in range(rounds):
+        for name, step in steps.items():
+            wall, cpu = time.perf_counter(), time.process_time()
+            step()
+            times[name]["wall"].append(time.perf_counter() - wall)
+            times[name]["cpu"].append(time.process_time() - cpu)
+    return times
+
+
 def revnet_overhead(mode: str, steps: int, warmup: int) -> dict:
+    """Per depth: median step times, the median per-round overhead of the reversible step in
+    wall time and in CPU time (all threads: the compute it costs), and each one's peak memory."""
     import tracemalloc
 
     import tapeflow as tf
@@ -266,19 +282,25 @@ def revnet_overhead(mode: str, steps: int, warmup: int) -> dict:
     for depth in (2, 6):
         model = RevNet(filters=16, num_blocks=depth)
         model(x[:1])
-        for reversible in (False, True):
-            kind = "reversible" if reversible else "regular"
-
+        fns = {}
+        for kind, reversible in (("regular", False), ("reversible", True)):
             def step(m=model, r=reversible):
                 return _revnet_step(tf, m, x, labels, r)
 
-            if mode == "graph":
-                step = tf.function(step)
-            out[f"{kind}_ms_depth{depth}"] = _median_ms(step, steps, warmup)
+            fns[kind] = tf.function(step) if mode == "graph" else step
+            for _ in range(warmup):
+                fns[kind]()
             tracemalloc.start()
-            step()
+            fns[kind]()
             out[f"{kind}_peak_mb_depth{depth}"] = tracemalloc.get_traced_memory()[1] / 2**20
             tracemalloc.stop()
+        times = _paired_times(fns, steps)
+        for kind in fns:
+            out[f"{kind}_ms_depth{depth}"] = statistics.median(times[kind]["wall"]) * 1e3
+        for clock in ("wall", "cpu"):
+            out[f"{clock}_overhead_depth{depth}"] = statistics.median(
+                rev / reg - 1 for rev, reg in zip(times["reversible"][clock],
+                                                  times["regular"][clock]))
     return out
 
 
@@ -323,6 +345,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1,
                         help="W4: run the three processes this many times in turn and report "
                              "medians (ratios per round), as the machine's speed drifts")
+    parser.add_argument("--revnet-rounds", type=int, default=15,
+                        help="RevNet: regular and reversible steps timed in turn this many times")
     parser.add_argument("--threads", type=int, default=None,
                         help="BLAS/OpenMP threads for every run (default: library defaults)")
     parser.add_argument("--tf-python", default=None,
@@ -352,23 +376,27 @@ def main() -> None:
                    for name in names} for _ in range(args.rounds)]
         _report_w5(rounds)
     if args.only in (None, "revnet"):
-        _report_revnet({mode: _run_worker(f"revnet-{mode}", 5, 2, args.threads)
+        _report_revnet({mode: _run_worker(f"revnet-{mode}", args.revnet_rounds, 2, args.threads)
                         for mode in ("eager", "graph")})
 
 
 def _report_revnet(res: dict) -> None:
-    print("RevNet step, batch 32, [32,32,32,3], filters 16: reversible vs regular backprop")
-    print(f"  {'run':18s} {'regular ms':>10s} {'reversible ms':>13s} {'overhead':>9s} "
-          f"{'regular peak MB':>15s} {'reversible peak MB':>18s}")
+    print("RevNet step, batch 32, [32,32,32,3], filters 16: reversible vs regular backprop "
+          "(overheads: median of per-round ratios)")
+    print(f"  {'run':16s} {'regular ms':>10s} {'reversible ms':>13s} {'wall +':>7s} "
+          f"{'CPU +':>6s} {'regular peak MB':>15s} {'reversible peak MB':>18s}")
     for mode, r in res.items():
         if "error" in r:
-            print(f"  {mode:18s} error: {r['error']}")
+            print(f"  {mode:16s} error: {r['error']}")
             continue
         for depth in (2, 6):
-            reg, rev = r[f"regular_ms_depth{depth}"], r[f"reversible_ms_depth{depth}"]
-            print(f"  {mode + f' depth {depth}':18s} {reg:10.1f} {rev:13.1f} "
-                  f"{rev / reg - 1:8.0%} {r[f'regular_peak_mb_depth{depth}']:15.1f} "
+            print(f"  {mode + f' depth {depth}':16s} {r[f'regular_ms_depth{depth}']:10.1f} "
+                  f"{r[f'reversible_ms_depth{depth}']:13.1f} "
+                  f"{r[f'wall_overhead_depth{depth}']:7.0%} "
+                  f"{r[f'cpu_overhead_depth{depth}']:6.0%} "
+                  f"{r[f'regular_peak_mb_depth{depth}']:15.1f} "
                   f"{r[f'reversible_peak_mb_depth{depth}']:18.1f}")
+    print("  target (issue 5, the blog's figure): reversible overhead <= 25%")
 
 
 def _report_w4(rounds: list[dict]) -> None:

@@ -125,3 +125,20 @@ def test_revnet_fit_uses_the_reversible_step():
     history = model.fit(x, y, batch_size=8, epochs=6, verbose=0)
     assert _CountingRevNet.reversible_calls >= 1
     assert history.history["loss"][-1] < history.history["loss"][0]
+
+
+def test_only_blocks_before_the_last_are_recomputed(monkeypatch):
+    recomputed = []
+    original = Residual.backward_pair
+
+    def counting(self, *args, **kwargs):
+        recomputed.append(self)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Residual, "backward_pair", counting)
+    model = RevNet(num_classes=3, filters=2, num_blocks=3)
+    x = _normal((4, 6, 6, 1), 6, "float32")
+    model(x)
+    grads, _ = model.compute_gradients(x, tf.constant(np.array([0, 1, 2, 0])))
+    assert recomputed == [model.blocks[1], model.blocks[0]]
+    assert all(g is not None for g in grads)

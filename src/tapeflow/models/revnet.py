@@ -5,7 +5,8 @@ A reversible block splits its input channels into (x1, x2) and computes
 (``x2 = y2 - g(y1)``, ``x1 = y1 - f(x2)``), so the forward pass need not keep activations:
 ``RevNet.compute_gradients`` runs the blocks without a tape and, going backward, rebuilds each
 block's input while taking its gradients with ``GradientTape(output_gradients=...)``. Peak
-activation memory then stays flat as the network gets deeper.
+activation memory then stays flat as the network gets deeper. Only the last block keeps its
+activations from the forward pass: its backward follows at once, so they cost no extra peak.
 """
 
 from __future__ import annotations
@@ -87,8 +88,8 @@ class RevNet(keras.Model):
 
     ``model(x, training=True)`` is ordinary backprop-able code; ``compute_gradients`` is the
     reversible backward pass and returns the same gradients (up to rounding); ``fit`` trains
-    with it. Note that, as in the blog's code, the backward pass re-runs each block in training
-    mode, so batch-norm moving statistics are updated twice per step.
+    with it. Note that, as in the blog's code, the backward pass re-runs each block but the last
+    in training mode, so their batch-norm moving statistics are updated twice per step.
     """
 
     def __init__(self, num_classes: int = 10, filters: int = 16, num_blocks: int = 4,
@@ -136,12 +137,20 @@ class RevNet(keras.Model):
 
     def _reversible_backward(self, x: Any, labels: Any, loss_fn: Any,
                              training: Any) -> tuple[list, Any, Any]:
-        """(grads, loss, logits): forward without a tape, then blocks backward in reverse."""
+        """(grads, loss, logits): forward without a tape, then blocks backward in reverse.
+
+        The last block alone runs under a tape in the forward pass: its backward comes right
+        after the head's, when recomputing it would rebuild the very activations the tape
+        holds, so keeping them costs no extra peak memory and saves one block's recompute."""
+        *body, last = self.blocks
         with tf.GradientTape() as stem_tape:
             h0 = self.stem(x)
         halves = tf.split(h0, num_or_size_splits=2, axis=-1)
-        for block in self.blocks:  # no tape: nothing is kept but the current activation
+        for block in body:  # no tape: nothing is kept but the current activation
             halves = block.forward_pair(*halves, training=training)
+        with tf.GradientTape() as last_tape:
+            last_tape.watch(halves)
+            last_in, halves = halves, last.forward_pair(*halves, training=training)
         h = tf.concat(halves, axis=-1)
         with tf.GradientTape() as head_tape:
             head_tape.watch(h)
@@ -151,8 +160,12 @@ class RevNet(keras.Model):
                      + self.classifier.trainable_variables)
         grads = head_tape.gradient(loss, [h] + head_vars)
         by_var = {id(v): g for v, g in zip(head_vars, grads[1:])}
-        d_halves = tf.split(grads[0], num_or_size_splits=2, axis=-1)
-        for block in reversed(self.blocks):  # halves passed along: no concat/split per block
+        last_vars = last.f.trainable_variables + last.g.trainable_variables
+        grads = last_tape.gradient(list(halves), list(last_in) + last_vars,
+                                   output_gradients=tf.split(grads[0], 2, axis=-1))
+        by_var.update((id(v), g) for v, g in zip(last_vars, grads[2:]))
+        halves, d_halves = last_in, grads[:2]
+        for block in reversed(body):  # halves passed along: no concat/split per block
             halves, d_halves, block_grads = block.backward_pair(halves, d_halves,
                                                                 training=training)
             block_vars = block.f.trainable_variables + block.g.trainable_variables
