@@ -106,3 +106,23 @@ def test_a_forked_child_starts_its_own_worker():
             os._exit(2)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_a_pending_kernel_runs_past_variable_writes_and_reads_the_old_value(restore_threads,
+                                                                           monkeypatch):
+    monkeypatch.setattr(interop, "ASYNC_OPS", interop.ASYNC_OPS | {"FailsOnNegativeForTest"})
+    tf.config.threading.set_inter_op_parallelism_threads(2)
+    v = tf.Variable([1.0, 2.0])
+
+    @tf.function
+    def f():
+        y = apply(_fails_on_negative, v.read_value())  # submitted, reading v's buffer
+        v.assign([-7.0, -9.0])  # stateful: must neither wait for y nor change what it reads
+        z = tf.matmul(tf.reshape(v, [1, 2]), tf.ones([2, 2]))  # the caller's work meanwhile
+        return y + tf.reduce_sum(z)
+
+    np.testing.assert_array_equal(f().numpy(), [2.0 - 32.0, 4.0 - 32.0])
+    code = f.get_concrete_function().code.splitlines()
+    result_line = next(i for i, line in enumerate(code) if ".result()" in line)
+    reshape_line = next(i for i, line in enumerate(code) if ".reshape(" in line)  # after assign
+    assert reshape_line < result_line, "\n".join(code)

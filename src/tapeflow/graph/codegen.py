@@ -279,8 +279,9 @@ def compile_graph(graph: Graph, outputs: list | None = None, inputs: list | None
         args = [names[id(t)] for t in node.inputs]
         outs = [names[id(t)] for t in node.outputs]
         used_outs = [o for o in outs if o in last_use or o in final]
-        wait(list(pending) if node.op.stateful else
-             [a for a in dict.fromkeys(args) if a in pending])
+        # only readers wait: a stateful node cannot disturb a pending kernel's inputs, since
+        # variable writes replace a variable's buffer and never write into the old one
+        wait([a for a in dict.fromkeys(args) if a in pending])
         expr = None
         if (concurrent and node.op.name in interop.ASYNC_OPS and len(used_outs) == len(outs) == 1
                 and _overlaps(plan, step, outs[0], names)):
@@ -338,9 +339,9 @@ def compile_graph(graph: Graph, outputs: list | None = None, inputs: list | None
 
 def _overlaps(plan: list[Node], step: int, out: str, names: dict) -> bool:
     """Whether the caller has real work (``interop.OVERLAP_OPS``) between plan[step] and the
-    first node that would wait for its output (a reader, or any stateful node)."""
+    first reader of its output."""
     for node in plan[step + 1:]:
-        if node.op.stateful or any(names.get(id(t)) == out for t in node.inputs):
+        if any(names.get(id(t)) == out for t in node.inputs):
             return False
         if node.op.name in interop.OVERLAP_OPS:
             return True

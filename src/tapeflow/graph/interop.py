@@ -6,8 +6,10 @@ gradient, which only the optimizer reads at the very end. The activation chain i
 memory-bound, single-threaded passes (batch norm, ReLU masks, pooling gradients) that leave the
 second core idle; the weight gradients (Conv2DBackpropFilter, BiasAddGrad) are compute-bound and
 independent of them. Compiled graphs therefore hand those kernels to one worker thread and go
-on; the result is waited for where it is first read, before any stateful node (so variable
-updates never race a kernel still reading), and before the function returns.
+on; the result is waited for where it is first read and before the function returns. Stateful
+nodes need not wait: variable writes (assignments, optimizer updates) replace a variable's
+buffer instead of writing into it, so a value a kernel is still reading never changes, and
+buffer reuse (``codegen._reusable``) only overwrites an array its writer alone reads.
 
 NumPy's products and the compiled loops release the GIL, so the two run in parallel. The conv
 kernels see the busy core (``kernels.parallel.idle_core``) and stop splitting their batch in two.
