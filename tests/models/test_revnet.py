@@ -142,3 +142,35 @@ def test_only_blocks_before_the_last_are_recomputed(monkeypatch):
     grads, _ = model.compute_gradients(x, tf.constant(np.array([0, 1, 2, 0])))
     assert recomputed == [model.blocks[1], model.blocks[0]]
     assert all(g is not None for g in grads)
+
+
+@pytest.mark.parametrize("graph", [False, True])
+def test_reversible_step_leaves_moving_statistics_as_regular_backprop_does(graph):
+    x = _normal((4, 8, 8, 2), 7, "float64")
+    labels = tf.constant(np.array([0, 1, 2, 1]))
+    models = []
+    for _ in range(2):
+        backend.clear_session()
+        tf.random.set_seed(3)
+        model = RevNet(num_classes=3, filters=4, num_blocks=3, dtype="float64")
+        model(x[:1], training=False)
+        models.append(model)
+    regular, reversible = models
+    reversible.set_weights(regular.get_weights())
+
+    def rev_step():
+        return reversible.compute_gradients(x, labels)
+
+    def reg_step():
+        return _regular_backprop(regular, x, labels)
+
+    if graph:
+        rev_step, reg_step = tf.function(rev_step), tf.function(reg_step)
+    for _ in range(2):
+        reg_step()
+        rev_step()
+    moving = [v for v in regular.non_trainable_variables if "moving" in v.name]
+    assert len(moving) == 2 * 2 * 2 * 3 + 2  # mean and variance of 4 BNs per block, + head
+    assert all(np.abs(v.numpy()).max() > 1e-4 for v in moving if "mean" in v.name)  # moved
+    for a, b in zip(regular.non_trainable_variables, reversible.non_trainable_variables):
+        np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=1e-10, atol=1e-12, err_msg=a.name)

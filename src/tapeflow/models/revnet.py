@@ -65,6 +65,10 @@ class Residual(keras.Model):
                       training: Any = True) -> tuple[tuple, tuple, list]:
         """``backward_grads`` on channel halves: ((x1, x2), (dx1, dx2), grads)."""
         (y1, y2), (dy1, dy2) = y, dy
+        # the recompute runs in training mode, so batch norm updates its moving statistics
+        # again; they are put back afterwards: one update per step, as in regular training
+        state = self.f.non_trainable_variables + self.g.non_trainable_variables
+        kept = [v.read_value() for v in state]
         with tf.GradientTape() as gtape:
             gtape.watch(y1)
             gy1 = self.g(y1, training=training)
@@ -80,6 +84,8 @@ class Residual(keras.Model):
         grads = ftape.gradient(fx2, [x2] + f_vars, output_gradients=dx1)
         dx2 = dy2 + grads[0]
         df = grads[1:]
+        for v, value in zip(state, kept):
+            v.assign(value)
         return (y1 - fx2, x2), (dx1, dx2), df + dg
 
 
@@ -88,8 +94,9 @@ class RevNet(keras.Model):
 
     ``model(x, training=True)`` is ordinary backprop-able code; ``compute_gradients`` is the
     reversible backward pass and returns the same gradients (up to rounding); ``fit`` trains
-    with it. Note that, as in the blog's code, the backward pass re-runs each block but the last
-    in training mode, so their batch-norm moving statistics are updated twice per step.
+    with it. The backward pass re-runs blocks in training mode, as in the blog's code, but
+    unlike it restores their batch-norm moving statistics afterwards, so they end each step
+    as regular backprop leaves them.
     """
 
     def __init__(self, num_classes: int = 10, filters: int = 16, num_blocks: int = 4,
