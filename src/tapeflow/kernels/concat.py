@@ -12,6 +12,7 @@ import numpy as np
 
 from tapeflow.kernels import parallel
 from tapeflow.kernels._jit import jit
+from tapeflow.kernels.rows import rows
 
 
 @jit()
@@ -34,11 +35,7 @@ def concat(xs: tuple[np.ndarray, ...], axis: int) -> np.ndarray:
         return np.concatenate(xs, axis=axis)
     a, b = xs
     out = np.empty(a.shape[:-1] + (a.shape[-1] + b.shape[-1],), dtype=a.dtype)
-    a2, b2, out2 = a.reshape(-1, a.shape[-1]), b.reshape(-1, b.shape[-1]), _rows(out)
+    a2, b2, out2 = rows(a), rows(b), rows(out)
     parallel.split(out2.shape[0], 2 * out.nbytes,
                    lambda lo, hi: _concat_rows2_nb(a2[lo:hi], b2[lo:hi], out2[lo:hi]))
     return out
-
-
-def _rows(a: np.ndarray) -> np.ndarray:
-    return a.reshape(-1, a.shape[-1])

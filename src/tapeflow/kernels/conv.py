@@ -30,6 +30,7 @@ import numpy as np
 from tapeflow.kernels import parallel
 from tapeflow.kernels._jit import jit
 from tapeflow.kernels.blas import single_threaded
+from tapeflow.kernels.rows import rows as _rows
 
 
 @dataclass(frozen=True)
@@ -247,10 +248,6 @@ class _Chunks:
         xp = self._pad[:b1 - b0]
         xp[:, g.pt:g.pt + h, g.pl:g.pl + w] = self.x[b0:b1]
         return xp
-
-
-def _rows(a: np.ndarray) -> np.ndarray:
-    return a.reshape(-1, a.shape[-1])
 
 
 # --- the three convolution kernels -------------------------------------------------------------

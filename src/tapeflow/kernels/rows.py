@@ -5,6 +5,11 @@ from __future__ import annotations
 import numpy as np
 
 
+def rows(a: np.ndarray) -> np.ndarray:
+    """(rows, C) view of a C-contiguous channels-last array (..., C)."""
+    return a.reshape(-1, a.shape[-1])
+
+
 def _address(a: np.ndarray) -> int:
     return a.__array_interface__["data"][0]
 
