@@ -56,7 +56,8 @@ class Residual(keras.Model):
         return y1, self.g(y1, training=training) + x2
 
     def backward_grads(self, y: Any, dy: Any, training: Any = True) -> tuple[Any, Any, list]:
-        """(reconstructed input x, dL/dx, grads of f's then g's variables) from y and dL/dy."""
+        """(reconstructed input x, dL/dx, grads of f's then g's variables, the block's
+        ``trainable_variables`` order) from y and dL/dy."""
         x, dx, grads = self.backward_pair(tf.split(y, num_or_size_splits=2, axis=self.axis),
                                           tf.split(dy, num_or_size_splits=2, axis=self.axis),
                                           training)
@@ -68,7 +69,7 @@ class Residual(keras.Model):
         (y1, y2), (dy1, dy2) = y, dy
         # the recompute runs in training mode, so batch norm updates its moving statistics
         # again; they are put back afterwards: one update per step, as in regular training
-        state = self.f.non_trainable_variables + self.g.non_trainable_variables
+        state = self.non_trainable_variables
         kept = [v.read_value() for v in state]
         with tf.GradientTape() as gtape:
             gtape.watch(y1)
@@ -169,16 +170,14 @@ class RevNet(keras.Model):
                      + self.classifier.trainable_variables)
         grads = head_tape.gradient(loss, [h] + head_vars)
         by_var = {id(v): g for v, g in zip(head_vars, grads[1:])}
-        last_vars = last.f.trainable_variables + last.g.trainable_variables
-        grads = last_tape.gradient(list(halves), list(last_in) + last_vars,
+        grads = last_tape.gradient(list(halves), list(last_in) + last.trainable_variables,
                                    output_gradients=tf.split(grads[0], 2, axis=-1))
-        by_var.update((id(v), g) for v, g in zip(last_vars, grads[2:]))
+        by_var.update((id(v), g) for v, g in zip(last.trainable_variables, grads[2:]))
         halves, d_halves = last_in, grads[:2]
         for block in reversed(body):  # halves passed along: no concat/split per block
             halves, d_halves, block_grads = block.backward_pair(halves, d_halves,
                                                                 training=training)
-            block_vars = block.f.trainable_variables + block.g.trainable_variables
-            by_var.update((id(v), g) for v, g in zip(block_vars, block_grads))
+            by_var.update((id(v), g) for v, g in zip(block.trainable_variables, block_grads))
         stem_vars = self.stem.trainable_variables
         by_var.update((id(v), g) for v, g in zip(
             stem_vars, stem_tape.gradient(h0, stem_vars, output_gradients=tf.concat(d_halves,
