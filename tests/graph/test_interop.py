@@ -1,12 +1,12 @@
-"""Inter-op parallelism: weight-gradient kernels on the worker thread give the same training
-results as running every node in order, and their errors still name the node and user line."""
+"""Inter-op parallelism: nodes run on the worker thread give the same training results as
+running every node in order, and their errors still name the node and user line."""
 
 import numpy as np
 import pytest
 
 import tapeflow as tf
 from tapeflow.framework.dispatch import apply, op
-from tapeflow.graph import interop
+from tapeflow.graph import interop, schedule
 
 
 @pytest.fixture
@@ -43,11 +43,12 @@ def _train(threads: int, steps: int = 3) -> tuple[list[np.ndarray], str]:
     return [w.numpy() for w in model.weights], step.get_concrete_function(x, y).code
 
 
-def test_concurrent_weight_gradients_train_exactly_like_in_order(restore_threads):
+def test_concurrent_nodes_train_exactly_like_in_order(restore_threads, monkeypatch):
+    monkeypatch.setattr(schedule, "HANDOFF", 0.0)  # tiny kernels: make handing over pay
     concurrent, code = _train(2)
     in_order, code_1 = _train(1)
-    assert ".result()" in code
-    assert ".result()" not in code_1
+    assert ".get()" in code
+    assert ".get()" not in code_1
     for a, b in zip(concurrent, in_order):
         np.testing.assert_array_equal(a, b)
 
@@ -59,8 +60,16 @@ def _fails_on_negative(x):
     return x * 2
 
 
+def _on_worker(*ops: str):
+    """A stand-in for ``schedule.two_threads``: the graph's order, `ops` on the worker."""
+    def two_threads(plan, producers, on_worker_ok, cost=None):
+        return [(node, node.op.name in ops) for node in plan]
+
+    return two_threads
+
+
 def test_errors_on_the_worker_name_the_node_and_user_line(restore_threads, monkeypatch):
-    monkeypatch.setattr(interop, "ASYNC_OPS", interop.ASYNC_OPS | {"FailsOnNegativeForTest"})
+    monkeypatch.setattr(schedule, "two_threads", _on_worker("FailsOnNegativeForTest", "AddV2"))
     tf.config.threading.set_inter_op_parallelism_threads(2)
 
     @tf.function
@@ -70,19 +79,20 @@ def test_errors_on_the_worker_name_the_node_and_user_line(restore_threads, monke
         return y + tf.reduce_sum(z)
 
     np.testing.assert_array_equal(f(tf.constant([1.0, 2.0])).numpy(), [8.0, 10.0])
-    assert ".result()" in f.get_concrete_function(tf.constant([1.0, 2.0])).code
+    assert ".get()" in f.get_concrete_function(tf.constant([1.0, 2.0])).code
+    # the failing node's reader (AddV2) also runs on the worker: the error still names the
+    # node that raised, not the one that was waited for
     with pytest.raises(tf.errors.InvalidArgumentError) as info:
         f(tf.constant([-1.0, 2.0]))
     assert "FailsOnNegativeForTest" in str(info.value) and "negative input" in str(info.value)
     assert "test_interop.py" in str(info.value)
 
 
-def test_nothing_goes_to_the_worker_when_the_caller_would_only_wait(restore_threads,
-                                                                     monkeypatch):
-    monkeypatch.setattr(interop, "ASYNC_OPS", interop.ASYNC_OPS | {"FailsOnNegativeForTest"})
+def test_a_chain_stays_on_the_calling_thread(restore_threads, monkeypatch):
+    monkeypatch.setattr(schedule, "WORKER_OPS", schedule.WORKER_OPS | {"FailsOnNegativeForTest"})
     tf.config.threading.set_inter_op_parallelism_threads(2)
-    f = tf.function(lambda x: apply(_fails_on_negative, x) + 1.0)
-    assert ".result()" not in f.get_concrete_function(tf.constant([1.0])).code
+    f = tf.function(lambda x: tf.matmul(apply(_fails_on_negative, x), x) + 1.0)
+    assert ".get()" not in f.get_concrete_function(tf.ones([300, 300])).code
 
 
 def test_thread_setting_is_checked(restore_threads):
@@ -110,7 +120,7 @@ def test_a_forked_child_starts_its_own_worker():
 
 def test_a_pending_kernel_runs_past_variable_writes_and_reads_the_old_value(restore_threads,
                                                                            monkeypatch):
-    monkeypatch.setattr(interop, "ASYNC_OPS", interop.ASYNC_OPS | {"FailsOnNegativeForTest"})
+    monkeypatch.setattr(schedule, "two_threads", _on_worker("FailsOnNegativeForTest"))
     tf.config.threading.set_inter_op_parallelism_threads(2)
     v = tf.Variable([1.0, 2.0])
 
@@ -123,6 +133,11 @@ def test_a_pending_kernel_runs_past_variable_writes_and_reads_the_old_value(rest
 
     np.testing.assert_array_equal(f().numpy(), [2.0 - 32.0, 4.0 - 32.0])
     code = f.get_concrete_function().code.splitlines()
-    result_line = next(i for i, line in enumerate(code) if ".result()" in line)
+    result_line = next(i for i, line in enumerate(code) if ".get()" in line)
     reshape_line = next(i for i, line in enumerate(code) if ".reshape(" in line)  # after assign
     assert reshape_line < result_line, "\n".join(code)
+
+
+def test_a_graph_run_on_the_worker_hands_its_own_nodes_over_at_once():
+    inner = interop.submit(lambda: interop.submit(sum, [5, 6]).done())
+    assert inner.result(timeout=10) is True  # ran inline: the worker cannot wait for itself

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from tapeflow.framework import errors
-from tapeflow.graph import interop
+from tapeflow.graph import interop, schedule
 from tapeflow.graph.ir import CONST, Graph, Node, SymbolicTensor
 
 _counter = itertools.count()
@@ -181,6 +181,8 @@ class Executable:
                 node, args = self.lines.get(tb.tb_lineno, (None, []))
                 frame = tb.tb_frame
             tb = tb.tb_next
+        if frame is not None and getattr(e, "_tapeflow_line", None) in self.lines:
+            node, args = self.lines[e._tapeflow_line]  # raised by a node run on the worker
         if node is None:
             return e
         if isinstance(e, errors.OpError) and getattr(e, "_located", False):
@@ -254,20 +256,24 @@ def compile_graph(graph: Graph, outputs: list | None = None, inputs: list | None
             locals_.add(n)
         plan.append(node)
 
+    concurrent = profile is None and interop.enabled() and len(plan) > 1
+    if concurrent:
+        order = schedule.two_threads(plan, _producers(plan, names), _worker_ok(plan, names))
+    else:
+        order = [(node, False) for node in plan]
     last_use: dict[str, int] = {}
     use_count: dict[str, int] = {}
-    for step, node in enumerate(plan):
+    for step, (node, _) in enumerate(order):
         for t in node.inputs:
             last_use[names[id(t)]] = step
             use_count[names[id(t)]] = use_count.get(names[id(t)], 0) + 1
     final = {names[id(t)] for t in outputs if isinstance(t, SymbolicTensor)}
     fresh: set[str] = set()
-    concurrent = profile is None and interop.enabled()
-    pending: dict[str, tuple[Node, list[str]]] = {}  # futures of nodes run on the worker
+    pending: dict[str, tuple[Node, list[str]]] = {}  # outputs of nodes run on the worker
 
     def wait(names_: list[str]) -> None:
         for a in names_:
-            src.append(f"    {a} = {a}.result()")
+            src.append(f"    {a} = {a}.get()")
             lines[len(src)] = pending.pop(a)
 
     src = [f"def {_ident(name or graph.name)}({', '.join(params)}):"]
@@ -275,45 +281,21 @@ def compile_graph(graph: Graph, outputs: list | None = None, inputs: list | None
         env["_clock"] = time.perf_counter
         src.append("    _t0 = _clock()")
     lines: dict[int, tuple[Node, list[str]]] = {}
-    for step, node in enumerate(plan):
+    for step, (node, on_worker) in enumerate(order):
         args = [names[id(t)] for t in node.inputs]
         outs = [names[id(t)] for t in node.outputs]
         used_outs = [o for o in outs if o in last_use or o in final]
-        # only readers wait: a stateful node cannot disturb a pending kernel's inputs, since
-        # variable writes replace a variable's buffer and never write into the old one
-        wait([a for a in dict.fromkeys(args) if a in pending])
-        expr = None
-        if (concurrent and node.op.name in interop.ASYNC_OPS and len(used_outs) == len(outs) == 1
-                and _overlaps(plan, step, outs[0], names)):
-            kw = "".join(f", {k}={bind(v)}" for k, v in node.attrs.items())
-            expr = f"{bind(interop.submit)}({bind(node.op.kernel)}, {', '.join(args)}{kw})"
-            pending[outs[0]] = (node, args)
-        if expr is None and (node.op.name in _ASSIGNS_INTO
-                             and not graph._root().defers_variable_init
-                             and node.inputs[0].dtype is node.attrs["var"].dtype
-                             and _reusable(node, args, last_use, final, fresh, step,
-                                           use_count) == args[0]):
-            expr = f"{bind(_ASSIGNS_INTO[node.op.name])}({bind(node.attrs['var'])}, {args[0]})"
-        expr = expr or _inline(node, args, bind, graph)
-        uf = _ufunc(node) if expr is None else None
-        if uf is not None:
-            target = _reusable(node, args, last_use, final, fresh, step, use_count)
-            out_kw = f", out={target}" if target else ""
-            extra = "".join(f", {bind(c)}" for c in uf[1])
-            expr = f"{bind(uf[0])}({', '.join(args)}{extra}{out_kw})"
-        if expr is None:
-            kw = "".join(f", {k}={bind(v)}" for k, v in node.attrs.items())
-            call_args = ", ".join(args)
-            if kw and not call_args:
-                kw = kw[2:]
-            expr = f"{bind(node.op.kernel)}({call_args}{kw})"
-        if not used_outs:
-            line = expr
-        elif node.op.multi_output:
-            line = f"{', '.join(o if o in used_outs else '_' for o in outs)}, = {expr}"
+        if on_worker:  # worker nodes resolve their pending inputs there
+            line = _worker_line(node, args, outs, used_outs, bind, len(src) + 1,
+                                _reusable(node, args, last_use, final, fresh, step, use_count))
+            pending.update((o, (node, args)) for o in used_outs)
         else:
-            line = f"{outs[0]} = {expr}"
-        if uf is not None or node.op.name in _FRESH or (
+            # only readers wait: a stateful node cannot disturb a pending kernel's inputs,
+            # since variable writes replace a variable's buffer and never write into the old one
+            wait([a for a in dict.fromkeys(args) if a in pending])
+            line = _caller_line(node, args, outs, used_outs, bind, graph, step, last_use, final,
+                                fresh, use_count)
+        if _ufunc(node) is not None or node.op.name in _FRESH or (
                 node.op.name in _FRESH_FLOAT_KERNELS and node.inputs[0].dtype.is_floating):
             fresh.update(outs)
         src.append(f"    {line}")
@@ -325,6 +307,8 @@ def compile_graph(graph: Graph, outputs: list | None = None, inputs: list | None
                        and a not in final})
         if dead:
             src.append(f"    del {', '.join(dead)}")
+            for a in dead:  # read by worker nodes only: their readers are waited for instead
+                pending.pop(a, None)
     wait(list(pending))
     rets = [names[id(t)] if isinstance(t, SymbolicTensor) else bind(t) for t in outputs]
     src.append(f"    return ({', '.join(rets)}{',' if len(rets) == 1 else ''})")
@@ -337,15 +321,81 @@ def compile_graph(graph: Graph, outputs: list | None = None, inputs: list | None
     return Executable(fn, code, filename, lines)
 
 
-def _overlaps(plan: list[Node], step: int, out: str, names: dict) -> bool:
-    """Whether the caller has real work (``interop.OVERLAP_OPS``) between plan[step] and the
-    first reader of its output."""
-    for node in plan[step + 1:]:
-        if any(names.get(id(t)) == out for t in node.inputs):
+def _caller_line(node: Node, args: list[str], outs: list[str], used_outs: list[str],
+                 bind: Callable[[Any], str], graph: Graph, step: int, last_use: dict,
+                 final: set, fresh: set, use_count: dict) -> str:
+    """The line running `node` on the calling thread: an in-place variable update, an inlined
+    NumPy expression, a ufunc (into a dying input's buffer if it can), or the kernel call."""
+    expr = None
+    if (node.op.name in _ASSIGNS_INTO and not graph._root().defers_variable_init
+            and node.inputs[0].dtype is node.attrs["var"].dtype
+            and _reusable(node, args, last_use, final, fresh, step, use_count) == args[0]):
+        expr = f"{bind(_ASSIGNS_INTO[node.op.name])}({bind(node.attrs['var'])}, {args[0]})"
+    expr = expr or _inline(node, args, bind, graph)
+    uf = _ufunc(node) if expr is None else None
+    if uf is not None:
+        target = _reusable(node, args, last_use, final, fresh, step, use_count)
+        out_kw = f", out={target}" if target else ""
+        extra = "".join(f", {bind(c)}" for c in uf[1])
+        expr = f"{bind(uf[0])}({', '.join(args)}{extra}{out_kw})"
+    if expr is None:
+        kw = "".join(f", {k}={bind(v)}" for k, v in node.attrs.items())
+        call_args = ", ".join(args)
+        if kw and not call_args:
+            kw = kw[2:]
+        expr = f"{bind(node.op.kernel)}({call_args}{kw})"
+    return _assignment(node, outs, used_outs, expr)
+
+
+def _worker_line(node: Node, args: list[str], outs: list[str], used_outs: list[str],
+                 bind: Callable[[Any], str], line: int, target: str | None) -> str:
+    """The line handing `node` to the worker (``interop.launch``): its outputs become
+    ``Pending`` values, waited for where the calling thread first reads them."""
+    uf = _ufunc(node)
+    if uf is not None:
+        fn, extra = uf[0], [bind(c) for c in uf[1]]
+        kw = f", out={target}" if target else ""
+    else:
+        fn, extra = node.op.kernel, []
+        kw = "".join(f", {k}={bind(v)}" for k, v in node.attrs.items())
+    spec = bind((line, fn, len(outs) if node.op.multi_output else None))
+    expr = f"{bind(interop.launch)}({', '.join([spec] + args + extra)}{kw})"
+    return _assignment(node, outs, used_outs, expr)
+
+
+def _assignment(node: Node, outs: list[str], used_outs: list[str], expr: str) -> str:
+    if not used_outs:
+        return expr
+    if node.op.multi_output:
+        return f"{', '.join(o if o in used_outs else '_' for o in outs)}, = {expr}"
+    return f"{outs[0]} = {expr}"
+
+
+def _producers(plan: list[Node], names: dict) -> list[list[int]]:
+    """For each plan node, the indices of the plan nodes whose outputs it reads (an alias
+    shares its input's name, so it resolves to the real producer)."""
+    made = {}
+    for i, node in enumerate(plan):
+        for t in node.outputs:
+            made[names[id(t)]] = i
+    return [[made[names[id(t)]] for t in node.inputs if names.get(id(t)) in made]
+            for node in plan]
+
+
+def _worker_ok(plan: list[Node], names: dict) -> Callable[[Node], bool]:
+    """Nodes the worker may run: pure kernels (``schedule.WORKER_OPS``) and float ufuncs, whose
+    inputs are plain arrays, and that no node waits for by a control edge alone."""
+    controlling = {id(c) for node in plan for c in node.control_inputs}
+
+    def ok(node: Node) -> bool:
+        if id(node) in controlling or node.op.random:
             return False
-        if node.op.name in interop.OVERLAP_OPS:
+        if node.op.name in schedule.WORKER_OPS:
             return True
-    return False
+        uf = _ufunc(node)
+        return uf is not None and all(t.dtype.is_floating for t in node.outputs)
+
+    return ok
 
 
 def _reusable(node: Node, args: list[str], last_use: dict, final: set, fresh: set,

@@ -1,18 +1,18 @@
-"""Inter-op parallelism: weight-gradient kernels run on a second thread while the graph goes on.
+"""Inter-op parallelism: a compiled graph runs on two threads, the caller's and one worker.
 
-A training step's backward pass is two chains: the gradient flowing back through the
-activations (each layer waits for the one above it) and, hanging off it, each layer's weight
-gradient, which only the optimizer reads at the very end. The activation chain is full of
-memory-bound, single-threaded passes (batch norm, ReLU masks, pooling gradients) that leave the
-second core idle; the weight gradients (Conv2DBackpropFilter, BiasAddGrad) are compute-bound and
-independent of them. Compiled graphs therefore hand those kernels to one worker thread and go
-on; the result is waited for where it is first read and before the function returns. Stateful
-nodes need not wait: variable writes (assignments, optimizer updates) replace a variable's
-buffer instead of writing into it, so a value a kernel is still reading never changes, and
-buffer reuse (``codegen._reusable``) only overwrites an array its writer alone reads.
+A training step is not one chain. In the backward pass each layer's weight gradient hangs off
+the activation-gradient chain (only the optimizer reads it, at the very end), and a reversible
+network rebuilds the next block's input while the current block's gradients are taken.
+``graph.schedule`` decides, from static cost estimates, which pure kernels go to the worker and
+in what order each thread meets its nodes; the generated code hands a node over with
+``launch`` (its outputs become ``Pending``) and waits where a value is first read on the
+calling thread and before the function returns. Variable writes (assignments, optimizer
+updates) replace a variable's buffer instead of writing into it, so a value a kernel is still
+reading never changes, and buffer reuse (``codegen._reusable``) only overwrites an array its
+writer alone reads.
 
-NumPy's products and the compiled loops release the GIL, so the two run in parallel. The conv
-kernels see the busy core (``kernels.parallel.idle_core``) and stop splitting their batch in two.
+NumPy's products and the compiled loops release the GIL, so the two run in parallel. The
+kernels see the busy core (``kernels.parallel.idle_core``) and stop splitting their rows in two.
 
 ``tf.config.threading.set_inter_op_parallelism_threads(1)`` turns this off (graphs compiled
 afterwards run every node in order on the calling thread), as does a single-core machine.
@@ -21,20 +21,12 @@ afterwards run every node in order on the calling thread), as does a single-core
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from tapeflow._api import export
-
-ASYNC_OPS = frozenset({"Conv2DBackpropFilter", "BiasAddGrad"})
-# Work the calling thread can do meanwhile: a node goes to the worker only if one of these runs
-# between its submission and the first wait for it. Otherwise (the first layer's filter gradient,
-# with only optimizer updates after it) the caller would just wait, while the kernel, started
-# with the caller busy, runs on one core instead of splitting its batch over two.
-OVERLAP_OPS = frozenset({"Conv2D", "_FusedConv2D", "Conv2DBackpropInput", "MatMul",
-                         "FusedBatchNorm", "_FusedBatchNormEx", "FusedBatchNormGrad",
-                         "_FusedBatchNormGradEx", "MaxPoolGrad", "AvgPoolGrad"})
 
 _requested = 0  # 0: automatic
 _pool: ThreadPoolExecutor | None = None
@@ -64,7 +56,7 @@ def get_inter_op_parallelism_threads() -> int:
 
 
 def enabled() -> bool:
-    """Whether graphs compiled now hand ``ASYNC_OPS`` nodes to the worker thread."""
+    """Whether graphs compiled now hand nodes to the worker thread (``graph.schedule``)."""
     threads = _requested or min(2, _cores())
     return threads > 1
 
@@ -79,9 +71,61 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_pool)
 
 
+_on_worker = threading.local()
+
+
+def _mark_worker() -> None:
+    _on_worker.flag = True
+
+
 def submit(fn: Callable, *args: Any, **kwargs: Any) -> Future:
-    """Run fn(*args, **kwargs) on the inter-op worker thread."""
+    """Run fn(*args, **kwargs) on the inter-op worker thread (at once, on this thread, when
+    called from the worker itself: a graph run there must not wait for its own thread)."""
     global _pool
+    if getattr(_on_worker, "flag", False):
+        done: Future = Future()
+        try:
+            done.set_result(fn(*args, **kwargs))
+        except BaseException as e:  # noqa: BLE001 - handed to the reader, as the pool does
+            done.set_exception(e)
+        return done
     if _pool is None:
-        _pool = ThreadPoolExecutor(1, thread_name_prefix="tapeflow-interop")
+        _pool = ThreadPoolExecutor(1, thread_name_prefix="tapeflow-interop",
+                                   initializer=_mark_worker)
     return _pool.submit(fn, *args, **kwargs)
+
+
+class Pending:
+    """An output of a node handed to the worker: ``get()`` waits for it. `index` picks one
+    output of a multi-output kernel."""
+
+    __slots__ = ("future", "index")
+
+    def __init__(self, future: Future, index: int | None):
+        self.future, self.index = future, index
+
+    def get(self) -> Any:
+        value = self.future.result()
+        return value if self.index is None else value[self.index]
+
+
+def _run(line: int, fn: Callable, args: tuple, kwargs: dict) -> Any:
+    """Worker side: resolve inputs still pending (earlier worker nodes, finished by now: the
+    worker runs in order), then the kernel; a failure remembers its generated line."""
+    args = tuple(a.get() if type(a) is Pending else a for a in args)
+    kwargs = {k: v.get() if type(v) is Pending else v for k, v in kwargs.items()}
+    try:
+        return fn(*args, **kwargs)
+    except Exception as e:
+        e._tapeflow_line = line
+        raise
+
+
+def launch(spec: tuple[int, Callable, int | None], *args: Any, **kwargs: Any) -> Any:
+    """Hand one node to the worker; `spec` is (its generated line, the kernel, its output
+    count or None for one output). Returns a Pending, or a tuple of them."""
+    line, fn, outputs = spec
+    future = submit(_run, line, fn, args, kwargs)
+    if outputs is None:
+        return Pending(future, None)
+    return tuple(Pending(future, k) for k in range(outputs))
