@@ -45,6 +45,7 @@ def _train(threads: int, steps: int = 3) -> tuple[list[np.ndarray], str]:
 
 def test_concurrent_nodes_train_exactly_like_in_order(restore_threads, monkeypatch):
     monkeypatch.setattr(schedule, "HANDOFF", 0.0)  # tiny kernels: make handing over pay
+    monkeypatch.setattr(schedule, "MIN_WORKER_S", 0.0)
     concurrent, code = _train(2)
     in_order, code_1 = _train(1)
     assert ".get()" in code

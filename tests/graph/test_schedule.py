@@ -71,6 +71,34 @@ def test_a_side_branch_goes_to_the_worker_while_the_caller_keeps_the_long_path()
     assert on_worker[0].attrs["transpose_b"]  # the side product
 
 
+@pytest.mark.parametrize("window_s, most_on_worker", [(1e-3, 1), (10.0, 8)])
+def test_the_window_bounds_how_far_a_later_chain_runs_ahead(monkeypatch, window_s,
+                                                            most_on_worker):
+    x = tf.ones([256, 256])
+
+    def f(x):
+        first = second = x
+        for _ in range(8):
+            first = tf.matmul(first, x)
+        for _ in range(8):  # independent, but after the first chain in the plan
+            second = tf.matmul(second, x, transpose_b=True)
+        return first + second
+
+    monkeypatch.setattr(schedule, "WINDOW_S", window_s)
+    plan, producers = _plan(f, x)
+    order = schedule.two_threads(plan, producers, lambda n: True)
+    _check_order(order, plan, producers)
+    # unbounded, the second chain runs beside the first; bounded, it waits for the first to
+    # be nearly done (its first product may start beside the first chain's last)
+    assert sum(w for _, w in order) == most_on_worker
+
+
+def test_window_points_at_the_last_node_far_enough_back(monkeypatch):
+    monkeypatch.setattr(schedule, "WINDOW_S", 1.0)
+    costs = [0.5] * 6  # node i begins at i/2 windows, ends at (i+1)/2
+    assert schedule._window(costs) == [-1, -1, -1, 0, 1, 2]
+
+
 def test_stateful_nodes_never_go_to_the_worker_and_keep_their_order_per_variable():
     v, w = tf.Variable(1.0), tf.Variable(2.0)
 
@@ -104,6 +132,7 @@ def test_stateful_nodes_never_go_to_the_worker_and_keep_their_order_per_variable
 
 def test_effects_and_values_match_in_order_execution(two_threads, monkeypatch):
     monkeypatch.setattr(schedule, "HANDOFF", 0.0)  # hand over even tiny kernels
+    monkeypatch.setattr(schedule, "MIN_WORKER_S", 0.0)
     rng = np.random.default_rng(0)
     a = tf.constant(rng.standard_normal((64, 64)))
     v = tf.Variable(tf.zeros([64, 64], tf.float64))

@@ -96,17 +96,17 @@ def submit(fn: Callable, *args: Any, **kwargs: Any) -> Future:
 
 
 class Pending:
-    """An output of a node handed to the worker: ``get()`` waits for it. `index` picks one
-    output of a multi-output kernel."""
+    """An output of a node handed to the worker: ``get()`` waits for it. Each output of a
+    multi-output kernel has its own future, so one output still to be read (a batch norm's
+    mean) does not keep the others (its normalized activations) alive."""
 
-    __slots__ = ("future", "index")
+    __slots__ = ("future",)
 
-    def __init__(self, future: Future, index: int | None):
-        self.future, self.index = future, index
+    def __init__(self, future: Future):
+        self.future = future
 
     def get(self) -> Any:
-        value = self.future.result()
-        return value if self.index is None else value[self.index]
+        return self.future.result()
 
 
 def _run(line: int, fn: Callable, args: tuple, kwargs: dict) -> Any:
@@ -121,11 +121,24 @@ def _run(line: int, fn: Callable, args: tuple, kwargs: dict) -> Any:
         raise
 
 
+def _run_split(futures: tuple[Future, ...], line: int, fn: Callable, args: tuple,
+               kwargs: dict) -> None:
+    try:
+        values = _run(line, fn, args, kwargs)
+    except BaseException as e:  # noqa: BLE001 - every output's reader sees the failure
+        for f in futures:
+            f.set_exception(e)
+        return
+    for f, value in zip(futures, values):
+        f.set_result(value)
+
+
 def launch(spec: tuple[int, Callable, int | None], *args: Any, **kwargs: Any) -> Any:
     """Hand one node to the worker; `spec` is (its generated line, the kernel, its output
     count or None for one output). Returns a Pending, or a tuple of them."""
     line, fn, outputs = spec
-    future = submit(_run, line, fn, args, kwargs)
     if outputs is None:
-        return Pending(future, None)
-    return tuple(Pending(future, k) for k in range(outputs))
+        return Pending(submit(_run, line, fn, args, kwargs))
+    futures = tuple(Future() for _ in range(outputs))
+    submit(_run_split, futures, line, fn, args, kwargs)
+    return tuple(Pending(f) for f in futures)

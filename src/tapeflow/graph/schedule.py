@@ -12,9 +12,17 @@ The schedule comes from a static estimate of each node's cost (``estimate``: FLO
 convolutions and products, bytes moved for everything else) by insertion-based list scheduling
 (HEFT, Topcuoglu et al. 2002): nodes in order of their upward rank (the costliest path from the
 node to the end), each placed where it finishes first, on the calling thread or, if it is a pure
-kernel (``WORKER_OPS`` or a ufunc, no control inputs), on the worker. A value crossing threads
-costs ``HANDOFF`` seconds. A long chain with nothing beside it (a forward pass) stays on the
-calling thread, whose kernels then split over both idle cores as before.
+kernel (``WORKER_OPS`` or a ufunc, no control inputs) estimated at ``MIN_WORKER_S`` or more,
+on the worker. A value crossing threads costs ``HANDOFF`` seconds. A long chain with nothing
+beside it (a forward pass) stays on the calling thread, whose kernels then split over both idle
+cores as before. Lighter nodes never move: an MLP step's Adam updates on the worker made the
+step 2x slower (hand-over and GIL waits dwarf 50 us kernels).
+
+Memory: the plan's own order frees each value soon after it is made. A node may start only once
+every node ``WINDOW_S`` seconds of estimated work before it in that order is done, so the
+schedule runs neither far ahead of it (a RevNet's recompute chain racing through all blocks
+while the gradients follow: peak memory grew with depth, 35 -> 64 -> 96 MB at depth 2/6/10)
+nor far behind it (a queue of weight gradients holding their inputs).
 
 Ordering of effects: variable reads and writes keep their order per variable (a read after the
 write before it, a write after the reads and the write before it); other stateful nodes
@@ -25,6 +33,8 @@ stateful nodes. Only the calling thread runs stateful nodes.
 from __future__ import annotations
 
 import bisect
+import heapq
+import itertools
 import math
 from collections.abc import Callable
 
@@ -34,6 +44,8 @@ FLOPS_PER_S = 25e9  # a 3x3 convolution's direct FLOPs per second on one core (W
 BYTES_PER_S = 6e9  # memory-bound passes, bytes read and written per second on one core
 NODE_S = 3e-6  # Python overhead of one generated line
 HANDOFF = 30e-6  # a value produced on one thread and read on the other (wake-up, GIL)
+MIN_WORKER_S = 300e-6  # lighter nodes stay on the caller: hand-over and GIL waits cost more
+WINDOW_S = 80e-3  # how far (estimated seconds of work) a node may move from its plan position
 
 # Pure kernels worth a hand-off (beside the ufunc-lowered elementwise ops)
 WORKER_OPS = frozenset({
@@ -119,6 +131,18 @@ def _effect_deps(plan: list[Node]) -> dict[int, list[int]]:
     return deps
 
 
+def _window(costs: list[float]) -> list[int]:
+    """For each node, the last plan index whose estimated work ends WINDOW_S or more before the
+    node's begins (-1: none): it may start only once that node and all before it are done."""
+    ends = list(itertools.accumulate(costs))
+    behind, b = [], -1
+    for i, c in enumerate(costs):
+        while b + 1 < i and ends[i] - c - ends[b + 1] >= WINDOW_S:
+            b += 1
+        behind.append(b)
+    return behind
+
+
 class _Timeline:
     """One thread's busy intervals, sorted, for insertion-based placement."""
 
@@ -158,6 +182,7 @@ def two_threads(plan: list[Node], producers: list[list[int]],
         deps[i] += [index[id(c)] for c in node.control_inputs if id(c) in index]
     for i, extra in _effect_deps(plan).items():
         deps[i] += extra
+    deps = [sorted(set(ds)) for ds in deps]
     costs = [max((cost or estimate)(node), 1e-7) for node in plan]
     succs: list[list[int]] = [[] for _ in range(n)]
     for i, ds in enumerate(deps):
@@ -166,21 +191,49 @@ def two_threads(plan: list[Node], producers: list[list[int]],
     rank = [0.0] * n
     for i in range(n - 1, -1, -1):
         rank[i] = costs[i] + max((rank[s] for s in succs[i]), default=0.0)
-    ok = [on_worker_ok(node) and not node.op.stateful and not node.control_inputs
-          for node in plan]
+    ok = [c >= MIN_WORKER_S and on_worker_ok(node) and not node.op.stateful
+          and not node.control_inputs for node, c in zip(plan, costs)]
+    behind = _window(costs)
     lines = (_Timeline(), _Timeline())
     start, finish, thread = [0.0] * n, [0.0] * n, [0] * n
-    for i in sorted(range(n), key=lambda i: (-rank[i], i)):
+    unmet = [len(ds) for ds in deps]
+    placed = [False] * n
+    done_upto, done_finish = -1, [0.0]  # all of 0..done_upto placed; max finish of 0..k
+    ready: list[tuple[float, int]] = []  # (-rank, i): inputs placed and window reached
+    held: list[tuple[int, int]] = []  # (behind, i): inputs placed, window not yet
+
+    def offer(i: int) -> None:
+        if behind[i] <= done_upto:
+            heapq.heappush(ready, (-rank[i], i))
+        else:
+            heapq.heappush(held, (behind[i], i))
+
+    for i in range(n):
+        if not unmet[i]:
+            offer(i)
+    while ready:  # highest rank first, among nodes whose inputs and window are placed
+        _, i = heapq.heappop(ready)
+        earliest = done_finish[behind[i] + 1]  # the window: all nodes up to behind[i] done
         best = None
         for t in (0, 1) if ok[i] else (0,):
-            ready = max((finish[d] + (HANDOFF if thread[d] != t else 0.0) for d in deps[i]),
-                        default=0.0)
-            s = lines[t].earliest(ready, costs[i])
-            if best is None or s + costs[i] < best[0] + costs[i]:
+            at = max([earliest] + [finish[d] + (HANDOFF if thread[d] != t else 0.0)
+                                   for d in deps[i]])
+            s = lines[t].earliest(at, costs[i])
+            if best is None or s < best[0]:
                 best = (s, t)
         start[i], thread[i] = best
         finish[i] = best[0] + costs[i]
         lines[best[1]].insert(start[i], finish[i])
+        placed[i] = True
+        while done_upto + 1 < n and placed[done_upto + 1]:
+            done_upto += 1
+            done_finish.append(max(done_finish[-1], finish[done_upto]))
+        for s in succs[i]:
+            unmet[s] -= 1
+            if not unmet[s]:
+                offer(s)
+        while held and held[0][0] <= done_upto:
+            heapq.heappush(ready, (-rank[held[0][1]], heapq.heappop(held)[1]))
     return _emission_order(plan, deps, start, thread)
 
 
