@@ -171,3 +171,39 @@ def test_estimates_rank_convolutions_by_their_flops():
     flops = 2 * 8 * 16 * 16 * 32 * 9 * 32
     assert schedule.estimate(conv) == pytest.approx(schedule.NODE_S + flops
                                                     / schedule.FLOPS_PER_S)
+
+
+def test_loop_bodies_and_dataset_maps_hand_over_too_and_match_in_order(monkeypatch):
+    """Sub-graphs (a while_loop body, run by the caller) and graphs run on data-pipeline
+    threads share the one worker; results equal running every node in order."""
+    rng = np.random.default_rng(1)
+    a = tf.constant(rng.standard_normal((256, 256)) / 16)
+
+    def f(a):
+        def body(i, x, y):  # two independent products per iteration
+            return i + 1, tf.nn.relu(tf.matmul(x, a)), tf.tanh(tf.matmul(y, a, transpose_b=True))
+
+        _, x, y = tf.while_loop(lambda i, x, y: i < 3, body, (0, a, a))
+        return x + y
+
+    from tapeflow.graph import interop
+
+    launched = []
+    launch = interop.launch
+    monkeypatch.setattr(interop, "launch",
+                        lambda *args, **kw: launched.append(1) or launch(*args, **kw))
+    before = tf.config.threading.get_inter_op_parallelism_threads()
+    try:
+        results = {}
+        for threads in (2, 1):
+            tf.config.threading.set_inter_op_parallelism_threads(threads)
+            ds = tf.data.Dataset.from_tensor_slices(tf.stack([a, 2 * a])).map(
+                tf.function(f), num_parallel_calls=2)
+            results[threads] = (tf.function(f)(a).numpy(), [e.numpy() for e in ds])
+            if threads == 2:
+                assert launched, "nothing was handed to the worker"
+    finally:
+        tf.config.threading.set_inter_op_parallelism_threads(before)
+    np.testing.assert_array_equal(results[2][0], results[1][0])
+    for x, y in zip(results[2][1], results[1][1]):
+        np.testing.assert_array_equal(x, y)
