@@ -74,15 +74,21 @@ def _regular_backprop(model, x, labels):
     return tape.gradient(loss, model.trainable_variables)
 
 
-def test_reversible_backward_memory_stays_flat_with_depth():
+def _shallow_and_deep(depths=(2, 8)):
+    """(x, labels, {depth: built RevNet}) for the memory-versus-depth tests."""
     x = _normal((16, 16, 16, 3), 3, "float32")
-    labels = tf.constant(np.arange(16) % 10)
-    peaks = {}
-    for depth in (2, 8):
-        model = RevNet(filters=8, num_blocks=depth)
-        model(x[:1])
-        peaks[depth] = (_peak_bytes(lambda m=model: _regular_backprop(m, x, labels)),
-                        _peak_bytes(lambda m=model: m.compute_gradients(x, labels)))
+    models = {}
+    for depth in depths:
+        models[depth] = RevNet(filters=8, num_blocks=depth)
+        models[depth](x[:1])
+    return x, tf.constant(np.arange(16) % 10), models
+
+
+def test_reversible_backward_memory_stays_flat_with_depth():
+    x, labels, models = _shallow_and_deep()
+    peaks = {depth: (_peak_bytes(lambda m=model: _regular_backprop(m, x, labels)),
+                     _peak_bytes(lambda m=model: m.compute_gradients(x, labels)))
+             for depth, model in models.items()}
     regular_growth = peaks[8][0] / peaks[2][0]
     reversible_growth = peaks[8][1] / peaks[2][1]
     assert regular_growth > 2.0, peaks
@@ -188,12 +194,9 @@ def test_graph_schedule_keeps_reversible_memory_flat(monkeypatch):
     for name, value in (("HANDOFF", 0.0), ("MIN_WORKER_S", 0.0), ("WINDOW_S", 2e-3)):
         monkeypatch.setattr(schedule, name, value)
     try:
-        x = _normal((16, 16, 16, 3), 3, "float32")
-        labels = tf.constant(np.arange(16) % 10)
+        x, labels, models = _shallow_and_deep()
         peaks = {}
-        for depth in (2, 8):
-            model = RevNet(filters=8, num_blocks=depth)
-            model(x[:1])
+        for depth, model in models.items():
             step = tf.function(lambda m=model: m.compute_gradients(x, labels))
             step()
             assert ".get()" in step.get_concrete_function().code

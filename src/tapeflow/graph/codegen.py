@@ -258,7 +258,7 @@ def compile_graph(graph: Graph, outputs: list | None = None, inputs: list | None
 
     concurrent = profile is None and interop.enabled() and len(plan) > 1
     if concurrent:
-        order = schedule.two_threads(plan, _producers(plan, names), _worker_ok(plan, names))
+        order = schedule.two_threads(plan, _producers(plan, names), _worker_ok(plan))
     else:
         order = [(node, False) for node in plan]
     last_use: dict[str, int] = {}
@@ -382,13 +382,14 @@ def _producers(plan: list[Node], names: dict) -> list[list[int]]:
             for node in plan]
 
 
-def _worker_ok(plan: list[Node], names: dict) -> Callable[[Node], bool]:
-    """Nodes the worker may run: pure kernels (``schedule.WORKER_OPS``) and float ufuncs, whose
-    inputs are plain arrays, and that no node waits for by a control edge alone."""
+def _worker_ok(plan: list[Node]) -> Callable[[Node], bool]:
+    """Nodes the worker may run: kernels in ``schedule.WORKER_OPS`` and float ufuncs that no
+    node waits for by a control edge alone (``two_threads`` itself keeps stateful nodes,
+    random draws included, on the caller)."""
     controlling = {id(c) for node in plan for c in node.control_inputs}
 
     def ok(node: Node) -> bool:
-        if id(node) in controlling or node.op.random:
+        if id(node) in controlling:
             return False
         if node.op.name in schedule.WORKER_OPS:
             return True

@@ -35,7 +35,6 @@ from __future__ import annotations
 import bisect
 import heapq
 import itertools
-import math
 from collections.abc import Callable
 
 from tapeflow.graph.ir import Node
@@ -57,13 +56,6 @@ _VARIABLE_OPS = frozenset({"ReadVariableOp", "AssignVariableOp", "AssignAddVaria
                            "AssignSubVariableOp"})
 
 
-def _elements(t) -> int | None:
-    dims = t.shape.as_tuple()
-    if dims is None or any(d is None for d in dims):
-        return None
-    return math.prod(dims)
-
-
 def _flops(node: Node) -> float:
     """Multiply-adds x 2 of convolutions and matrix products (0 for other ops)."""
     name = node.op.name
@@ -72,18 +64,18 @@ def _flops(node: Node) -> float:
         # filter's taps x input channels
         side = node.outputs[0] if name != "Conv2DBackpropInput" else node.inputs[0]
         w = node.inputs[1].shape.as_tuple()
-        n = _elements(side)
+        n = side.shape.num_elements()
         if n is None or w is None or None in w[:3]:
             return 0.0
         return 2.0 * n * w[0] * w[1] * w[2]
     if name == "Conv2DBackpropFilter":
-        x, g = node.inputs[0].shape.as_tuple(), _elements(node.inputs[1])
+        x, g = node.inputs[0].shape.as_tuple(), node.inputs[1].shape.num_elements()
         kh, kw = node.attrs["filter_hw"]
         if g is None or x is None or x[3] is None:
             return 0.0
         return 2.0 * g * kh * kw * x[3]
     if name == "MatMul":
-        a, out = node.inputs[0].shape.as_tuple(), _elements(node.outputs[0])
+        a, out = node.inputs[0].shape.as_tuple(), node.outputs[0].shape.num_elements()
         if out is None or a is None or len(a) < 2:
             return 0.0
         k = a[-2] if node.attrs.get("transpose_a") else a[-1]
@@ -95,7 +87,7 @@ def estimate(node: Node) -> float:
     """Seconds one thread spends on `node`: its FLOPs or its bytes, whichever costs more."""
     moved = 0
     for t in list(node.inputs) + list(node.outputs):
-        n = _elements(t)
+        n = t.shape.num_elements()
         if n is not None:
             moved += n * t.dtype.size
     return NODE_S + max(_flops(node) / FLOPS_PER_S, moved / BYTES_PER_S)
@@ -176,7 +168,7 @@ def two_threads(plan: list[Node], producers: list[list[int]],
 
     `producers[i]`: indices of the plan nodes whose outputs node i reads (aliases resolved)."""
     n = len(plan)
-    deps = [list(dict.fromkeys(p)) for p in producers]
+    deps = [list(p) for p in producers]
     index = {id(node): i for i, node in enumerate(plan)}
     for i, node in enumerate(plan):
         deps[i] += [index[id(c)] for c in node.control_inputs if id(c) in index]
