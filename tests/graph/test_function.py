@@ -374,3 +374,22 @@ def test_tf_print_formats_nested_structures_every_call(capsys):
     assert capsys.readouterr().out == "vals{}: [[1 2], 3.5] {'y': 3.5}\n" * 2
     tf.print(tf.range(10), output_stream=sys.stdout)
     assert capsys.readouterr().out == "[0 1 2 ... 7 8 9]\n"
+
+
+def test_tape_inside_a_function_differentiates_captured_eager_tensors():
+    """An eager tensor closed over by traced code is captured as a constant; watching it and
+    asking for its gradient refer to that constant, as in eager execution."""
+    w = tf.constant([1.0, 2.0, 3.0])
+
+    def step(x):
+        with tf.GradientTape() as tape:
+            tape.watch(w)
+            y = tf.reduce_sum(x * w * w)
+        return tape.gradient(y, [w, x])
+
+    x = tf.constant([1.0, 0.5, -1.0])
+    graph_dw, graph_dx = tf.function(step)(x)
+    eager_dw, eager_dx = step(x)
+    np.testing.assert_allclose(graph_dw.numpy(), [2.0, 2.0, -6.0])
+    np.testing.assert_allclose(graph_dw.numpy(), eager_dw.numpy())
+    assert graph_dx is None and eager_dx is None  # x was not watched

@@ -7,6 +7,7 @@ import pytest
 
 import tapeflow as tf
 from tapeflow.keras import backend
+from tapeflow.kernels import winograd
 from tapeflow.models import Residual, RevNet
 
 
@@ -204,3 +205,27 @@ def test_graph_schedule_keeps_reversible_memory_flat(monkeypatch):
     finally:
         tf.config.threading.set_inter_op_parallelism_threads(before)
     assert peaks[8] / peaks[2] < 1.2, peaks
+
+
+@pytest.mark.skipif(winograd._combine is None, reason="needs numba (the Winograd path)")
+def test_recomputed_convolutions_hand_their_tiles_to_the_filter_gradients():
+    """graph/passes/share_tiles.py: in the reversible step every recomputed convolution runs
+    right before its filter gradient and shares its Winograd tiles, as do the last block's g
+    convolutions (kept from the forward pass). The first block's second f convolution is dead
+    in graph mode: it only rebuilds the input, which the stem's tape holds. Regular backprop
+    pairs only the last two convolutions."""
+    depth = 3
+    x = _normal((4, 16, 16, 3), 5, "float32")
+    labels = tf.constant(np.arange(4) % 10)
+    model = RevNet(filters=16, num_blocks=depth)
+    model(x[:1])
+    counts = {}
+    for kind, step in (("reversible", lambda: model.compute_gradients(x, labels)),
+                       ("regular", lambda: _regular_backprop(model, x, labels))):
+        names = [n.op.name for n in tf.function(step).get_concrete_function().graph.nodes]
+        counts[kind] = names.count("_WinogradConv2DBackpropFilter")
+    assert counts == {"reversible": 4 * (depth - 1) + 2 - 1, "regular": 2}
+    graph_grads, _ = tf.function(lambda: model.compute_gradients(x, labels))()
+    eager_grads, _ = model.compute_gradients(x, labels)
+    for g, e in zip(graph_grads, eager_grads):
+        np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=1e-3, atol=1e-4)

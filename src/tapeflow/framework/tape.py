@@ -17,8 +17,17 @@ import numpy as np
 
 from tapeflow.framework.context import state as _state
 from tapeflow.framework.nest import flatten, pack_sequence_as
-from tapeflow.framework.tensor import Tensor
+from tapeflow.framework.tensor import EagerTensor, Tensor
 from tapeflow.framework.variable import Variable
+
+
+def _as_traced(t: Any) -> Any:
+    """Inside a trace, an eager tensor the traced code reads is that graph's captured constant
+    (one per tensor), so watching it, or asking for its gradient, means that constant."""
+    graph = _state.graph
+    if graph is not None and isinstance(t, EagerTensor):
+        return graph.convert(t)
+    return t
 
 
 class UnconnectedGradients(enum.Enum):
@@ -105,6 +114,7 @@ class GradientTape:
             if isinstance(t, Variable):
                 self._watch_var(t)
             elif isinstance(t, Tensor):
+                t = _as_traced(t)
                 if _differentiable(t):
                     self._watched.add(id(t))
                     self._keep.append(t)
@@ -166,6 +176,7 @@ class GradientTape:
             if not isinstance(s, (Tensor, Variable)):
                 raise ValueError(f"GradientTape.gradient: sources must be tensors or variables, "
                                  f"got {type(s).__name__}")
+        flat_sources = [_as_traced(s) for s in flat_sources]
         flat_targets = flatten(target)
         if output_gradients is None:
             flat_out_grads = [None] * len(flat_targets)

@@ -51,7 +51,7 @@ WORKER_OPS = frozenset({
     "Conv2D", "_FusedConv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter", "MatMul",
     "FusedBatchNorm", "_FusedBatchNormEx", "FusedBatchNormGrad", "_FusedBatchNormGradEx",
     "MaxPool", "MaxPoolGrad", "AvgPool", "AvgPoolGrad", "BiasAdd", "BiasAddGrad", "ReluGrad",
-    "ConcatV2"})
+    "ConcatV2", "_WinogradConv2D", "_WinogradConv2DBackpropFilter"})
 _VARIABLE_OPS = frozenset({"ReadVariableOp", "AssignVariableOp", "AssignAddVariableOp",
                            "AssignSubVariableOp"})
 
@@ -59,7 +59,7 @@ _VARIABLE_OPS = frozenset({"ReadVariableOp", "AssignVariableOp", "AssignAddVaria
 def _flops(node: Node) -> float:
     """Multiply-adds x 2 of convolutions and matrix products (0 for other ops)."""
     name = node.op.name
-    if name in ("Conv2D", "_FusedConv2D", "Conv2DBackpropInput"):
+    if name in ("Conv2D", "_FusedConv2D", "_WinogradConv2D", "Conv2DBackpropInput"):
         # the output side (Conv2D's output, the input gradient's incoming gradient) times the
         # filter's taps x input channels
         side = node.outputs[0] if name != "Conv2DBackpropInput" else node.inputs[0]
@@ -68,12 +68,13 @@ def _flops(node: Node) -> float:
         if n is None or w is None or None in w[:3]:
             return 0.0
         return 2.0 * n * w[0] * w[1] * w[2]
-    if name == "Conv2DBackpropFilter":
+    if name in ("Conv2DBackpropFilter", "_WinogradConv2DBackpropFilter"):
+        # x's channels are the last dimension of x and of the Winograd tiles alike
         x, g = node.inputs[0].shape.as_tuple(), node.inputs[1].shape.num_elements()
         kh, kw = node.attrs["filter_hw"]
-        if g is None or x is None or x[3] is None:
+        if g is None or x is None or x[-1] is None:
             return 0.0
-        return 2.0 * g * kh * kw * x[3]
+        return 2.0 * g * kh * kw * x[-1]
     if name == "MatMul":
         a, out = node.inputs[0].shape.as_tuple(), node.outputs[0].shape.num_elements()
         if out is None or a is None or len(a) < 2:

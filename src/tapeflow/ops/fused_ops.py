@@ -5,6 +5,9 @@ over memory and with fewer fresh arrays:
 
 - ``_FusedConv2D(x, w, b)``: Conv2D -> BiasAdd [-> Relu]; the bias and the ReLU are applied in
   place on the convolution's fresh output.
+- ``_WinogradConv2D(x, w, b)``: ``_FusedConv2D`` that also returns the Winograd tiles of its
+  input; ``_WinogradConv2DBackpropFilter(tiles, g)`` is Conv2DBackpropFilter from those tiles
+  instead of x (``graph/passes/share_tiles.py`` pairs the two when they run close together).
 - ``_FusedBatchNormEx(x, scale, offset)``: FusedBatchNorm -> Relu on y, in the normalize pass;
   a fifth output holds the per-channel [a, b] with y = relu(x*a + b), bit for bit.
 - ``_FusedBatchNormGradEx(g, m, x, scale, mean, inv[, addend])``: ReluGrad ->
@@ -17,7 +20,8 @@ over memory and with fewer fresh arrays:
 Users never call them (the names start with an underscore, as TF's own fused kernels do). The
 forward ones have gradients written with the unfused gradient ops, so an optimized graph is
 differentiable like the traced one (a ``tf.function`` called under a tape). Like
-FusedBatchNormGrad, ``_FusedBatchNormGradEx`` appears only in backward graphs and has none.
+FusedBatchNormGrad, ``_FusedBatchNormGradEx`` and ``_WinogradConv2DBackpropFilter`` appear only
+in backward graphs and have none.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from tapeflow.framework.dispatch import apply, op
 from tapeflow.kernels import batch_norm as _bn
 from tapeflow.kernels import bias as _bias
 from tapeflow.kernels import conv as _conv
+from tapeflow.kernels import winograd as _winograd
 from tapeflow.ops import conv_ops, nn_ops, normalization_ops
 
 ACTIVATIONS = (None, "Relu")
@@ -64,6 +69,59 @@ def _(g, out, x, w, b, *, strides, dilations, padding, activation):
     dx, dw = conv_ops._conv2d.grad_fn(g, None, x, w, strides=strides, dilations=dilations,
                                       padding=padding)
     return dx, dw, apply(nn_ops._bias_add_grad, g, data_format="NHWC")
+
+
+# --- convolution that keeps its Winograd input tiles, and the filter gradient from them ----------
+
+
+def _winograd_geometry(hw, filter_hw, n, cin, cout, dtype, strides, dilations,
+                       padding) -> _conv.Geometry:
+    geo = conv_ops._geometry(hw, filter_hw, strides, dilations, padding)
+    if not _winograd.applies(geo, n, cin, cout, dtype):
+        raise ValueError(f"a {filter_hw[0]}x{filter_hw[1]} convolution of {n} {dtype} images "
+                         f"{hw[0]}x{hw[1]}x{cin} -> {cout} channels (strides {strides}, "
+                         f"dilations {dilations}) does not take the Winograd path")
+    return geo
+
+
+def _winograd_conv_rule(x, w, b, *, strides, dilations, padding, activation):
+    y = conv_ops._conv_rule(x, w, strides=strides, dilations=dilations, padding=padding)
+    (n, ho, wo, _), dtype = y
+    cin, tile = x[0][3] if x[0] is not None else None, _winograd.F4.tile
+    tiles = None if None in (n, ho, wo) else n * -(-ho // tile) * -(-wo // tile)
+    return [y, ((_winograd.F4.positions, tiles, cin), dtype)]
+
+
+@op("_WinogradConv2D", multi_output=True, shape=_winograd_conv_rule, same_dtype=True)
+def _winograd_conv2d(x, w, b, *, strides, dilations, padding, activation):
+    """(``_FusedConv2D``'s output, the input's Winograd F(4x4, 3x3) tiles)."""
+    relu = _check_activation(activation)
+    geo = _winograd_geometry(x.shape[1:3], w.shape[:2], x.shape[0], x.shape[3], w.shape[3],
+                             x.dtype, strides, dilations, padding)
+    y, tiles = _winograd.conv2d(x, w.astype(x.dtype, copy=False), geo, keep_tiles=True)
+    return _bias.add_bias_inplace(y, b, relu), tiles
+
+
+@_winograd_conv2d.def_grad
+def _(gs, outs, x, w, b, *, strides, dilations, padding, activation):
+    # the tiles are a by-product for the filter gradient, nothing differentiable reads them
+    return _fused_conv2d.grad_fn(gs[0], outs[0], x, w, b, strides=strides, dilations=dilations,
+                                 padding=padding, activation=activation)
+
+
+def _tiles_filter_rule(tiles, g, *, input_hw, filter_hw, strides, dilations, padding):
+    (ts, dtype), gs = tiles, g[0]
+    return ((*filter_hw, None if ts is None else ts[2], None if gs is None else gs[3]), dtype)
+
+
+@op("_WinogradConv2DBackpropFilter", shape=_tiles_filter_rule, same_dtype=True)
+def _winograd_conv2d_backprop_filter(tiles, g, *, input_hw, filter_hw, strides, dilations,
+                                     padding):
+    """Conv2DBackpropFilter(x, g) from ``_WinogradConv2D``'s tiles of x (`input_hw` its
+    spatial size)."""
+    geo = _winograd_geometry(input_hw, filter_hw, g.shape[0], tiles.shape[2], g.shape[3],
+                             tiles.dtype, strides, dilations, padding)
+    return _winograd.conv2d_backprop_filter(None, g, geo, tiles=tiles)
 
 
 # --- batch norm + ReLU --------------------------------------------------------------------------

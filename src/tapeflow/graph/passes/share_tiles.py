@@ -1,0 +1,90 @@
+"""Winograd tiles shared between a convolution and its filter gradient.
+
+A 3x3 convolution on the Winograd path transforms its input into tiles; the filter gradient
+transforms the same input again (about a third of its time: 3.2 -> 1.9 ms for 32 images of
+32x32x16). When both run in one graph, ``_FusedConv2D(x, w, b)`` becomes ``_WinogradConv2D``,
+which also returns the tiles, and ``Conv2DBackpropFilter(x, g)`` becomes
+``_WinogradConv2DBackpropFilter(tiles, g)``.
+
+The tiles are 2.25x the size of x and live from the convolution to the gradient, so a pair is
+only rewritten when at most ``MAX_CONVS_BETWEEN`` other convolutions run in between: RevNet's
+reversible backward pass recomputes each block's convolutions right before their gradients
+(every pair qualifies, at most two sets of tiles alive), while regular backprop keeps x from
+the forward pass to the far end of the backward pass (only the last convolutions qualify, so
+its peak memory does not grow with depth).
+"""
+
+from __future__ import annotations
+
+from tapeflow.graph.ir import Graph, Node, clone, readers
+from tapeflow.kernels import winograd
+from tapeflow.ops import conv_ops, fused_ops
+
+MAX_CONVS_BETWEEN = 1
+_FORWARD_CONVS = frozenset({conv_ops._conv2d.name, fused_ops._fused_conv2d.name,
+                            fused_ops._winograd_conv2d.name})
+_GEOMETRY = ("strides", "dilations", "padding")
+
+
+def _winograd_pair(f: Node, b: Node) -> bool:
+    """Whether forward `f` and filter gradient `b` (which reads f's input) are one
+    convolution that takes the Winograd path at the graph's static shapes."""
+    x, w = f.inputs[0], f.inputs[1]
+    if (f.op is not fused_ops._fused_conv2d or f.control_inputs
+            or f.inputs[0] is not b.inputs[0] or f.attrs.get("data_format", "NHWC") != "NHWC"
+            or any(f.attrs[k] != b.attrs[k] for k in _GEOMETRY)):
+        return False
+    xs, ws = x.shape.as_tuple(), w.shape.as_tuple()
+    if xs is None or ws is None or None in xs or None in ws or ws[:2] != tuple(
+            b.attrs["filter_hw"]):
+        return False
+    geo = conv_ops._geometry(xs[1:3], ws[:2], f.attrs["strides"], f.attrs["dilations"],
+                             f.attrs["padding"])
+    return winograd.applies(geo, xs[0], xs[3], ws[3], x.dtype.as_numpy_dtype)
+
+
+def run(graph: Graph) -> tuple[Graph, str]:
+    """Pair each Conv2DBackpropFilter with the close-by Winograd convolution of its input."""
+    g, _ = clone(graph)
+    found = readers(g)
+    convs = [i for i, n in enumerate(g.nodes) if n.op.name in _FORWARD_CONVS]
+    ordered = {id(c) for n in g.nodes for c in n.control_inputs}
+    kept: dict[int, Node] = {}  # position of a rewritten forward -> its _WinogradConv2D
+    pairs = 0
+    for bi, b in enumerate(list(g.nodes)):
+        if (b.op is not conv_ops._conv2d_backprop_filter or b.control_inputs
+                or id(b) in ordered):
+            continue
+        fi = next((i for i in found.get(id(b.inputs[0]), []) if i < bi
+                   and sum(i < c < bi for c in convs) <= MAX_CONVS_BETWEEN
+                   and (i in kept or (id(g.nodes[i]) not in ordered
+                                      and _winograd_pair(g.nodes[i], b)))), None)
+        if fi is None:
+            continue
+        if fi not in kept:
+            f = g.nodes[fi]
+            kept[fi] = _replace(g, fi, fused_ops._winograd_conv2d, list(f.inputs),
+                                dict(f.attrs))
+        f = kept[fi]
+        _replace(g, bi, fused_ops._winograd_conv2d_backprop_filter, [f.outputs[1], b.inputs[1]],
+                 {"input_hw": tuple(f.inputs[0].shape.as_tuple()[1:3]),
+                  "filter_hw": tuple(b.attrs["filter_hw"]), **{k: b.attrs[k] for k in _GEOMETRY}})
+        pairs += 1
+    return g, (f"share_tiles: paired {pairs} filter gradients with their convolution's "
+               "Winograd tiles")
+
+
+def _replace(g: Graph, at: int, op, inputs: list, attrs: dict) -> Node:
+    """A node of `op` in place of node `at`, its first output taking over the old one's uses."""
+    old = g.nodes[at]
+    specs = op.shape_fn(*[(t.shape.as_tuple(), t.dtype) for t in inputs], **attrs)
+    node = g.add_node(op, inputs, attrs, specs if op.multi_output else [specs],
+                      name=old.name, location=old.location)
+    g.nodes.pop()
+    node.name = old.name
+    g.nodes[at] = node
+    out, new = old.outputs[0], node.outputs[0]
+    for reader in g.nodes[at + 1:]:
+        reader.inputs = [new if t is out else t for t in reader.inputs]
+    g.outputs = [new if t is out else t for t in g.outputs]
+    return node
