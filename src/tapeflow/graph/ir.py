@@ -463,6 +463,23 @@ def replace_uses(graph: Graph, old: SymbolicTensor, new: SymbolicTensor,
     return count
 
 
+def substitute(graph: Graph, at: int, op: Op, inputs: list, attrs: dict,
+               takes_over: list) -> Node:
+    """A node of `op` in place of node `at` (same name and source line); its i-th output takes
+    over the later uses of ``takes_over[i]`` (None: a value no one reads yet)."""
+    old = graph.nodes[at]
+    specs = _infer(op, [(t.shape.as_tuple(), t.dtype) for t in inputs], attrs)
+    node = graph.add_node(op, inputs, attrs, list(specs) if op.multi_output else [specs],
+                          name=old.name, location=old.location)
+    graph.nodes.pop()
+    node.name = old.name
+    graph.nodes[at] = node
+    for t, new in zip(takes_over, node.outputs):
+        if t is not None:
+            replace_uses(graph, t, new, after=at + 1)
+    return node
+
+
 def remove_nodes(graph: Graph, dead: set[int]) -> None:
     """Erase the nodes with ids in `dead`; refuses if a surviving node still uses one."""
     removed = {id(t) for n in graph.nodes if id(n) in dead for t in n.outputs}

@@ -51,7 +51,7 @@ WORKER_OPS = frozenset({
     "Conv2D", "_FusedConv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter", "MatMul",
     "FusedBatchNorm", "_FusedBatchNormEx", "FusedBatchNormGrad", "_FusedBatchNormGradEx",
     "MaxPool", "MaxPoolGrad", "AvgPool", "AvgPoolGrad", "BiasAdd", "BiasAddGrad", "ReluGrad",
-    "ConcatV2", "_WinogradConv2D", "_WinogradConv2DBackpropFilter"})
+    "ConcatV2", "_WinogradConv2D", "_WinogradConv2DBackpropFilter", "_BatchNormReluConv2D"})
 _VARIABLE_OPS = frozenset({"ReadVariableOp", "AssignVariableOp", "AssignAddVariableOp",
                            "AssignSubVariableOp"})
 
@@ -59,7 +59,8 @@ _VARIABLE_OPS = frozenset({"ReadVariableOp", "AssignVariableOp", "AssignAddVaria
 def _flops(node: Node) -> float:
     """Multiply-adds x 2 of convolutions and matrix products (0 for other ops)."""
     name = node.op.name
-    if name in ("Conv2D", "_FusedConv2D", "_WinogradConv2D", "Conv2DBackpropInput"):
+    if name in ("Conv2D", "_FusedConv2D", "_WinogradConv2D", "_BatchNormReluConv2D",
+                "Conv2DBackpropInput"):
         # the output side (Conv2D's output, the input gradient's incoming gradient) times the
         # filter's taps x input channels
         side = node.outputs[0] if name != "Conv2DBackpropInput" else node.inputs[0]

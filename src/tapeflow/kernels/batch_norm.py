@@ -133,6 +133,21 @@ def moments(x2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return shift + d, var
 
 
+def statistics(x: np.ndarray, scale: np.ndarray, offset: np.ndarray, epsilon: float):
+    """(batch mean, unbiased batch variance, 1/sqrt(biased variance + eps), [a, b]) of
+    ``forward`` without its normalize pass: for a consumer that applies y = x*a + b itself
+    (a convolution reading its input through ``winograd.conv2d(prologue=...)``)."""
+    c = x.shape[-1]
+    x2 = np.ascontiguousarray(x).reshape(-1, c)
+    m = x2.shape[0]
+    mean, var = moments(x2)
+    inv = 1.0 / np.sqrt(var + epsilon)
+    a = scale.astype(np.float64) * inv
+    ab = np.stack([a, offset.astype(np.float64) - mean * a]).astype(x.dtype)
+    unbiased = var * (m / max(m - 1, 1))
+    return mean.astype(x.dtype), unbiased.astype(x.dtype), inv.astype(x.dtype), ab
+
+
 def forward(x: np.ndarray, scale: np.ndarray, offset: np.ndarray, epsilon: float,
             relu: bool = False, coefficients: bool = False):
     """(y, batch mean, unbiased batch variance, 1/sqrt(biased variance + eps)), as TF's
@@ -141,18 +156,18 @@ def forward(x: np.ndarray, scale: np.ndarray, offset: np.ndarray, epsilon: float
     written in the same pass. With `coefficients`, a fifth result: the (2, C) array [a, b]
     in x's dtype with y = x*a + b (before the ReLU) exactly as computed here, from which
     ``backward`` recomputes the ReLU mask instead of reading y."""
+    mean, unbiased, inv, ab = statistics(x, scale, offset, epsilon)
     c = x.shape[-1]
-    x2 = np.ascontiguousarray(x).reshape(-1, c)
-    m = x2.shape[0]
-    mean, var = moments(x2)
-    inv = 1.0 / np.sqrt(var + epsilon)
-    a = scale.astype(np.float64) * inv
-    ab = np.stack([a, offset.astype(np.float64) - mean * a]).astype(x.dtype)
-    y = _affine(x2, ab[0], ab[1], relu)
-    unbiased = var * (m / max(m - 1, 1))
-    out = (y.reshape(x.shape), mean.astype(x.dtype), unbiased.astype(x.dtype),
-           inv.astype(x.dtype))
+    y = _affine(np.ascontiguousarray(x).reshape(-1, c), ab[0], ab[1], relu)
+    out = (y.reshape(x.shape), mean, unbiased, inv)
     return out + (ab,) if coefficients else out
+
+
+def affine_relu(x: np.ndarray, ab: np.ndarray) -> np.ndarray:
+    """max(x*a + b, 0) per channel, [a, b] = `ab`: ``forward(relu=True)``'s y from its
+    coefficients, bit for bit."""
+    c = x.shape[-1]
+    return _affine(np.ascontiguousarray(x).reshape(-1, c), ab[0], ab[1], True).reshape(x.shape)
 
 
 def backward(g: np.ndarray, x: np.ndarray, scale: np.ndarray, mean: np.ndarray,

@@ -214,6 +214,24 @@ def _split_nb(src, top, left, tile, dst):
 
 
 @jit()
+def _split_affine_relu_nb(src, top, left, tile, ab, dst):
+    """``_split_nb`` of max(src*a + b, 0) per channel, [a, b] = ab (NaN stays NaN, as in
+    ``batch_norm._affine_nb``): a batch norm + ReLU read on the way in, never stored."""
+    images, h, w, c = src.shape
+    a, b = ab[0], ab[1]
+    for n in range(images):
+        for i in range(h):
+            row = dst[n, top + i]
+            for j in range(w):
+                p = left + j
+                d = row[p % tile, p // tile]
+                s = src[n, i, j]
+                for ch in range(c):
+                    v = s[ch] * a[ch] + b[ch]
+                    d[ch] = v if v > 0 or v != v else 0.0
+
+
+@jit()
 def _input_tiles_nb(xps, th, tw, tile, index, coef, count, hand, s, v, pstride):
     """V = B^T d B for every tile (or A g A^T, with A as `index`/`coef`/`count`). xps: (images,
     rows, tile*(tw+1)*cin), each padded row with its columns split by phase; s: (span,
@@ -376,12 +394,15 @@ class _Tiler:
     ``"a"`` (A, span x tile) for output-gradient tiles, which do not; either way tile ti, tj
     starts at row tile*ti and column tile*tj of the padded array. With `whole` (the tiles of
     the whole batch and their flat buffer, from ``_staggered``), each chunk is written to its
-    own images' place there instead of to a chunk buffer, so the tiles outlive the call."""
+    own images' place there instead of to a chunk buffer, so the tiles outlive the call. With
+    `prologue` ([a, b] per channel), the tiles are those of max(src*a + b, 0)."""
 
     def __init__(self, src: np.ndarray, top: int, left: int, th: int, tw: int, step: int,
                  variant: Variant, which: str,
-                 whole: tuple[np.ndarray, np.ndarray] | None = None):
+                 whole: tuple[np.ndarray, np.ndarray] | None = None,
+                 prologue: np.ndarray | None = None):
         self.src, self.top, self.left, self.th, self.tw = src, top, left, th, tw
+        self.prologue = prologue
         tile, span, c = variant.tile, variant.span, src.shape[3]
         self.tile, self.rows, self.positions = tile, tile * th + 2, variant.positions
         self.terms = _terms(variant, which, src.dtype.str)
@@ -397,7 +418,11 @@ class _Tiler:
         """Transformed tiles of images b0..b1: (positions, (b1-b0)*th*tw, channels)."""
         nb, per_image = b1 - b0, self.th * self.tw
         first = b0 * per_image if self.whole else 0  # where image b0's tiles go
-        _split_nb(self.src[b0:b1], self.top, self.left, self.tile, self.split[:nb])
+        if self.prologue is None:
+            _split_nb(self.src[b0:b1], self.top, self.left, self.tile, self.split[:nb])
+        else:
+            _split_affine_relu_nb(self.src[b0:b1], self.top, self.left, self.tile, self.prologue,
+                                  self.split[:nb])
         _input_tiles_nb(self.split[:nb].reshape(nb, self.rows, -1), self.th, self.tw, self.tile,
                         *self.terms, self.hand, self.scratch,
                         self.flat[first * self.src.shape[3]:], self.flat.size // self.positions)
@@ -421,14 +446,22 @@ def tiles_shape(n: int, g: conv.Geometry, cin: int, variant: Variant = F4) -> tu
 
 @single_threaded
 def conv2d(x: np.ndarray, w: np.ndarray, g: conv.Geometry, variant: Variant = F4,
-           keep_tiles: bool = False):
+           keep_tiles: bool = False, prologue: np.ndarray | None = None):
     """NHWC 3x3 stride-1 convolution of `x` with HWIO filter `w`, as ``conv.conv2d``.
 
     With `keep_tiles`, (output, input tiles): the transformed input of the whole batch, which
     ``conv2d_backprop_filter`` takes in place of `x` (2.25x x's size for F(4x4); computing
-    them is about a quarter of the filter gradient's work)."""
+    them is about a quarter of the filter gradient's work). With `prologue` ([a, b], shape
+    (2, Cin)), the input is max(x*a + b, 0), applied while reading x: a batch norm + ReLU
+    whose output is never stored (the zero padding stays zero, as it is the padding of the
+    ReLU's output)."""
     x = _packed_channels(x)
     n, cin, cout = x.shape[0], x.shape[3], w.shape[3]
+    if prologue is not None:
+        prologue = np.ascontiguousarray(prologue, dtype=x.dtype)
+        if prologue.shape != (2, cin):
+            raise ValueError(f"the prologue must be [a, b] of shape (2, {cin}), got "
+                             f"{list(prologue.shape)}")
     tile, span, positions = variant.tile, variant.span, variant.positions
     th, tw = -(-g.ho // tile), -(-g.wo // tile)
     u = filter_transform(w.astype(x.dtype, copy=False), variant)
@@ -440,7 +473,7 @@ def conv2d(x: np.ndarray, w: np.ndarray, g: conv.Geometry, variant: Variant = F4
 
     def work(lo: int, hi: int) -> None:
         step = _step(lo, hi, per_image, x.itemsize)
-        tiles = _Tiler(x, g.pt, g.pl, th, tw, step, variant, "bt", kept)
+        tiles = _Tiler(x, g.pt, g.pl, th, tw, step, variant, "bt", kept, prologue)
         zw = np.empty((span, tile, tw * cout), dtype=x.dtype)
         zy = np.empty((tile, tile, tw * cout), dtype=x.dtype)
         m, mflat = _staggered(positions, step * th * tw, cout, x.dtype)

@@ -10,6 +10,10 @@ over memory and with fewer fresh arrays:
   instead of x (``graph/passes/share_tiles.py`` pairs the two when they run close together).
 - ``_FusedBatchNormEx(x, scale, offset)``: FusedBatchNorm -> Relu on y, in the normalize pass;
   a fifth output holds the per-channel [a, b] with y = relu(x*a + b), bit for bit.
+- ``_BatchNormStatistics(x, scale, offset)`` and ``_BatchNormReluConv2D(x, w, b, scale, offset,
+  *statistics)``: ``_FusedBatchNormEx`` whose y only a convolution on the Winograd path reads
+  (``graph/passes/prologue.py``): the statistics pass, then the convolution applies
+  relu(x*a + b) as it tiles x, so y is never written (one pass over x and one array fewer).
 - ``_FusedBatchNormGradEx(g, m, x, scale, mean, inv[, addend])``: ReluGrad ->
   FusedBatchNormGrad, the ReLU mask applied while reading g; then optionally -> AddV2 of
   another gradient of x into dx (DenseNet's concatenations sum two paths' gradients). The mask
@@ -31,7 +35,8 @@ from tapeflow.kernels import batch_norm as _bn
 from tapeflow.kernels import bias as _bias
 from tapeflow.kernels import conv as _conv
 from tapeflow.kernels import winograd as _winograd
-from tapeflow.ops import conv_ops, nn_ops, normalization_ops
+from tapeflow.ops import array_ops, conv_ops, math_ops, nn_ops, normalization_ops
+from tapeflow.ops.normalization_ops import is_zero_gradient
 
 ACTIVATIONS = (None, "Relu")
 
@@ -174,3 +179,78 @@ def _fused_batch_norm_grad_ex(g, mask, x, scale, mean, inv, *addend, mask_from="
                          f"{list(mask.shape)}")
     relu = {"relu_out" if mask_from == "output" else "relu_coefficients": mask}
     return _bn.backward(g, x, scale, mean, inv, addend=addend[0] if addend else None, **relu)
+
+
+# --- batch norm + ReLU read by a convolution ------------------------------------------------------
+
+
+def _bn_statistics_rule(x, scale, offset, *, epsilon):
+    return _fused_bn_rule(x, scale, offset, epsilon=epsilon, activation="Relu")[1:]
+
+
+@op("_BatchNormStatistics", multi_output=True, same_dtype=True, shape=_bn_statistics_rule)
+def _batch_norm_statistics(x, scale, offset, *, epsilon):
+    """``_FusedBatchNormEx``'s outputs but y: (batch mean, variance, inverse std, [a, b])."""
+    c = x.shape[-1]
+    if scale.shape != (c,) or offset.shape != (c,):
+        raise ValueError(f"scale and offset must be vectors of the channel count {c}, got "
+                         f"{list(scale.shape)} and {list(offset.shape)}")
+    return _bn.statistics(x, scale, offset, epsilon)
+
+
+@_batch_norm_statistics.def_grad
+def _(gs, outs, x, scale, offset, *, epsilon):
+    # the statistics' own gradient (moving averages read them); the gradient through the
+    # normalized activations is the convolution's (below); inv and [a, b] are by-products
+    g_mean, g_var = gs[:2]
+    if is_zero_gradient(g_mean) and is_zero_gradient(g_var):
+        return None, None, None
+    mean = outs[0]
+    r = math_ops._size_ratio(mean, x)  # 1 / rows
+    return g_mean * r + g_var * (2.0 * (x - mean)) * (r / (1.0 - r)), None, None
+
+
+def _bn_relu_conv_rule(x, w, b, scale, offset, mean, var, inv, ab, *, strides, dilations,
+                       padding, activation, keep_tiles, epsilon):
+    if keep_tiles:
+        return _winograd_conv_rule(x, w, b, strides=strides, dilations=dilations,
+                                   padding=padding, activation=activation)
+    return [conv_ops._conv_rule(x, w, strides=strides, dilations=dilations, padding=padding)]
+
+
+@op("_BatchNormReluConv2D", multi_output=True, same_dtype=True, shape=_bn_relu_conv_rule)
+def _batch_norm_relu_conv2d(x, w, b, scale, offset, mean, var, inv, ab, *, strides, dilations,
+                            padding, activation, keep_tiles, epsilon):
+    """[``_FusedConv2D`` (``_WinogradConv2D`` with `keep_tiles`) of y = max(x*a + b, 0)], y
+    the training-mode batch norm + ReLU of x whose ``_BatchNormStatistics`` are the other
+    inputs. On the Winograd path y is applied while the tiler reads x and never stored;
+    elsewhere it is materialized. Its gradient is the convolution's then the batch norm's."""
+    relu = _check_activation(activation)
+    if ab.shape != (2, x.shape[-1]) or x.shape[-1] != w.shape[2]:
+        raise ValueError(f"input has {x.shape[-1]} channels, the coefficients "
+                         f"{list(ab.shape)} and the filter {w.shape[2]} input channels")
+    geo = conv_ops._geometry(x.shape[1:3], w.shape[:2], strides, dilations, padding)
+    w = w.astype(x.dtype, copy=False)
+    if keep_tiles or _winograd.applies(geo, x.shape[0], x.shape[-1], w.shape[3], x.dtype):
+        _winograd_geometry(x.shape[1:3], w.shape[:2], x.shape[0], x.shape[-1], w.shape[3],
+                           x.dtype, strides, dilations, padding)  # raises if it does not apply
+        z = _winograd.conv2d(x, w, geo, keep_tiles=keep_tiles, prologue=ab)
+    else:
+        z = _conv.conv2d(_bn.affine_relu(x, ab), w, geo)
+    z, kept = z if keep_tiles else (z, None)
+    z = _bias.add_bias_inplace(z, b, relu)
+    return [z, kept] if keep_tiles else [z]
+
+
+@_batch_norm_relu_conv2d.def_grad
+def _(gs, outs, x, w, b, scale, offset, mean, var, inv, ab, *, strides, dilations, padding,
+      activation, keep_tiles, epsilon):
+    y = apply(nn_ops._relu, x * ab[0] + ab[1])  # the input never stored, for the filter grad
+    dy, dw, db = _fused_conv2d.grad_fn(gs[0], outs[0], y, w, b, strides=strides,
+                                       dilations=dilations, padding=padding,
+                                       activation=activation)
+    zero = array_ops.zeros_like(mean)  # the statistics' gradient is _BatchNormStatistics'
+    dx, dscale, doffset = _fused_batch_norm_ex.grad_fn(
+        (dy, zero, zero, zero, array_ops.zeros_like(ab)), (y, mean, var, inv, ab), x, scale,
+        offset, epsilon=epsilon, activation="Relu")
+    return dx, dw, db, dscale, doffset, None, None, None, None

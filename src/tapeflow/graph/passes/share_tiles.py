@@ -16,7 +16,7 @@ its peak memory does not grow with depth).
 
 from __future__ import annotations
 
-from tapeflow.graph.ir import Graph, Node, clone, readers
+from tapeflow.graph.ir import Graph, Node, clone, readers, substitute
 from tapeflow.kernels import winograd
 from tapeflow.ops import conv_ops, fused_ops
 
@@ -26,21 +26,26 @@ _FORWARD_CONVS = frozenset({conv_ops._conv2d.name, fused_ops._fused_conv2d.name,
 _GEOMETRY = ("strides", "dilations", "padding")
 
 
+def takes_winograd(conv: Node) -> bool:
+    """Whether convolution node `conv` (input, filter first) takes the Winograd path at the
+    graph's static shapes."""
+    x, w = conv.inputs[0], conv.inputs[1]
+    xs, ws = x.shape.as_tuple(), w.shape.as_tuple()
+    if (xs is None or ws is None or None in xs or None in ws
+            or conv.attrs.get("data_format", "NHWC") != "NHWC"):
+        return False
+    geo = conv_ops._geometry(xs[1:3], ws[:2], conv.attrs["strides"], conv.attrs["dilations"],
+                             conv.attrs["padding"])
+    return winograd.applies(geo, xs[0], xs[3], ws[3], x.dtype.as_numpy_dtype)
+
+
 def _winograd_pair(f: Node, b: Node) -> bool:
     """Whether forward `f` and filter gradient `b` (which reads f's input) are one
-    convolution that takes the Winograd path at the graph's static shapes."""
-    x, w = f.inputs[0], f.inputs[1]
-    if (f.op is not fused_ops._fused_conv2d or f.control_inputs
-            or f.inputs[0] is not b.inputs[0] or f.attrs.get("data_format", "NHWC") != "NHWC"
-            or any(f.attrs[k] != b.attrs[k] for k in _GEOMETRY)):
-        return False
-    xs, ws = x.shape.as_tuple(), w.shape.as_tuple()
-    if xs is None or ws is None or None in xs or None in ws or ws[:2] != tuple(
-            b.attrs["filter_hw"]):
-        return False
-    geo = conv_ops._geometry(xs[1:3], ws[:2], f.attrs["strides"], f.attrs["dilations"],
-                             f.attrs["padding"])
-    return winograd.applies(geo, xs[0], xs[3], ws[3], x.dtype.as_numpy_dtype)
+    convolution that takes the Winograd path."""
+    return (f.op is fused_ops._fused_conv2d and not f.control_inputs
+            and f.inputs[0] is b.inputs[0] and all(f.attrs[k] == b.attrs[k] for k in _GEOMETRY)
+            and tuple(f.inputs[1].shape.as_tuple() or ())[:2] == tuple(b.attrs["filter_hw"])
+            and takes_winograd(f))
 
 
 def run(graph: Graph) -> tuple[Graph, str]:
@@ -63,28 +68,14 @@ def run(graph: Graph) -> tuple[Graph, str]:
             continue
         if fi not in kept:
             f = g.nodes[fi]
-            kept[fi] = _replace(g, fi, fused_ops._winograd_conv2d, list(f.inputs),
-                                dict(f.attrs))
+            kept[fi] = substitute(g, fi, fused_ops._winograd_conv2d, list(f.inputs),
+                                  dict(f.attrs), f.outputs)
         f = kept[fi]
-        _replace(g, bi, fused_ops._winograd_conv2d_backprop_filter, [f.outputs[1], b.inputs[1]],
-                 {"input_hw": tuple(f.inputs[0].shape.as_tuple()[1:3]),
-                  "filter_hw": tuple(b.attrs["filter_hw"]), **{k: b.attrs[k] for k in _GEOMETRY}})
+        substitute(g, bi, fused_ops._winograd_conv2d_backprop_filter,
+                   [f.outputs[1], b.inputs[1]],
+                   {"input_hw": tuple(f.inputs[0].shape.as_tuple()[1:3]),
+                    "filter_hw": tuple(b.attrs["filter_hw"]),
+                    **{k: b.attrs[k] for k in _GEOMETRY}}, b.outputs)
         pairs += 1
     return g, (f"share_tiles: paired {pairs} filter gradients with their convolution's "
                "Winograd tiles")
-
-
-def _replace(g: Graph, at: int, op, inputs: list, attrs: dict) -> Node:
-    """A node of `op` in place of node `at`, its first output taking over the old one's uses."""
-    old = g.nodes[at]
-    specs = op.shape_fn(*[(t.shape.as_tuple(), t.dtype) for t in inputs], **attrs)
-    node = g.add_node(op, inputs, attrs, specs if op.multi_output else [specs],
-                      name=old.name, location=old.location)
-    g.nodes.pop()
-    node.name = old.name
-    g.nodes[at] = node
-    out, new = old.outputs[0], node.outputs[0]
-    for reader in g.nodes[at + 1:]:
-        reader.inputs = [new if t is out else t for t in reader.inputs]
-    g.outputs = [new if t is out else t for t in g.outputs]
-    return node
