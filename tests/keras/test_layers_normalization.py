@@ -1,11 +1,14 @@
 """BatchNormalization and LayerNormalization: NumPy, PyTorch, gradients, tf.function updates."""
 
+import contextlib
+
 import numpy as np
 import pytest
 from layer_checks import check_layer_grads
 
 import tapeflow as tf
 from tapeflow.keras import backend, layers
+from tapeflow.keras.layers import normalization
 
 
 @pytest.fixture(autouse=True)
@@ -153,3 +156,47 @@ def test_layer_norm_over_several_axes():
     mean, var = x.mean((1, 2), keepdims=True), x.var((1, 2), keepdims=True)
     np.testing.assert_allclose(out, (x - mean) / np.sqrt(var + 1e-3), rtol=1e-10)
     assert ln.gamma.shape == (3, 4)
+
+
+def test_replayed_batch_statistics_normalize_and_leave_moving_averages_alone():
+    """record_batch_statistics / replay_batch_statistics (RevNet's recompute): the replay pass
+    normalizes with the recorded statistics, updates nothing, and a layer with nothing left to
+    replay computes its own."""
+    rng = np.random.default_rng(4)
+    x = tf.constant(rng.standard_normal((6, 3, 3, 4)) * 2.0 + 1.0)
+    layer = tf.keras.layers.BatchNormalization(dtype="float64")
+    with normalization.record_batch_statistics() as statistics:
+        recorded = layer(x, training=True)
+    moved = [v.numpy().copy() for v in layer.non_trainable_variables]
+    assert not np.allclose(moved[0], 0.0)  # the recording pass updated the moving mean
+    shifted = x + 1.0  # normalized with x's statistics, so its output moves by 1 * gamma/std
+    with normalization.replay_batch_statistics(statistics):
+        replayed = layer(shifted, training=True)
+        for v, before in zip(layer.non_trainable_variables, moved):
+            np.testing.assert_array_equal(v.numpy(), before)  # the replay updated nothing
+        own = layer(shifted, training=True)  # nothing left: its own statistics
+    std = np.sqrt(x.numpy().reshape(-1, 4).var(axis=0) + layer.epsilon)
+    np.testing.assert_allclose(replayed.numpy(), recorded.numpy() + 1.0 / std, atol=1e-10)
+    np.testing.assert_allclose(own.numpy(), recorded.numpy(), atol=1e-10)
+    assert not np.allclose(layer.non_trainable_variables[0].numpy(), moved[0])  # own updated
+
+
+def test_replayed_statistics_keep_the_training_gradient():
+    """The gradient with replayed statistics is training mode's, statistics as functions of
+    the input: the same as recomputing them."""
+    x = tf.constant(np.random.default_rng(5).standard_normal((5, 2, 2, 3)))
+    layer = tf.keras.layers.BatchNormalization(dtype="float64")
+    grads = []
+    for replay in (False, True):
+        with normalization.record_batch_statistics() as statistics:
+            layer(x, training=True)
+        replaying = (normalization.replay_batch_statistics(statistics) if replay
+                     else contextlib.nullcontext())
+        with replaying:
+            with tf.GradientTape() as tape:
+                tape.watch(x)
+                y = layer(x, training=True)
+                loss = tf.reduce_sum(y * y * tf.range(1.0, 4.0, dtype="float64"))
+        grads.append(tape.gradient(loss, [x, *layer.trainable_variables]))
+    for a, b in zip(*grads):
+        np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=1e-10, atol=1e-12)

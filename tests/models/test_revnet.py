@@ -219,12 +219,17 @@ def test_recomputed_convolutions_hand_their_tiles_to_the_filter_gradients():
     labels = tf.constant(np.arange(4) % 10)
     model = RevNet(filters=16, num_blocks=depth)
     model(x[:1])
-    counts = {}
+    counts, replayed = {}, {}
     for kind, step in (("reversible", lambda: model.compute_gradients(x, labels)),
                        ("regular", lambda: _regular_backprop(model, x, labels))):
-        names = [n.op.name for n in tf.function(step).get_concrete_function().graph.nodes]
-        counts[kind] = names.count("_WinogradConv2DBackpropFilter")
+        nodes = tf.function(step).get_concrete_function().graph.nodes
+        counts[kind] = [n.op.name for n in nodes].count("_WinogradConv2DBackpropFilter")
+        # batch norms given the statistics the forward pass recorded (x, scale, offset, mean,
+        # variance): the recompute's, in every block before the last
+        replayed[kind] = sum(len(n.inputs) == 5 for n in nodes if n.op.name in (
+            "FusedBatchNorm", "_FusedBatchNormEx", "_BatchNormStatistics"))
     assert counts == {"reversible": 4 * (depth - 1) + 2 - 1, "regular": 2}
+    assert replayed == {"reversible": 4 * (depth - 1), "regular": 0}
     graph_grads, _ = tf.function(lambda: model.compute_gradients(x, labels))()
     eager_grads, _ = model.compute_gradients(x, labels)
     for g, e in zip(graph_grads, eager_grads):

@@ -282,6 +282,42 @@ def test_fused_batch_norm_statistics_outputs_are_differentiable():
                 _bn_inputs(np.random.default_rng(2), (4, 3)))
 
 
+def test_fused_batch_norm_with_given_statistics_replays_them():
+    """FusedBatchNorm(x, scale, offset, mean, variance): x's own statistics, given (a RevNet
+    recompute replays them), give the same outputs, and the training-mode gradient with
+    respect to x, statistics as functions of x; the given ones get their outputs' gradient."""
+    from tapeflow.framework.dispatch import apply
+    from tapeflow.ops import normalization_ops
+
+    rng = np.random.default_rng(8)
+    x, scale, offset = rng.standard_normal((3, 2, 2, 4)), rng.standard_normal(4), \
+        rng.standard_normal(4)
+    _, mean, var = (t.numpy() for t in tf.nn.fused_batch_norm(x, scale, offset, epsilon=1e-3))
+
+    def replayed(x, scale, offset, mean, var):
+        return apply(normalization_ops._fused_batch_norm, x, scale, offset, mean, var,
+                     epsilon=1e-3)[0]
+
+    for got, want in zip(apply(normalization_ops._fused_batch_norm, x, scale, offset, mean,
+                               var, epsilon=1e-3),
+                         apply(normalization_ops._fused_batch_norm, x, scale, offset,
+                               epsilon=1e-3)):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12, atol=1e-12)
+    with tf.GradientTape(persistent=True) as tape:
+        args = [tf.constant(a) for a in (x, scale, offset, mean, var)]
+        tape.watch(args)
+        weights = tf.constant(rng.standard_normal(x.shape))
+        loss = tf.reduce_sum(replayed(*args) * weights)
+        own = tf.reduce_sum(tf.nn.fused_batch_norm(*args[:3], epsilon=1e-3)[0] * weights)
+    for got, want in zip(tape.gradient(loss, args[:3]), tape.gradient(own, args[:3])):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-10, atol=1e-12)
+    for g in tape.gradient(loss, args[3:]):  # y does not depend on them: it is x's own
+        assert g is None or not g.numpy().any()
+    with pytest.raises(tf.errors.InvalidArgumentError, match="given statistics must be"):
+        apply(normalization_ops._fused_batch_norm, x, scale, offset, mean[:3], var,
+              epsilon=1e-3)
+
+
 def test_fused_batch_norm_vs_torch_training():
     torch = pytest.importorskip("torch")
     x, scale, offset = _bn_inputs(np.random.default_rng(4), (4, 3, 3, 6))

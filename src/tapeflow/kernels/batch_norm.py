@@ -133,30 +133,35 @@ def moments(x2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return shift + d, var
 
 
-def statistics(x: np.ndarray, scale: np.ndarray, offset: np.ndarray, epsilon: float):
+def statistics(x: np.ndarray, scale: np.ndarray, offset: np.ndarray, epsilon: float,
+               given: tuple = ()):
     """(batch mean, unbiased batch variance, 1/sqrt(biased variance + eps), [a, b]) of
     ``forward`` without its normalize pass: for a consumer that applies y = x*a + b itself
-    (a convolution reading its input through ``winograd.conv2d(prologue=...)``)."""
+    (a convolution reading its input through ``winograd.conv2d(prologue=...)``). `given`:
+    x's (mean, unbiased variance), already known (a replay), so x is not read at all."""
     c = x.shape[-1]
-    x2 = np.ascontiguousarray(x).reshape(-1, c)
-    m = x2.shape[0]
-    mean, var = moments(x2)
+    m = x.size // max(c, 1)
+    if given:
+        mean, unbiased = (np.asarray(v, dtype=np.float64).reshape(c) for v in given)
+        var = unbiased * (max(m - 1, 1) / m) if m else unbiased
+    else:
+        mean, var = moments(np.ascontiguousarray(x).reshape(-1, c))
+        unbiased = var * (m / max(m - 1, 1))
     inv = 1.0 / np.sqrt(var + epsilon)
     a = scale.astype(np.float64) * inv
     ab = np.stack([a, offset.astype(np.float64) - mean * a]).astype(x.dtype)
-    unbiased = var * (m / max(m - 1, 1))
     return mean.astype(x.dtype), unbiased.astype(x.dtype), inv.astype(x.dtype), ab
 
 
 def forward(x: np.ndarray, scale: np.ndarray, offset: np.ndarray, epsilon: float,
-            relu: bool = False, coefficients: bool = False):
+            relu: bool = False, coefficients: bool = False, given: tuple = ()):
     """(y, batch mean, unbiased batch variance, 1/sqrt(biased variance + eps)), as TF's
     FusedBatchNorm: y is normalized with the biased variance, while the returned variance has
     Bessel's correction because it feeds the moving average. With `relu`, y is max(y, 0),
     written in the same pass. With `coefficients`, a fifth result: the (2, C) array [a, b]
     in x's dtype with y = x*a + b (before the ReLU) exactly as computed here, from which
-    ``backward`` recomputes the ReLU mask instead of reading y."""
-    mean, unbiased, inv, ab = statistics(x, scale, offset, epsilon)
+    ``backward`` recomputes the ReLU mask instead of reading y. `given`: as ``statistics``."""
+    mean, unbiased, inv, ab = statistics(x, scale, offset, epsilon, given)
     c = x.shape[-1]
     y = _affine(np.ascontiguousarray(x).reshape(-1, c), ab[0], ab[1], relu)
     out = (y.reshape(x.shape), mean, unbiased, inv)

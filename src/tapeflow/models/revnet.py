@@ -7,7 +7,9 @@ A reversible block splits its input channels into (x1, x2) and computes
 block's input while taking its gradients with ``GradientTape(output_gradients=...)``. Peak
 activation memory then stays flat as the network gets deeper. Only the last block keeps its
 activations from the forward pass: its backward follows at once, so they are held only while the
-head runs (one block's worth, whatever the depth) and its recompute is saved.
+head runs (one block's worth, whatever the depth) and its recompute is saved. The recompute
+replays the batch-norm statistics the forward pass recorded (``record_batch_statistics``): the
+same values, up to the rounding of the rebuilt input, for one pass over each input fewer.
 """
 
 from __future__ import annotations
@@ -18,6 +20,11 @@ import tapeflow as tf
 from tapeflow import keras
 from tapeflow.keras import layers
 from tapeflow.keras.engine import data_adapter
+from tapeflow.keras.layers.normalization import (
+    BatchStatistics,
+    record_batch_statistics,
+    replay_batch_statistics,
+)
 
 
 class ResidualInner(keras.Model):
@@ -63,14 +70,26 @@ class Residual(keras.Model):
                                           training)
         return tf.concat(x, axis=self.axis), tf.concat(dx, axis=self.axis), grads
 
-    def backward_pair(self, y: tuple[Any, Any], dy: tuple[Any, Any],
-                      training: Any = True) -> tuple[tuple, tuple, list]:
-        """``backward_grads`` on channel halves: ((x1, x2), (dx1, dx2), grads)."""
-        (y1, y2), (dy1, dy2) = y, dy
+    def backward_pair(self, y: tuple[Any, Any], dy: tuple[Any, Any], training: Any = True,
+                      statistics: BatchStatistics | None = None) -> tuple[tuple, tuple, list]:
+        """``backward_grads`` on channel halves: ((x1, x2), (dx1, dx2), grads). With the
+        block's batch-norm `statistics` recorded in the forward pass, the recompute replays
+        them instead of recomputing them."""
+        if statistics is not None:
+            with replay_batch_statistics(statistics):
+                return self._backward_pair(y, dy, training)
         # the recompute runs in training mode, so batch norm updates its moving statistics
         # again; they are put back afterwards: one update per step, as in regular training
         state = self.non_trainable_variables
         kept = [v.read_value() for v in state]
+        result = self._backward_pair(y, dy, training)
+        for v, value in zip(state, kept):
+            v.assign(value)
+        return result
+
+    def _backward_pair(self, y: tuple[Any, Any], dy: tuple[Any, Any],
+                       training: Any) -> tuple[tuple, tuple, list]:
+        (y1, y2), (dy1, dy2) = y, dy
         with tf.GradientTape() as gtape:
             gtape.watch(y1)
             gy1 = self.g(y1, training=training)
@@ -86,8 +105,6 @@ class Residual(keras.Model):
         grads = ftape.gradient(fx2, [x2] + f_vars, output_gradients=dx1)
         dx2 = dy2 + grads[0]
         df = grads[1:]
-        for v, value in zip(state, kept):
-            v.assign(value)
         return (y1 - fx2, x2), (dx1, dx2), df + dg
 
 
@@ -97,8 +114,8 @@ class RevNet(keras.Model):
     ``model(x, training=True)`` is ordinary backprop-able code; ``compute_gradients`` is the
     reversible backward pass and returns the same gradients (up to rounding); ``fit`` trains
     with it. The backward pass re-runs blocks in training mode, as in the blog's code, but
-    unlike it restores their batch-norm moving statistics afterwards, so they end each step
-    as regular backprop leaves them.
+    with the forward pass's batch statistics and without touching the moving statistics, so
+    they end each step as regular backprop leaves them.
     """
 
     def __init__(self, num_classes: int = 10, filters: int = 16, num_blocks: int = 4,
@@ -156,8 +173,9 @@ class RevNet(keras.Model):
         with tf.GradientTape() as stem_tape:
             h0 = self.stem(x)
         halves = tf.split(h0, num_or_size_splits=2, axis=-1)
-        for block in body:  # no tape: nothing is kept but the current activation
-            halves = block.forward_pair(*halves, training=training)
+        with record_batch_statistics() as statistics:  # replayed by the recompute
+            for block in body:  # no tape: nothing is kept but the current activation
+                halves = block.forward_pair(*halves, training=training)
         with tf.GradientTape() as last_tape:
             last_tape.watch(halves)
             last_in, halves = halves, last.forward_pair(*halves, training=training)
@@ -175,8 +193,8 @@ class RevNet(keras.Model):
         by_var.update((id(v), g) for v, g in zip(last.trainable_variables, grads[2:]))
         halves, d_halves = last_in, grads[:2]
         for block in reversed(body):  # halves passed along: no concat/split per block
-            halves, d_halves, block_grads = block.backward_pair(halves, d_halves,
-                                                                training=training)
+            halves, d_halves, block_grads = block.backward_pair(
+                halves, d_halves, training=training, statistics=statistics)
             by_var.update((id(v), g) for v, g in zip(block.trainable_variables, block_grads))
         stem_vars = self.stem.trainable_variables
         by_var.update((id(v), g) for v, g in zip(

@@ -132,29 +132,26 @@ def _winograd_conv2d_backprop_filter(tiles, g, *, input_hw, filter_hw, strides, 
 # --- batch norm + ReLU --------------------------------------------------------------------------
 
 
-def _fused_bn_rule(x, scale, offset, *, epsilon, activation):
+def _fused_bn_rule(x, scale, offset, *given, epsilon, activation):
     specs = normalization_ops._fused_rule(x, scale, offset, epsilon=epsilon)
     return specs + [((2,) + specs[1][0], x[1])]
 
 
 @op("_FusedBatchNormEx", multi_output=True, same_dtype=True, shape=_fused_bn_rule)
-def _fused_batch_norm_ex(x, scale, offset, *, epsilon, activation):
+def _fused_batch_norm_ex(x, scale, offset, *given, epsilon, activation):
     """FusedBatchNorm's four outputs, y passed through the activation, and [a, b]."""
     relu = _check_activation(activation)
-    c = x.shape[-1]
-    if scale.shape != (c,) or offset.shape != (c,):
-        raise ValueError(f"scale and offset must be vectors of the channel count {c}, got "
-                         f"{list(scale.shape)} and {list(offset.shape)}")
-    return _bn.forward(x, scale, offset, epsilon, relu=relu, coefficients=True)
+    normalization_ops.check_parameters(x, scale, offset, given)
+    return _bn.forward(x, scale, offset, epsilon, relu=relu, coefficients=True, given=given)
 
 
 @_fused_batch_norm_ex.def_grad
-def _(gs, outs, x, scale, offset, *, epsilon, activation):
+def _(gs, outs, x, scale, offset, *given, epsilon, activation):
     gy, *g_stats = gs[:4]  # the coefficients are a by-product for the gradient kernel
     if _check_activation(activation):
         gy = apply(nn_ops._relu_grad, gy, outs[0])
     return normalization_ops._fused_batch_norm.grad_fn((gy, *g_stats), outs[:4], x, scale,
-                                                       offset, epsilon=epsilon)
+                                                       offset, *given, epsilon=epsilon)
 
 
 MASK_SOURCES = ("output", "coefficients")
@@ -184,25 +181,24 @@ def _fused_batch_norm_grad_ex(g, mask, x, scale, mean, inv, *addend, mask_from="
 # --- batch norm + ReLU read by a convolution ------------------------------------------------------
 
 
-def _bn_statistics_rule(x, scale, offset, *, epsilon):
+def _bn_statistics_rule(x, scale, offset, *given, epsilon):
     return _fused_bn_rule(x, scale, offset, epsilon=epsilon, activation="Relu")[1:]
 
 
 @op("_BatchNormStatistics", multi_output=True, same_dtype=True, shape=_bn_statistics_rule)
-def _batch_norm_statistics(x, scale, offset, *, epsilon):
+def _batch_norm_statistics(x, scale, offset, *given, epsilon):
     """``_FusedBatchNormEx``'s outputs but y: (batch mean, variance, inverse std, [a, b])."""
-    c = x.shape[-1]
-    if scale.shape != (c,) or offset.shape != (c,):
-        raise ValueError(f"scale and offset must be vectors of the channel count {c}, got "
-                         f"{list(scale.shape)} and {list(offset.shape)}")
-    return _bn.statistics(x, scale, offset, epsilon)
+    normalization_ops.check_parameters(x, scale, offset, given)
+    return _bn.statistics(x, scale, offset, epsilon, given)
 
 
 @_batch_norm_statistics.def_grad
-def _(gs, outs, x, scale, offset, *, epsilon):
+def _(gs, outs, x, scale, offset, *given, epsilon):
     # the statistics' own gradient (moving averages read them); the gradient through the
     # normalized activations is the convolution's (below); inv and [a, b] are by-products
     g_mean, g_var = gs[:2]
+    if given:  # passed through from the given ones
+        return None, None, None, g_mean, g_var
     if is_zero_gradient(g_mean) and is_zero_gradient(g_var):
         return None, None, None
     mean = outs[0]

@@ -65,20 +65,32 @@ def l2_normalize(x: Any, axis: Any = None, epsilon: float = 1e-12, name: str | N
 # --- fused training batch norm ------------------------------------------------------------------
 
 
-def _fused_rule(x, scale, offset, *, epsilon):
+def _fused_rule(x, scale, offset, *given, epsilon):
     xs, dtype = x
     c = (None if xs is None else xs[-1],)
     return [(xs, dtype), (c, dtype), (c, dtype), (c, dtype)]
 
 
-@op("FusedBatchNorm", multi_output=True, same_dtype=True, shape=_fused_rule)
-def _fused_batch_norm(x, scale, offset, *, epsilon):
-    """(y, batch mean, batch variance with Bessel's correction, 1/sqrt(biased var + eps))."""
+def check_parameters(x, scale, offset, given) -> None:
+    """Scale, offset and any given statistics are vectors of x's channel count."""
     c = x.shape[-1]
     if scale.shape != (c,) or offset.shape != (c,):
         raise ValueError(f"scale and offset must be vectors of the channel count {c}, got "
                          f"{list(scale.shape)} and {list(offset.shape)}")
-    return _bn.forward(x, scale, offset, epsilon)
+    if len(given) not in (0, 2) or any(v.shape != (c,) for v in given):
+        raise ValueError(f"the given statistics must be a mean and a variance of the channel "
+                         f"count {c}, got shapes {[list(v.shape) for v in given]}")
+
+
+@op("FusedBatchNorm", multi_output=True, same_dtype=True, shape=_fused_rule)
+def _fused_batch_norm(x, scale, offset, *given, epsilon):
+    """(y, batch mean, batch variance with Bessel's correction, 1/sqrt(biased var + eps)).
+
+    `given`: x's own batch (mean, variance with Bessel's correction), known from an earlier
+    pass over the same values (a RevNet recompute replays them): the statistics are not
+    recomputed, and the gradient is still training mode's (statistics as functions of x)."""
+    check_parameters(x, scale, offset, given)
+    return _bn.forward(x, scale, offset, epsilon, given=given)
 
 
 def _fused_grad_rule(g, x, scale, mean, inv):
@@ -117,13 +129,15 @@ def _backward_in_ops(g, x, scale, epsilon: float):
 
 
 @_fused_batch_norm.def_grad
-def _(gs, outs, x, scale, offset, *, epsilon):
+def _(gs, outs, x, scale, offset, *given, epsilon):
     gy, g_mean, g_var, _ = gs
     _, mean, _, inv = outs
     if _state.tapes:
         dx, dscale, doffset = _backward_in_ops(gy, x, scale, epsilon)
     else:
         dx, dscale, doffset = apply(_fused_batch_norm_grad, gy, x, scale, mean, inv)
+    if given:  # the statistics outputs pass the given ones through
+        return dx, dscale, doffset, g_mean, g_var
     if not (is_zero_gradient(g_mean) and is_zero_gradient(g_var)):  # statistics were used
         r = math_ops._size_ratio(mean, x)  # 1 / rows
         dx = dx + g_mean * r + g_var * (2.0 * (x - mean)) * (r / (1.0 - r))

@@ -36,8 +36,8 @@ def run(graph: Graph) -> tuple[Graph, str]:
         if (c.op not in _CONVS or c.inputs[0] is not p.outputs[0] or c.control_inputs
                 or id(c) in ordered or not takes_winograd(c)):
             continue
-        x, scale, offset = p.inputs
-        stats = substitute(g, pi, fused_ops._batch_norm_statistics, [x, scale, offset],
+        x, scale, offset, *given = p.inputs
+        stats = substitute(g, pi, fused_ops._batch_norm_statistics, [x, scale, offset, *given],
                            {"epsilon": p.attrs["epsilon"]}, p.outputs[1:5])
         substitute(g, uses[0], fused_ops._batch_norm_relu_conv2d,
                    [x, *c.inputs[1:3], scale, offset, *stats.outputs],

@@ -2,16 +2,71 @@
 
 BatchNormalization updates its moving statistics with variable assign ops, so the update also
 happens inside a traced ``tf.function`` (assigns are stateful: the executor keeps them).
+
+``record_batch_statistics`` / ``replay_batch_statistics`` serve a pass that recomputes layers
+on inputs it has seen before (RevNet's reversible backward pass rebuilds each block's input and
+runs the block again): the recording pass keeps each channels-last layer's batch statistics;
+the replay pass normalizes with them instead of recomputing them (one pass over the input
+fewer) and leaves the moving averages alone (the recording pass updated them once).
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+from collections.abc import Iterator
 from typing import Any
 
 import tapeflow as tf
+from tapeflow.framework.dispatch import apply
 from tapeflow.keras import initializers, regularizers
 from tapeflow.keras.engine.base_layer import Layer
 from tapeflow.keras.layers.utils import layer_error
+from tapeflow.ops import normalization_ops
+
+
+class BatchStatistics:
+    """Per layer, the (mean, variance with Bessel's correction) of each training-mode call in a
+    recording pass, taken back in the same order by a replay pass."""
+
+    def __init__(self) -> None:
+        self._by_layer: dict[int, list[tuple[Any, Any]]] = {}
+
+    def record(self, layer: Layer, mean: Any, variance: Any) -> None:
+        self._by_layer.setdefault(id(layer), []).append((mean, variance))
+
+    def take(self, layer: Layer) -> tuple[Any, Any] | None:
+        """The layer's oldest statistics not yet replayed, or None."""
+        queue = self._by_layer.get(id(layer))
+        return queue.pop(0) if queue else None
+
+
+# (mode, statistics) while a record_batch_statistics / replay_batch_statistics block runs
+_active: contextvars.ContextVar[tuple[str, BatchStatistics] | None] = contextvars.ContextVar(
+    "batch_statistics", default=None)
+
+
+@contextlib.contextmanager
+def record_batch_statistics() -> Iterator[BatchStatistics]:
+    """Record the batch statistics of every BatchNormalization call in training mode."""
+    statistics = BatchStatistics()
+    token = _active.set(("record", statistics))
+    try:
+        yield statistics
+    finally:
+        _active.reset(token)
+
+
+@contextlib.contextmanager
+def replay_batch_statistics(statistics: BatchStatistics) -> Iterator[None]:
+    """Training-mode BatchNormalization calls normalize with their recorded statistics (the
+    inputs must be the recorded pass's, up to rounding) and do not update moving averages; a
+    layer with nothing left to replay computes its own as usual."""
+    token = _active.set(("replay", statistics))
+    try:
+        yield
+    finally:
+        _active.reset(token)
 
 
 def _normalize_axes(axis: Any, rank: int, layer: str) -> list[int]:
@@ -120,8 +175,15 @@ class BatchNormalization(Layer):
             shape = self.moving_mean.shape
             scale = self.gamma if self.gamma is not None else tf.ones(shape, x.dtype)
             offset = self.beta if self.beta is not None else tf.zeros(shape, x.dtype)
+            active = _active.get()
+            given = active[1].take(self) if active and active[0] == "replay" else None
+            if given is not None:
+                return apply(normalization_ops._fused_batch_norm, x, scale, offset, *given,
+                             epsilon=self.epsilon)[0]
             out, mean, unbiased_variance = tf.nn.fused_batch_norm(
                 x, scale, offset, epsilon=self.epsilon, is_training=True)
+            if active and active[0] == "record":
+                active[1].record(self, mean, unbiased_variance)
             self._update_moving(mean, unbiased_variance)
             return out
         mean, variance = tf.nn.moments(x, axes=self._reduce_axes, keepdims=True)
