@@ -150,3 +150,22 @@ def test_fused_ops_name_bad_coefficients():
               _array(2, 15), activation=None, keep_tiles=False, epsilon=1e-3, **CONV)
     with pytest.raises(tf.errors.InvalidArgumentError, match="channel count 16"):
         apply(fused_ops._batch_norm_statistics, x, _array(15), _array(16), epsilon=1e-3)
+
+
+def test_folded_forward_graph_differentiated_by_an_outer_tape():
+    """A traced forward pass (folded: nothing in it reads the normalized activations but the
+    convolution) called under an eager tape: the fused ops' own gradients, equal to eager's."""
+    x = tf.constant(_array(4, 16, 16, 16))
+    model = _bn_relu_conv_stack(2)
+    model(x[:1])
+    forward = tf.function(lambda x: model(x, training=True))
+    assert [n.op.name for n in forward.get_concrete_function(x).graph.nodes].count(
+        "_BatchNormReluConv2D") == 2
+    grads = []
+    for fn in (forward, lambda x: model(x, training=True)):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            loss = tf.reduce_sum(fn(x) ** 2)
+        grads.append(tape.gradient(loss, [x, *model.trainable_variables]))
+    for g, e in zip(*grads):
+        np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=1e-3, atol=1e-3)
