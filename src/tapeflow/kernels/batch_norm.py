@@ -161,9 +161,9 @@ def forward(x: np.ndarray, scale: np.ndarray, offset: np.ndarray, epsilon: float
     written in the same pass. With `coefficients`, a fifth result: the (2, C) array [a, b]
     in x's dtype with y = x*a + b (before the ReLU) exactly as computed here, from which
     ``backward`` recomputes the ReLU mask instead of reading y. `given`: as ``statistics``."""
+    x = np.ascontiguousarray(x)  # once: ``statistics`` reads it as is
     mean, unbiased, inv, ab = statistics(x, scale, offset, epsilon, given)
-    c = x.shape[-1]
-    y = _affine(np.ascontiguousarray(x).reshape(-1, c), ab[0], ab[1], relu)
+    y = _affine(x.reshape(-1, x.shape[-1]), ab[0], ab[1], relu)
     out = (y.reshape(x.shape), mean, unbiased, inv)
     return out + (ab,) if coefficients else out
 

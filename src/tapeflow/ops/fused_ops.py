@@ -35,8 +35,7 @@ from tapeflow.kernels import batch_norm as _bn
 from tapeflow.kernels import bias as _bias
 from tapeflow.kernels import conv as _conv
 from tapeflow.kernels import winograd as _winograd
-from tapeflow.ops import array_ops, conv_ops, math_ops, nn_ops, normalization_ops
-from tapeflow.ops.normalization_ops import is_zero_gradient
+from tapeflow.ops import array_ops, conv_ops, nn_ops, normalization_ops
 
 ACTIVATIONS = (None, "Relu")
 
@@ -199,11 +198,7 @@ def _(gs, outs, x, scale, offset, *given, epsilon):
     g_mean, g_var = gs[:2]
     if given:  # passed through from the given ones
         return None, None, None, g_mean, g_var
-    if is_zero_gradient(g_mean) and is_zero_gradient(g_var):
-        return None, None, None
-    mean = outs[0]
-    r = math_ops._size_ratio(mean, x)  # 1 / rows
-    return g_mean * r + g_var * (2.0 * (x - mean)) * (r / (1.0 - r)), None, None
+    return normalization_ops.statistics_gradient(g_mean, g_var, x, outs[0]), None, None
 
 
 def _bn_relu_conv_rule(x, w, b, scale, offset, mean, var, inv, ab, *, strides, dilations,
@@ -222,20 +217,22 @@ def _batch_norm_relu_conv2d(x, w, b, scale, offset, mean, var, inv, ab, *, strid
     inputs. On the Winograd path y is applied while the tiler reads x and never stored;
     elsewhere it is materialized. Its gradient is the convolution's then the batch norm's."""
     relu = _check_activation(activation)
-    if ab.shape != (2, x.shape[-1]) or x.shape[-1] != w.shape[2]:
-        raise ValueError(f"input has {x.shape[-1]} channels, the coefficients "
-                         f"{list(ab.shape)} and the filter {w.shape[2]} input channels")
-    geo = conv_ops._geometry(x.shape[1:3], w.shape[:2], strides, dilations, padding)
+    n, c, cout = x.shape[0], x.shape[-1], w.shape[3]
+    if ab.shape != (2, c) or c != w.shape[2]:
+        raise ValueError(f"input has {c} channels, the coefficients {list(ab.shape)} and the "
+                         f"filter {w.shape[2]} input channels")
     w = w.astype(x.dtype, copy=False)
-    if keep_tiles or _winograd.applies(geo, x.shape[0], x.shape[-1], w.shape[3], x.dtype):
-        _winograd_geometry(x.shape[1:3], w.shape[:2], x.shape[0], x.shape[-1], w.shape[3],
-                           x.dtype, strides, dilations, padding)  # raises if it does not apply
-        z = _winograd.conv2d(x, w, geo, keep_tiles=keep_tiles, prologue=ab)
+    if keep_tiles:  # raises off the Winograd path
+        geo = _winograd_geometry(x.shape[1:3], w.shape[:2], n, c, cout, x.dtype, strides,
+                                 dilations, padding)
     else:
-        z = _conv.conv2d(_bn.affine_relu(x, ab), w, geo)
-    z, kept = z if keep_tiles else (z, None)
-    z = _bias.add_bias_inplace(z, b, relu)
-    return [z, kept] if keep_tiles else [z]
+        geo = conv_ops._geometry(x.shape[1:3], w.shape[:2], strides, dilations, padding)
+    if keep_tiles or _winograd.applies(geo, n, c, cout, x.dtype):
+        out = _winograd.conv2d(x, w, geo, keep_tiles=keep_tiles, prologue=ab)
+    else:
+        out = _conv.conv2d(_bn.affine_relu(x, ab), w, geo)
+    z, *kept = out if keep_tiles else (out,)
+    return [_bias.add_bias_inplace(z, b, relu), *kept]
 
 
 @_batch_norm_relu_conv2d.def_grad

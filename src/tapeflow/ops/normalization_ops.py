@@ -128,6 +128,15 @@ def _backward_in_ops(g, x, scale, epsilon: float):
     return dx, reduce_sum(g * xhat, axes), reduce_sum(g, axes)
 
 
+def statistics_gradient(g_mean, g_var, x, mean):
+    """The gradient of x through FusedBatchNorm's batch mean and Bessel-corrected variance
+    outputs (the moving averages read them), or None when neither was used."""
+    if is_zero_gradient(g_mean) and is_zero_gradient(g_var):
+        return None
+    r = math_ops._size_ratio(mean, x)  # 1 / rows
+    return g_mean * r + g_var * (2.0 * (x - mean)) * (r / (1.0 - r))
+
+
 @_fused_batch_norm.def_grad
 def _(gs, outs, x, scale, offset, *given, epsilon):
     gy, g_mean, g_var, _ = gs
@@ -138,9 +147,9 @@ def _(gs, outs, x, scale, offset, *given, epsilon):
         dx, dscale, doffset = apply(_fused_batch_norm_grad, gy, x, scale, mean, inv)
     if given:  # the statistics outputs pass the given ones through
         return dx, dscale, doffset, g_mean, g_var
-    if not (is_zero_gradient(g_mean) and is_zero_gradient(g_var)):  # statistics were used
-        r = math_ops._size_ratio(mean, x)  # 1 / rows
-        dx = dx + g_mean * r + g_var * (2.0 * (x - mean)) * (r / (1.0 - r))
+    through_statistics = statistics_gradient(g_mean, g_var, x, mean)
+    if through_statistics is not None:
+        dx = dx + through_statistics
     return dx, dscale, doffset
 
 

@@ -43,7 +43,5 @@ def run(graph: Graph) -> tuple[Graph, str]:
                    [x, *c.inputs[1:3], scale, offset, *stats.outputs],
                    {**c.attrs, "keep_tiles": c.op is fused_ops._winograd_conv2d,
                     "epsilon": p.attrs["epsilon"]}, c.outputs)
-        for t in (x, scale, offset, *stats.outputs):
-            found.setdefault(id(t), []).append(uses[0])
         folded += 1
     return g, f"prologue: folded {folded} batch norm + ReLU into the convolution reading them"
