@@ -108,9 +108,9 @@ def test_forward_pass_without_a_tape_folds_every_chain_and_updates_moving_statis
         np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=1e-5, atol=1e-6)
 
 
-def test_regular_backprop_folds_only_where_the_filter_gradient_takes_the_tiles():
-    """The last two convolutions' filter gradients take the tiles (share_tiles), so their
-    inputs need not be stored; the first conv's gradient reads its stored input."""
+def test_regular_backprop_folds_every_chain_whose_activation_only_the_convolution_needs():
+    """Each ReLU output is read by its convolution and that convolution's filter gradient
+    only: share_tiles hands the gradient the tiles instead, so no activation is stored."""
     x = tf.constant(_array(4, 16, 16, 16))
     model = _bn_relu_conv_stack(3)
     model(x[:1])
@@ -121,12 +121,37 @@ def test_regular_backprop_folds_only_where_the_filter_gradient_takes_the_tiles()
         return tape.gradient(loss, model.trainable_variables)
 
     graph_step = tf.function(step)
-    assert _count(graph_step, "_BatchNormReluConv2D") == 2
-    assert _count(graph_step, "_FusedBatchNormEx") == 1
+    assert _count(graph_step, "_BatchNormReluConv2D") == 3
+    assert _count(graph_step, "_FusedBatchNormEx") == 0
     report = graph_step.get_concrete_function().optimization_report()
-    assert "prologue: folded 2 batch norm + ReLU" in report
-    graph_grads = graph_step()
-    for g, e in zip(graph_grads, step()):
+    assert "prologue: folded 3 batch norm + ReLU" in report
+    for g, e in zip(graph_step(), step()):
+        np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=1e-3, atol=1e-3)
+
+
+def test_an_activation_read_elsewhere_keeps_its_batch_norm():
+    """The first ReLU's output also enters the loss: it must be stored for that, so the first
+    filter gradient reads it (not tiles) and its batch norm still writes it."""
+    x = tf.constant(_array(4, 16, 16, 16))
+    inputs = tf.keras.Input((16, 16, 16))
+    first = tf.keras.layers.ReLU()(tf.keras.layers.BatchNormalization()(inputs))
+    h = tf.keras.layers.Conv2D(16, 3, padding="same")(first)
+    h = _bn_relu_conv_stack(2)(h)
+    model = tf.keras.Model(inputs, [h, first])
+
+    def step():
+        with tf.GradientTape() as tape:
+            out, relu = model(x, training=True)
+            loss = tf.reduce_sum(out ** 2) + tf.reduce_sum(relu)
+        return loss, tape.gradient(loss, model.trainable_variables)
+
+    graph_step = tf.function(step)
+    names = [n.op.name for n in graph_step.get_concrete_function().graph.nodes]
+    assert names.count("_BatchNormReluConv2D") == 2
+    assert names.count("Conv2DBackpropFilter") == 1
+    (graph_loss, graph_grads), (loss, grads) = graph_step(), step()
+    np.testing.assert_allclose(graph_loss.numpy(), loss.numpy(), rtol=1e-5)
+    for g, e in zip(graph_grads, grads):
         np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=1e-3, atol=1e-3)
 
 

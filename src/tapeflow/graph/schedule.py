@@ -51,7 +51,8 @@ WORKER_OPS = frozenset({
     "Conv2D", "_FusedConv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter", "MatMul",
     "FusedBatchNorm", "_FusedBatchNormEx", "FusedBatchNormGrad", "_FusedBatchNormGradEx",
     "MaxPool", "MaxPoolGrad", "AvgPool", "AvgPoolGrad", "BiasAdd", "BiasAddGrad", "ReluGrad",
-    "ConcatV2", "_WinogradConv2D", "_WinogradConv2DBackpropFilter", "_BatchNormReluConv2D"})
+    "ConcatV2", "_ConcatStart", "_ConcatAppend", "_WinogradConv2D",
+    "_WinogradConv2DBackpropFilter", "_BatchNormReluConv2D"})
 _VARIABLE_OPS = frozenset({"ReadVariableOp", "AssignVariableOp", "AssignAddVariableOp",
                            "AssignSubVariableOp"})
 

@@ -17,32 +17,33 @@ from tapeflow.kernels.rows import channel_window
 
 
 @jit()
-def _stats_nb(x2, shift, s1, s2):
-    """Per-column sums of d = x - shift and of d*d, added into s1 and s2."""
-    m, c = x2.shape
+def _stats_nb(x2, x0, shift, s1, s2):
+    """Per-column sums of d = x - shift and of d*d over columns x0.. of x2, added into s1 and
+    s2 (each kernel here reads x as such a column window: ``rows.channel_window``)."""
+    m, c = x2.shape[0], shift.shape[0]
     for i in range(m):
         for j in range(c):
-            d = x2[i, j] - shift[j]
+            d = x2[i, x0 + j] - shift[j]
             s1[j] += d
             s2[j] += d * d
 
 
 @jit()
-def _grad_sums_nb(g2, x2, mean, y2, ab, sum_g, sum_gx):
+def _grad_sums_nb(g2, x2, x0, mean, y2, ab, sum_g, sum_gx):
     """Per-column sums of g and g*(x - mean), g masked as ReluGrad masks it (g*0 where off, so
     a NaN gradient stays NaN): by y2 > 0 if y2 (the ReLU output) has rows, else by
     x*ab[0] + ab[1] > 0 if ab (the forward's coefficients) has rows, else not at all."""
-    m, c = x2.shape
+    m, c = x2.shape[0], mean.shape[0]
     if y2.shape[0] == m:
         for i in range(m):
             for j in range(c):
                 gv = g2[i, j] * (1.0 if y2[i, j] > 0 else 0.0)
                 sum_g[j] += gv
-                sum_gx[j] += gv * (x2[i, j] - mean[j])
+                sum_gx[j] += gv * (x2[i, x0 + j] - mean[j])
     elif ab.shape[0] == 2:
         for i in range(m):
             for j in range(c):
-                xv = x2[i, j]
+                xv = x2[i, x0 + j]
                 gv = g2[i, j] * (1.0 if xv * ab[0, j] + ab[1, j] > 0 else 0.0)
                 sum_g[j] += gv
                 sum_gx[j] += gv * (xv - mean[j])
@@ -51,82 +52,88 @@ def _grad_sums_nb(g2, x2, mean, y2, ab, sum_g, sum_gx):
             for j in range(c):
                 gv = g2[i, j]
                 sum_g[j] += gv
-                sum_gx[j] += gv * (x2[i, j] - mean[j])
+                sum_gx[j] += gv * (x2[i, x0 + j] - mean[j])
 
 
 @jit()
-def _affine_nb(x2, a, b, relu, out):
-    m, c = x2.shape
+def _affine_nb(x2, x0, a, b, relu, out):
+    m, c = x2.shape[0], a.shape[0]
     for i in range(m):
         for j in range(c):
-            v = x2[i, j] * a[j] + b[j]
+            v = x2[i, x0 + j] * a[j] + b[j]
             out[i, j] = v if not relu or v > 0 or v != v else 0.0
 
 
 @jit()
-def _affine2_nb(g2, x2, k, u, v, y2, ab, add2, a0, out):
+def _affine2_nb(g2, x2, x0, k, u, v, y2, ab, add2, a0, out):
     """out = g*k + x*u + v per column, g masked as in ``_grad_sums_nb``, plus columns a0.. of
     add2 if it has rows (each case its own loop, so each stays vectorizable)."""
-    m, c = x2.shape
+    m, c = x2.shape[0], k.shape[0]
     add = add2.shape[0] == m
     if y2.shape[0] == m and add:
         for i in range(m):
             for j in range(c):
                 gv = g2[i, j] * (1.0 if y2[i, j] > 0 else 0.0)
-                out[i, j] = gv * k[j] + x2[i, j] * u[j] + v[j] + add2[i, a0 + j]
+                out[i, j] = gv * k[j] + x2[i, x0 + j] * u[j] + v[j] + add2[i, a0 + j]
     elif y2.shape[0] == m:
         for i in range(m):
             for j in range(c):
                 gv = g2[i, j] * (1.0 if y2[i, j] > 0 else 0.0)
-                out[i, j] = gv * k[j] + x2[i, j] * u[j] + v[j]
+                out[i, j] = gv * k[j] + x2[i, x0 + j] * u[j] + v[j]
     elif ab.shape[0] == 2 and add:
         for i in range(m):
             for j in range(c):
-                xv = x2[i, j]
+                xv = x2[i, x0 + j]
                 gv = g2[i, j] * (1.0 if xv * ab[0, j] + ab[1, j] > 0 else 0.0)
                 out[i, j] = gv * k[j] + xv * u[j] + v[j] + add2[i, a0 + j]
     elif ab.shape[0] == 2:
         for i in range(m):
             for j in range(c):
-                xv = x2[i, j]
+                xv = x2[i, x0 + j]
                 gv = g2[i, j] * (1.0 if xv * ab[0, j] + ab[1, j] > 0 else 0.0)
                 out[i, j] = gv * k[j] + xv * u[j] + v[j]
     else:
         for i in range(m):
             for j in range(c):
-                out[i, j] = g2[i, j] * k[j] + x2[i, j] * u[j] + v[j]
+                out[i, j] = g2[i, j] * k[j] + x2[i, x0 + j] * u[j] + v[j]
 
 
-def _affine(x2: np.ndarray, a: np.ndarray, b: np.ndarray, relu: bool = False) -> np.ndarray:
-    """x2 * a + b per column (then max(., 0) if `relu`), in one pass over x2 when compiled."""
+def _affine(x2: np.ndarray, a: np.ndarray, b: np.ndarray, relu: bool = False,
+            x0: int = 0) -> np.ndarray:
+    """x * a + b per column (then max(., 0) if `relu`), x the len(a) columns of x2 from x0, in
+    one pass over x when compiled."""
     a, b = a.astype(x2.dtype), b.astype(x2.dtype)
+    m, c = x2.shape[0], a.shape[0]
     if _affine_nb is not None:
-        out = np.empty_like(x2)
-        parallel.split(x2.shape[0], 2 * x2.nbytes,
-                       lambda lo, hi: _affine_nb(x2[lo:hi], a, b, relu, out[lo:hi]))
+        out = np.empty((m, c), dtype=x2.dtype)
+        parallel.split(m, 2 * out.nbytes,
+                       lambda lo, hi: _affine_nb(x2[lo:hi], x0, a, b, relu, out[lo:hi]))
         return out
-    out = x2 * a
+    out = x2[:, x0:x0 + c] * a
     out += b
     if relu:
         np.maximum(out, 0, out=out)
     return out
 
 
-def moments(x2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per-column mean and (biased) variance of a (rows, C) array, in float64."""
-    m, c = x2.shape
+def moments(x2: np.ndarray, x0: int = 0, c: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Per-column mean and (biased) variance of the `c` columns from x0 of a (rows, C) array
+    (all of them by default), in float64."""
+    m = x2.shape[0]
+    c = x2.shape[1] - x0 if c is None else c
     if _stats_nb is None:
+        x2 = x2[:, x0:x0 + c]
         mean = x2.mean(axis=0, dtype=np.float64)
         d = x2 - mean.astype(x2.dtype)
         return mean, np.einsum("ij,ij->j", d, d, dtype=np.float64) / max(m, 1)
-    shift = x2[0].astype(np.float64) if m else np.zeros(c)
+    shift = x2[0, x0:x0 + c].astype(np.float64) if m else np.zeros(c)
 
     def sums(lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
         s1, s2 = np.zeros(c), np.zeros(c)
-        _stats_nb(x2[lo:hi], shift, s1, s2)
+        _stats_nb(x2[lo:hi], x0, shift, s1, s2)
         return s1, s2
 
-    parts = parallel.split(m, x2.nbytes, sums)
+    parts = parallel.split(m, m * c * x2.itemsize, sums)
     with np.errstate(invalid="ignore", divide="ignore"):
         d = sum(p[0] for p in parts) / m
         var = np.maximum(sum(p[1] for p in parts) / m - d * d, 0.0)
@@ -145,7 +152,7 @@ def statistics(x: np.ndarray, scale: np.ndarray, offset: np.ndarray, epsilon: fl
         mean, unbiased = (np.asarray(v, dtype=np.float64).reshape(c) for v in given)
         var = unbiased * (max(m - 1, 1) / m) if m else unbiased
     else:
-        mean, var = moments(np.ascontiguousarray(x).reshape(-1, c))
+        mean, var = moments(*channel_window(x), c)
         unbiased = var * (m / max(m - 1, 1))
     inv = 1.0 / np.sqrt(var + epsilon)
     a = scale.astype(np.float64) * inv
@@ -161,9 +168,9 @@ def forward(x: np.ndarray, scale: np.ndarray, offset: np.ndarray, epsilon: float
     written in the same pass. With `coefficients`, a fifth result: the (2, C) array [a, b]
     in x's dtype with y = x*a + b (before the ReLU) exactly as computed here, from which
     ``backward`` recomputes the ReLU mask instead of reading y. `given`: as ``statistics``."""
-    x = np.ascontiguousarray(x)  # once: ``statistics`` reads it as is
     mean, unbiased, inv, ab = statistics(x, scale, offset, epsilon, given)
-    y = _affine(x.reshape(-1, x.shape[-1]), ab[0], ab[1], relu)
+    x2, x0 = channel_window(x)
+    y = _affine(x2, ab[0], ab[1], relu, x0)
     out = (y.reshape(x.shape), mean, unbiased, inv)
     return out + (ab,) if coefficients else out
 
@@ -171,8 +178,8 @@ def forward(x: np.ndarray, scale: np.ndarray, offset: np.ndarray, epsilon: float
 def affine_relu(x: np.ndarray, ab: np.ndarray) -> np.ndarray:
     """max(x*a + b, 0) per channel, [a, b] = `ab`: ``forward(relu=True)``'s y from its
     coefficients, bit for bit."""
-    c = x.shape[-1]
-    return _affine(np.ascontiguousarray(x).reshape(-1, c), ab[0], ab[1], True).reshape(x.shape)
+    x2, x0 = channel_window(x)
+    return _affine(x2, ab[0], ab[1], True, x0).reshape(x.shape)
 
 
 def backward(g: np.ndarray, x: np.ndarray, scale: np.ndarray, mean: np.ndarray,
@@ -184,12 +191,13 @@ def backward(g: np.ndarray, x: np.ndarray, scale: np.ndarray, mean: np.ndarray,
     here as ReluGrad would, in the same passes. An `addend` (x's shape) is added to dx in its
     pass (another path's gradient of x; only together with a ReLU)."""
     c = x.shape[-1]
-    x2 = np.ascontiguousarray(x).reshape(-1, c)
+    compiled = _grad_sums_nb is not None
+    x2, x0 = channel_window(x) if compiled else (np.ascontiguousarray(x).reshape(-1, c), 0)
     g2 = np.ascontiguousarray(g).reshape(-1, c)
     m = x2.shape[0]
+    nbytes = g2.nbytes  # of each activation-sized operand
     mean64, inv64 = mean.astype(np.float64), inv.astype(np.float64)
     sum_g, sum_gx = np.zeros(c), np.zeros(c)
-    compiled = _grad_sums_nb is not None
     y2 = np.empty((0, c), dtype=x2.dtype)
     ab = np.empty((0, c), dtype=x2.dtype)
     if relu_out is None and relu_coefficients is None:
@@ -207,10 +215,10 @@ def backward(g: np.ndarray, x: np.ndarray, scale: np.ndarray, mean: np.ndarray,
     if compiled:
         def sums(lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
             s_g, s_gx = np.zeros(c), np.zeros(c)
-            _grad_sums_nb(g2[lo:hi], x2[lo:hi], mean64, y2[lo:hi], ab, s_g, s_gx)
+            _grad_sums_nb(g2[lo:hi], x2[lo:hi], x0, mean64, y2[lo:hi], ab, s_g, s_gx)
             return s_g, s_gx
 
-        parts = parallel.split(m, (2 + (y2.shape[0] > 0)) * x2.nbytes, sums)
+        parts = parallel.split(m, (2 + (y2.shape[0] > 0)) * nbytes, sums)
         sum_g[:] = sum(p[0] for p in parts)
         sum_gx[:] = sum(p[1] for p in parts)
     else:
@@ -224,11 +232,11 @@ def backward(g: np.ndarray, x: np.ndarray, scale: np.ndarray, mean: np.ndarray,
     v = -k * sum_g / m - u * mean64
     k32, u32, v32 = k.astype(x.dtype), u.astype(x.dtype), v.astype(x.dtype)
     if compiled:
-        dx = np.empty_like(x2)
+        dx = np.empty_like(g2)
         add2, a0 = (y2[:0], 0) if addend is None else channel_window(addend.astype(x2.dtype,
                                                                                     copy=False))
-        parallel.split(m, 5 * x2.nbytes, lambda lo, hi: _affine2_nb(
-            g2[lo:hi], x2[lo:hi], k32, u32, v32, y2[lo:hi], ab, add2[lo:hi], a0, dx[lo:hi]))
+        parallel.split(m, 5 * nbytes, lambda lo, hi: _affine2_nb(
+            g2[lo:hi], x2[lo:hi], x0, k32, u32, v32, y2[lo:hi], ab, add2[lo:hi], a0, dx[lo:hi]))
     else:
         dx = _affine(x2, u32, v32)
         dx += g2 * k32

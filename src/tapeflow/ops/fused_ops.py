@@ -21,6 +21,11 @@ over memory and with fewer fresh arrays:
   fused too, its [a, b] (``mask_from="coefficients"``: x*a + b > 0 recomputed from the x the
   kernel reads anyway, one activation-sized read fewer in each of its two passes).
 
+- ``_ConcatStart(*xs, width)`` and ``_ConcatAppend(prev, *ys)``: a chain of ConcatV2 on the
+  last axis, each appending to the previous result, grown in one buffer `width` channels wide
+  (``graph/passes/grow_concat.py``): each result is a channel prefix of it, so an append
+  copies only its new channels.
+
 Users never call them (the names start with an underscore, as TF's own fused kernels do). The
 forward ones have gradients written with the unfused gradient ops, so an optimized graph is
 differentiable like the traced one (a ``tf.function`` called under a tape). Like
@@ -33,6 +38,7 @@ from __future__ import annotations
 from tapeflow.framework.dispatch import apply, op
 from tapeflow.kernels import batch_norm as _bn
 from tapeflow.kernels import bias as _bias
+from tapeflow.kernels import concat as _concat
 from tapeflow.kernels import conv as _conv
 from tapeflow.kernels import winograd as _winograd
 from tapeflow.ops import array_ops, conv_ops, nn_ops, normalization_ops
@@ -247,3 +253,32 @@ def _(gs, outs, x, w, b, scale, offset, mean, var, inv, ab, *, strides, dilation
         (dy, zero, zero, zero, array_ops.zeros_like(ab)), (y, mean, var, inv, ab), x, scale,
         offset, epsilon=epsilon, activation="Relu")
     return dx, dw, db, dscale, doffset, None, None, None, None
+
+
+# --- concatenations grown in place -------------------------------------------------------------
+
+
+def _last_axis_concat_rule(*xs, **_):
+    return array_ops._concat_rule(*xs, axis=-1)
+
+
+@op("_ConcatStart", same_dtype=True, shape=_last_axis_concat_rule)
+def _concat_start(*xs, width):
+    """ConcatV2(*xs, axis=-1), the channel prefix of a buffer `width` channels wide."""
+    return _concat.start(xs, width)
+
+
+@_concat_start.def_grad
+def _(g, out, *xs, width):
+    return apply(array_ops._split_like, g, *xs, axis=len(xs[0].shape) - 1)
+
+
+@op("_ConcatAppend", same_dtype=True, shape=_last_axis_concat_rule)
+def _concat_append(prev, *ys):
+    """ConcatV2(prev, *ys, axis=-1), written into the buffer `prev` is a prefix of."""
+    return _concat.append(prev, ys)
+
+
+@_concat_append.def_grad
+def _(g, out, prev, *ys):
+    return apply(array_ops._split_like, g, prev, *ys, axis=len(prev.shape) - 1)

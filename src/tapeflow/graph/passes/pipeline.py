@@ -5,13 +5,24 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tapeflow.graph.ir import Graph
-from tapeflow.graph.passes import cse, dce, fold, fuse, pool_first, prologue, share_tiles, simplify
+from tapeflow.graph.passes import (
+    cse,
+    dce,
+    fold,
+    fuse,
+    grow_concat,
+    pool_first,
+    prologue,
+    share_tiles,
+    simplify,
+)
 from tapeflow.graph.verify import verify
 
 PASSES: list[tuple[str, Callable[[Graph], tuple[Graph, str]]]] = [
     ("fold", fold.run), ("simplify", simplify.run), ("pool_first", pool_first.run),
     ("cse", cse.run), ("dce", dce.run),
     ("fuse", fuse.run), ("share_tiles", share_tiles.run), ("prologue", prologue.run),
+    ("grow_concat", grow_concat.run),
 ]
 
 
