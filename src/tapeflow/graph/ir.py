@@ -480,6 +480,16 @@ def substitute(graph: Graph, at: int, op: Op, inputs: list, attrs: dict,
     return node
 
 
+def insert(graph: Graph, at: int, op: Op, inputs: list, attrs: dict, name: str,
+           location: str | None) -> Node:
+    """A new node of `op` at position `at` (before the node there)."""
+    specs = _infer(op, [(t.shape.as_tuple(), t.dtype) for t in inputs], attrs)
+    node = graph.add_node(op, inputs, attrs, list(specs) if op.multi_output else [specs],
+                          name=name, location=location)
+    graph.nodes.insert(at, graph.nodes.pop())
+    return node
+
+
 def remove_nodes(graph: Graph, dead: set[int]) -> None:
     """Erase the nodes with ids in `dead`; refuses if a surviving node still uses one."""
     removed = {id(t) for n in graph.nodes if id(n) in dead for t in n.outputs}

@@ -140,6 +140,19 @@ def moments(x2: np.ndarray, x0: int = 0, c: int | None = None) -> tuple[np.ndarr
     return shift + d, var
 
 
+def _bessel(var: np.ndarray, m: int) -> np.ndarray:
+    return var * (m / max(m - 1, 1))
+
+
+def channel_moments(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(mean, unbiased variance) per channel, in x's dtype: what a batch norm of x returns as
+    its statistics, alone (the part of a concatenation's statistics an earlier batch norm of
+    the other parts does not know: ``graph/passes/reuse_statistics.py``)."""
+    c = x.shape[-1]
+    mean, var = moments(*channel_window(x), c)
+    return mean.astype(x.dtype), _bessel(var, x.size // max(c, 1)).astype(x.dtype)
+
+
 def statistics(x: np.ndarray, scale: np.ndarray, offset: np.ndarray, epsilon: float,
                given: tuple = ()):
     """(batch mean, unbiased batch variance, 1/sqrt(biased variance + eps), [a, b]) of
@@ -153,7 +166,7 @@ def statistics(x: np.ndarray, scale: np.ndarray, offset: np.ndarray, epsilon: fl
         var = unbiased * (max(m - 1, 1) / m) if m else unbiased
     else:
         mean, var = moments(*channel_window(x), c)
-        unbiased = var * (m / max(m - 1, 1))
+        unbiased = _bessel(var, m)
     inv = 1.0 / np.sqrt(var + epsilon)
     a = scale.astype(np.float64) * inv
     ab = np.stack([a, offset.astype(np.float64) - mean * a]).astype(x.dtype)

@@ -26,6 +26,10 @@ over memory and with fewer fresh arrays:
   (``graph/passes/grow_concat.py``): each result is a channel prefix of it, so an append
   copies only its new channels.
 
+- ``_ChannelMoments(x)``: a batch norm's (mean, unbiased variance) of x without the batch
+  norm: with those of an earlier batch norm, the statistics of a concatenation
+  (``graph/passes/reuse_statistics.py``), which its batch norm then takes as given.
+
 Users never call them (the names start with an underscore, as TF's own fused kernels do). The
 forward ones have gradients written with the unfused gradient ops, so an optimized graph is
 differentiable like the traced one (a ``tf.function`` called under a tape). Like
@@ -253,6 +257,26 @@ def _(gs, outs, x, w, b, scale, offset, mean, var, inv, ab, *, strides, dilation
         (dy, zero, zero, zero, array_ops.zeros_like(ab)), (y, mean, var, inv, ab), x, scale,
         offset, epsilon=epsilon, activation="Relu")
     return dx, dw, db, dscale, doffset, None, None, None, None
+
+
+# --- statistics of a concatenation's parts --------------------------------------------------
+
+
+def _moments_rule(x):
+    shape, dtype = x
+    c = (None if shape is None else shape[-1],)
+    return [(c, dtype), (c, dtype)]
+
+
+@op("_ChannelMoments", multi_output=True, same_dtype=True, shape=_moments_rule)
+def _channel_moments(x):
+    """(mean, variance with Bessel's correction) over all axes but the last."""
+    return _bn.channel_moments(x)
+
+
+@_channel_moments.def_grad
+def _(gs, outs, x):
+    return normalization_ops.statistics_gradient(gs[0], gs[1], x, outs[0])
 
 
 # --- concatenations grown in place -------------------------------------------------------------

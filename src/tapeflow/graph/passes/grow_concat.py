@@ -21,7 +21,7 @@ from tapeflow.graph.ir import Graph, Node, clone, readers, substitute
 from tapeflow.ops import array_ops, fused_ops
 
 
-def _last_axis(node: Node) -> bool:
+def last_axis_concat(node: Node) -> bool:
     """A ConcatV2 on the last axis of inputs whose channel counts are known."""
     if node.op is not array_ops._concat or node.control_inputs:
         return False
@@ -36,7 +36,7 @@ def run(graph: Graph) -> tuple[Graph, str]:
     g, _ = clone(graph)
     found = readers(g)
     ordered = {id(c) for n in g.nodes for c in n.control_inputs}
-    eligible = {i for i, n in enumerate(g.nodes) if _last_axis(n) and id(n) not in ordered}
+    eligible = {i for i, n in enumerate(g.nodes) if last_axis_concat(n) and id(n) not in ordered}
     following: dict[int, int] = {}  # position of ci -> position of c(i+1)
     for i in eligible:
         uses = [j for j in found.get(id(g.nodes[i].outputs[0]), []) if j in eligible]

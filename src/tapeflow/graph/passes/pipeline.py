@@ -13,6 +13,7 @@ from tapeflow.graph.passes import (
     grow_concat,
     pool_first,
     prologue,
+    reuse_statistics,
     share_tiles,
     simplify,
 )
@@ -22,7 +23,7 @@ PASSES: list[tuple[str, Callable[[Graph], tuple[Graph, str]]]] = [
     ("fold", fold.run), ("simplify", simplify.run), ("pool_first", pool_first.run),
     ("cse", cse.run), ("dce", dce.run),
     ("fuse", fuse.run), ("share_tiles", share_tiles.run), ("prologue", prologue.run),
-    ("grow_concat", grow_concat.run),
+    ("reuse_statistics", reuse_statistics.run), ("grow_concat", grow_concat.run),
 ]
 
 
