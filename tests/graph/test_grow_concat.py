@@ -72,9 +72,9 @@ def _dense_block(x, layers, training=True):
     return x
 
 
-def _layers(depth: int):
-    return [(tf.keras.layers.BatchNormalization(), tf.keras.layers.Conv2D(4, 3, padding="same"))
-            for _ in range(depth)]
+def _layers(depth: int, growth: int = 4):
+    return [(tf.keras.layers.BatchNormalization(),
+             tf.keras.layers.Conv2D(growth, 3, padding="same")) for _ in range(depth)]
 
 
 def _op_names(fn, *args):
@@ -82,9 +82,14 @@ def _op_names(fn, *args):
     return concrete, [n.op.name for n in concrete.graph.nodes]
 
 
-def test_a_dense_block_grows_one_buffer_and_matches_eager():
-    x = tf.constant(_array(4, 8, 8, 6))
-    layers = _layers(4)
+@pytest.mark.parametrize("shape,growth,winograd", [((4, 8, 8, 6), 4, 0), ((4, 16, 16, 12), 12, 4)],
+                         ids=["thin", "winograd"])
+def test_a_dense_block_grows_one_buffer_and_matches_eager(shape, growth, winograd):
+    """Thin: plain convolutions read the prefixes. Winograd: every layer's batch norm + ReLU is
+    applied by the convolution's tiler as it reads the prefix in place (prologue), given the
+    statistics of the earlier layers (reuse_statistics)."""
+    x = tf.constant(_array(*shape))
+    layers = _layers(4, growth)
     _dense_block(x, layers)
     variables = [v for layer in layers for part in layer for v in part.trainable_variables]
 
@@ -100,8 +105,10 @@ def test_a_dense_block_grows_one_buffer_and_matches_eager():
     assert names.count("_ConcatStart") == 1 and names.count("_ConcatAppend") == 3
     assert not [n for n in concrete.graph.nodes  # (statistics are concatenated on axis 0)
                 if n.op.name == "ConcatV2" and n.outputs[0].shape.rank == 4]
-    assert "grow_concat: grew 4 concatenations in place in 1 buffers" in \
-        concrete.optimization_report()
+    assert names.count("_BatchNormReluConv2D") == winograd
+    report = concrete.optimization_report()
+    assert "grow_concat: grew 4 concatenations in place in 1 buffers" in report
+    assert "reuse_statistics: gave 3 batch norms" in report
     verify(concrete.graph)
     (y, grads), (eager_y, eager_grads) = graph_step(x), step(x)
     np.testing.assert_allclose(y.numpy(), eager_y.numpy(), rtol=1e-4, atol=1e-4)
