@@ -17,19 +17,19 @@ from tapeflow.kernels.rows import channel_window
 
 
 @jit()
-def _stats_nb(x2, x0, shift, s1, s2):
-    """Per-column sums of d = x - shift and of d*d over columns x0.. of x2, added into s1 and
-    s2 (each kernel here reads x as such a column window: ``rows.channel_window``)."""
+def _stats_nb(x2, shift, s1, s2):
+    """Per-column sums of d = x - shift and of d*d, added into s1 and s2, x the first
+    len(shift) columns of x2 (each kernel here reads x as such a prefix: ``_prefix_rows``)."""
     m, c = x2.shape[0], shift.shape[0]
     for i in range(m):
         for j in range(c):
-            d = x2[i, x0 + j] - shift[j]
+            d = x2[i, j] - shift[j]
             s1[j] += d
             s2[j] += d * d
 
 
 @jit()
-def _grad_sums_nb(g2, x2, x0, mean, y2, ab, sum_g, sum_gx):
+def _grad_sums_nb(g2, x2, mean, y2, ab, sum_g, sum_gx):
     """Per-column sums of g and g*(x - mean), g masked as ReluGrad masks it (g*0 where off, so
     a NaN gradient stays NaN): by y2 > 0 if y2 (the ReLU output) has rows, else by
     x*ab[0] + ab[1] > 0 if ab (the forward's coefficients) has rows, else not at all."""
@@ -39,11 +39,11 @@ def _grad_sums_nb(g2, x2, x0, mean, y2, ab, sum_g, sum_gx):
             for j in range(c):
                 gv = g2[i, j] * (1.0 if y2[i, j] > 0 else 0.0)
                 sum_g[j] += gv
-                sum_gx[j] += gv * (x2[i, x0 + j] - mean[j])
+                sum_gx[j] += gv * (x2[i, j] - mean[j])
     elif ab.shape[0] == 2:
         for i in range(m):
             for j in range(c):
-                xv = x2[i, x0 + j]
+                xv = x2[i, j]
                 gv = g2[i, j] * (1.0 if xv * ab[0, j] + ab[1, j] > 0 else 0.0)
                 sum_g[j] += gv
                 sum_gx[j] += gv * (xv - mean[j])
@@ -52,20 +52,20 @@ def _grad_sums_nb(g2, x2, x0, mean, y2, ab, sum_g, sum_gx):
             for j in range(c):
                 gv = g2[i, j]
                 sum_g[j] += gv
-                sum_gx[j] += gv * (x2[i, x0 + j] - mean[j])
+                sum_gx[j] += gv * (x2[i, j] - mean[j])
 
 
 @jit()
-def _affine_nb(x2, x0, a, b, relu, out):
+def _affine_nb(x2, a, b, relu, out):
     m, c = x2.shape[0], a.shape[0]
     for i in range(m):
         for j in range(c):
-            v = x2[i, x0 + j] * a[j] + b[j]
+            v = x2[i, j] * a[j] + b[j]
             out[i, j] = v if not relu or v > 0 or v != v else 0.0
 
 
 @jit()
-def _affine2_nb(g2, x2, x0, k, u, v, y2, ab, add2, a0, out):
+def _affine2_nb(g2, x2, k, u, v, y2, ab, add2, a0, out):
     """out = g*k + x*u + v per column, g masked as in ``_grad_sums_nb``, plus columns a0.. of
     add2 if it has rows (each case its own loop, so each stays vectorizable)."""
     m, c = x2.shape[0], k.shape[0]
@@ -74,63 +74,71 @@ def _affine2_nb(g2, x2, x0, k, u, v, y2, ab, add2, a0, out):
         for i in range(m):
             for j in range(c):
                 gv = g2[i, j] * (1.0 if y2[i, j] > 0 else 0.0)
-                out[i, j] = gv * k[j] + x2[i, x0 + j] * u[j] + v[j] + add2[i, a0 + j]
+                out[i, j] = gv * k[j] + x2[i, j] * u[j] + v[j] + add2[i, a0 + j]
     elif y2.shape[0] == m:
         for i in range(m):
             for j in range(c):
                 gv = g2[i, j] * (1.0 if y2[i, j] > 0 else 0.0)
-                out[i, j] = gv * k[j] + x2[i, x0 + j] * u[j] + v[j]
+                out[i, j] = gv * k[j] + x2[i, j] * u[j] + v[j]
     elif ab.shape[0] == 2 and add:
         for i in range(m):
             for j in range(c):
-                xv = x2[i, x0 + j]
+                xv = x2[i, j]
                 gv = g2[i, j] * (1.0 if xv * ab[0, j] + ab[1, j] > 0 else 0.0)
                 out[i, j] = gv * k[j] + xv * u[j] + v[j] + add2[i, a0 + j]
     elif ab.shape[0] == 2:
         for i in range(m):
             for j in range(c):
-                xv = x2[i, x0 + j]
+                xv = x2[i, j]
                 gv = g2[i, j] * (1.0 if xv * ab[0, j] + ab[1, j] > 0 else 0.0)
                 out[i, j] = gv * k[j] + xv * u[j] + v[j]
     else:
         for i in range(m):
             for j in range(c):
-                out[i, j] = g2[i, j] * k[j] + x2[i, x0 + j] * u[j] + v[j]
+                out[i, j] = g2[i, j] * k[j] + x2[i, j] * u[j] + v[j]
 
 
-def _affine(x2: np.ndarray, a: np.ndarray, b: np.ndarray, relu: bool = False,
-            x0: int = 0) -> np.ndarray:
-    """x * a + b per column (then max(., 0) if `relu`), x the len(a) columns of x2 from x0, in
+def _prefix_rows(x: np.ndarray) -> np.ndarray:
+    """x (..., C) as a 2-D array whose first C columns hold it, read in place when x is
+    contiguous or a channel prefix of a wider array (a concatenation grown in place), else a
+    copy. The kernels index columns from 0: an offset column index is signed, so numba's
+    negative-index check stays in the loop and stops it vectorizing (2x slower)."""
+    x2, first = channel_window(x)
+    return x2 if first == 0 else np.ascontiguousarray(x).reshape(-1, x.shape[-1])
+
+
+def _affine(x2: np.ndarray, a: np.ndarray, b: np.ndarray, relu: bool = False) -> np.ndarray:
+    """x * a + b per column (then max(., 0) if `relu`), x the first len(a) columns of x2, in
     one pass over x when compiled."""
     a, b = a.astype(x2.dtype), b.astype(x2.dtype)
     m, c = x2.shape[0], a.shape[0]
     if _affine_nb is not None:
         out = np.empty((m, c), dtype=x2.dtype)
         parallel.split(m, 2 * out.nbytes,
-                       lambda lo, hi: _affine_nb(x2[lo:hi], x0, a, b, relu, out[lo:hi]))
+                       lambda lo, hi: _affine_nb(x2[lo:hi], a, b, relu, out[lo:hi]))
         return out
-    out = x2[:, x0:x0 + c] * a
+    out = x2[:, :c] * a
     out += b
     if relu:
         np.maximum(out, 0, out=out)
     return out
 
 
-def moments(x2: np.ndarray, x0: int = 0, c: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Per-column mean and (biased) variance of the `c` columns from x0 of a (rows, C) array
+def moments(x2: np.ndarray, c: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Per-column mean and (biased) variance of the first `c` columns of a (rows, C) array
     (all of them by default), in float64."""
     m = x2.shape[0]
-    c = x2.shape[1] - x0 if c is None else c
+    c = x2.shape[1] if c is None else c
     if _stats_nb is None:
-        x2 = x2[:, x0:x0 + c]
+        x2 = x2[:, :c]
         mean = x2.mean(axis=0, dtype=np.float64)
         d = x2 - mean.astype(x2.dtype)
         return mean, np.einsum("ij,ij->j", d, d, dtype=np.float64) / max(m, 1)
-    shift = x2[0, x0:x0 + c].astype(np.float64) if m else np.zeros(c)
+    shift = x2[0, :c].astype(np.float64) if m else np.zeros(c)
 
     def sums(lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
         s1, s2 = np.zeros(c), np.zeros(c)
-        _stats_nb(x2[lo:hi], x0, shift, s1, s2)
+        _stats_nb(x2[lo:hi], shift, s1, s2)
         return s1, s2
 
     parts = parallel.split(m, m * c * x2.itemsize, sums)
@@ -149,7 +157,7 @@ def channel_moments(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     its statistics, alone (the part of a concatenation's statistics an earlier batch norm of
     the other parts does not know: ``graph/passes/reuse_statistics.py``)."""
     c = x.shape[-1]
-    mean, var = moments(*channel_window(x), c)
+    mean, var = moments(_prefix_rows(x), c)
     return mean.astype(x.dtype), _bessel(var, x.size // max(c, 1)).astype(x.dtype)
 
 
@@ -165,7 +173,7 @@ def statistics(x: np.ndarray, scale: np.ndarray, offset: np.ndarray, epsilon: fl
         mean, unbiased = (np.asarray(v, dtype=np.float64).reshape(c) for v in given)
         var = unbiased * (max(m - 1, 1) / m) if m else unbiased
     else:
-        mean, var = moments(*channel_window(x), c)
+        mean, var = moments(_prefix_rows(x), c)
         unbiased = _bessel(var, m)
     inv = 1.0 / np.sqrt(var + epsilon)
     a = scale.astype(np.float64) * inv
@@ -182,8 +190,7 @@ def forward(x: np.ndarray, scale: np.ndarray, offset: np.ndarray, epsilon: float
     in x's dtype with y = x*a + b (before the ReLU) exactly as computed here, from which
     ``backward`` recomputes the ReLU mask instead of reading y. `given`: as ``statistics``."""
     mean, unbiased, inv, ab = statistics(x, scale, offset, epsilon, given)
-    x2, x0 = channel_window(x)
-    y = _affine(x2, ab[0], ab[1], relu, x0)
+    y = _affine(_prefix_rows(x), ab[0], ab[1], relu)
     out = (y.reshape(x.shape), mean, unbiased, inv)
     return out + (ab,) if coefficients else out
 
@@ -191,8 +198,7 @@ def forward(x: np.ndarray, scale: np.ndarray, offset: np.ndarray, epsilon: float
 def affine_relu(x: np.ndarray, ab: np.ndarray) -> np.ndarray:
     """max(x*a + b, 0) per channel, [a, b] = `ab`: ``forward(relu=True)``'s y from its
     coefficients, bit for bit."""
-    x2, x0 = channel_window(x)
-    return _affine(x2, ab[0], ab[1], True, x0).reshape(x.shape)
+    return _affine(_prefix_rows(x), ab[0], ab[1], True).reshape(x.shape)
 
 
 def backward(g: np.ndarray, x: np.ndarray, scale: np.ndarray, mean: np.ndarray,
@@ -205,7 +211,7 @@ def backward(g: np.ndarray, x: np.ndarray, scale: np.ndarray, mean: np.ndarray,
     pass (another path's gradient of x; only together with a ReLU)."""
     c = x.shape[-1]
     compiled = _grad_sums_nb is not None
-    x2, x0 = channel_window(x) if compiled else (np.ascontiguousarray(x).reshape(-1, c), 0)
+    x2 = _prefix_rows(x) if compiled else np.ascontiguousarray(x).reshape(-1, c)
     g2 = np.ascontiguousarray(g).reshape(-1, c)
     m = x2.shape[0]
     nbytes = g2.nbytes  # of each activation-sized operand
@@ -228,7 +234,7 @@ def backward(g: np.ndarray, x: np.ndarray, scale: np.ndarray, mean: np.ndarray,
     if compiled:
         def sums(lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
             s_g, s_gx = np.zeros(c), np.zeros(c)
-            _grad_sums_nb(g2[lo:hi], x2[lo:hi], x0, mean64, y2[lo:hi], ab, s_g, s_gx)
+            _grad_sums_nb(g2[lo:hi], x2[lo:hi], mean64, y2[lo:hi], ab, s_g, s_gx)
             return s_g, s_gx
 
         parts = parallel.split(m, (2 + (y2.shape[0] > 0)) * nbytes, sums)
@@ -249,7 +255,7 @@ def backward(g: np.ndarray, x: np.ndarray, scale: np.ndarray, mean: np.ndarray,
         add2, a0 = (y2[:0], 0) if addend is None else channel_window(addend.astype(x2.dtype,
                                                                                     copy=False))
         parallel.split(m, 5 * nbytes, lambda lo, hi: _affine2_nb(
-            g2[lo:hi], x2[lo:hi], x0, k32, u32, v32, y2[lo:hi], ab, add2[lo:hi], a0, dx[lo:hi]))
+            g2[lo:hi], x2[lo:hi], k32, u32, v32, y2[lo:hi], ab, add2[lo:hi], a0, dx[lo:hi]))
     else:
         dx = _affine(x2, u32, v32)
         dx += g2 * k32
