@@ -7,7 +7,8 @@ over memory and with fewer fresh arrays:
   place on the convolution's fresh output.
 - ``_WinogradConv2D(x, w, b)``: ``_FusedConv2D`` that also returns the Winograd tiles of its
   input; ``_WinogradConv2DBackpropFilter(tiles, g)`` is Conv2DBackpropFilter from those tiles
-  instead of x (``graph/passes/share_tiles.py`` pairs the two when they run close together).
+  instead of x (``graph/passes/share_tiles.py`` pairs the two where the tiles take x's place
+  or the two run close together).
 - ``_FusedBatchNormEx(x, scale, offset)``: FusedBatchNorm -> Relu on y, in the normalize pass;
   a fifth output holds the per-channel [a, b] with y = relu(x*a + b), bit for bit.
 - ``_BatchNormStatistics(x, scale, offset)`` and ``_BatchNormReluConv2D(x, w, b, scale, offset,
@@ -25,7 +26,6 @@ over memory and with fewer fresh arrays:
   last axis, each appending to the previous result, grown in one buffer `width` channels wide
   (``graph/passes/grow_concat.py``): each result is a channel prefix of it, so an append
   copies only its new channels.
-
 - ``_ChannelMoments(x)``: a batch norm's (mean, unbiased variance) of x without the batch
   norm: with those of an earlier batch norm, the statistics of a concatenation
   (``graph/passes/reuse_statistics.py``), which its batch norm then takes as given.
@@ -292,9 +292,14 @@ def _concat_start(*xs, width):
     return _concat.start(xs, width)
 
 
+def _split_last(g, *parts):
+    """The gradients of the parts of a last-axis concatenation: g cut into their lengths."""
+    return apply(array_ops._split_like, g, *parts, axis=len(parts[0].shape) - 1)
+
+
 @_concat_start.def_grad
 def _(g, out, *xs, width):
-    return apply(array_ops._split_like, g, *xs, axis=len(xs[0].shape) - 1)
+    return _split_last(g, *xs)
 
 
 @op("_ConcatAppend", same_dtype=True, shape=_last_axis_concat_rule)
@@ -305,4 +310,4 @@ def _concat_append(prev, *ys):
 
 @_concat_append.def_grad
 def _(g, out, prev, *ys):
-    return apply(array_ops._split_like, g, prev, *ys, axis=len(prev.shape) - 1)
+    return _split_last(g, prev, *ys)

@@ -58,7 +58,7 @@ def _takes_place(x_readers: list[int], f: int, b: int, inputs: set[int], x) -> b
     """Whether the tiles replace x: x is computed in the graph (not an input, constant or
     variable value) and only forward `f` and gradient `b` read it."""
     return (id(x) not in inputs and x.node.op.name not in _HELD_ANYWAY
-            and sorted(set(x_readers)) == sorted({f, b}))
+            and set(x_readers) == {f, b})
 
 
 def run(graph: Graph) -> tuple[Graph, str]:
