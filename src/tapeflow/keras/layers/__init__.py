@@ -33,4 +33,12 @@ from tapeflow.keras.layers.pooling import (
     MaxPool2D,
     MaxPooling2D,
 )
-from tapeflow.keras.layers.recurrent import LSTM, RNN, LSTMCell, SimpleRNN, SimpleRNNCell
+from tapeflow.keras.layers.recurrent import (
+    GRU,
+    LSTM,
+    RNN,
+    GRUCell,
+    LSTMCell,
+    SimpleRNN,
+    SimpleRNNCell,
+)

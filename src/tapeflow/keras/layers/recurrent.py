@@ -1,4 +1,4 @@
-"""Recurrent layers: LSTMCell/LSTM and SimpleRNNCell/SimpleRNN, run by a generic ``RNN``.
+"""Recurrent layers: LSTMCell/LSTM, GRUCell/GRU and SimpleRNNCell/SimpleRNN, run by ``RNN``.
 
 A cell splits its step in two: ``project(x)`` (the input half, ``x @ kernel + bias``, applied
 to the whole sequence at once by ``RNN`` as one big matmul) and ``step(projected_t, states)``
@@ -47,6 +47,13 @@ class _Cell(Layer):
     def _bias_initializer(self) -> Any:
         return self.bias_initializer
 
+    def _bias_shape(self) -> tuple[int, ...]:
+        return (self.gates * self.units,)
+
+    def _input_bias(self) -> Any:
+        """The part of the bias that `project` adds (all of it, unless a cell splits it)."""
+        return self.bias
+
     def build(self, input_shape: Any) -> None:
         last = tf.TensorShape(input_shape)[-1]
         if last is None:
@@ -63,7 +70,7 @@ class _Cell(Layer):
                                                 constraint=self.recurrent_constraint)
         self.bias = None
         if self.use_bias:
-            self.bias = self.add_weight("bias", shape=(width,),
+            self.bias = self.add_weight("bias", shape=self._bias_shape(),
                                         initializer=self._bias_initializer(),
                                         regularizer=self.bias_regularizer,
                                         constraint=self.bias_constraint)
@@ -88,15 +95,18 @@ class _Cell(Layer):
             out = tf.reshape(out, [-1 if d is None else d for d in shape[:-1]]
                              + [self.gates * self.units])
         if self.bias is not None:
-            out = out + self.bias
+            out = out + self._input_bias()
         return out
 
     def step(self, projected: Any, states: list) -> tuple[Any, list]:
         raise NotImplementedError(f"{type(self).__name__} must implement step(projected, states)")
 
     def call(self, inputs: Any, states: Any):
-        states = list(states) if isinstance(states, (list, tuple)) else [states]
-        return self.step(self.project(inputs), states)
+        nested = isinstance(states, (list, tuple))
+        output, new_states = self.step(self.project(inputs), list(states) if nested else [states])
+        if not nested and len(new_states) == 1:
+            return output, new_states[0]  # a bare state in, a bare state out (as Keras)
+        return output, new_states
 
     def get_initial_state(self, inputs: Any = None, batch_size: Any = None,
                           dtype: Any = None) -> list:
@@ -108,7 +118,20 @@ class _Cell(Layer):
 
     def get_config(self) -> dict:
         return {**super().get_config(), "units": self.units,
-                "activation": activations.serialize(self.activation), "use_bias": self.use_bias}
+                "activation": activations.serialize(self.activation), "use_bias": self.use_bias,
+                "kernel_initializer": _serialize(self.kernel_initializer, initializers),
+                "recurrent_initializer": _serialize(self.recurrent_initializer, initializers),
+                "bias_initializer": _serialize(self.bias_initializer, initializers),
+                "kernel_regularizer": _serialize(self.kernel_regularizer, regularizers),
+                "recurrent_regularizer": _serialize(self.recurrent_regularizer, regularizers),
+                "bias_regularizer": _serialize(self.bias_regularizer, regularizers)}
+
+
+def _serialize(value: Any, module: Any) -> Any:
+    """Keras's config form of an initializer or regularizer; None and plain callables as is."""
+    if value is None or type(value).__module__ != module.__name__:
+        return value
+    return module.serialize(value)
 
 
 class SimpleRNNCell(_Cell):
@@ -168,6 +191,62 @@ class LSTMCell(_Cell):
                 "recurrent_activation": activations.serialize(self.recurrent_activation)}
 
 
+class GRUCell(_Cell):
+    """Gated recurrent unit step with Keras's gate order (update z, reset r, candidate h).
+
+    ``reset_after=True`` (Keras 2's default, the cuDNN/PyTorch form) applies the reset gate
+    after the recurrent matmul, so the bias has two rows, ``[2, 3 units]``: row 0 is added to
+    the input projection, row 1 to the recurrent one. ``reset_after=False`` resets h before
+    its matmul and has a single bias row. State is ``[h]``; the output is ``h``.
+    """
+
+    gates = 3
+
+    def __init__(self, units: int, activation: Any = "tanh",
+                 recurrent_activation: Any = "sigmoid", use_bias: bool = True,
+                 kernel_initializer: Any = "glorot_uniform",
+                 recurrent_initializer: Any = "orthogonal", bias_initializer: Any = "zeros",
+                 reset_after: bool = True, **kwargs: Any):
+        super().__init__(units, activation=activation, use_bias=use_bias,
+                         kernel_initializer=kernel_initializer,
+                         recurrent_initializer=recurrent_initializer,
+                         bias_initializer=bias_initializer, **kwargs)
+        self.recurrent_activation = activations.get(recurrent_activation)
+        self.reset_after = bool(reset_after)
+
+    def _bias_shape(self) -> tuple[int, ...]:
+        width = self.gates * self.units
+        return (2, width) if self.reset_after else (width,)
+
+    def _input_bias(self) -> Any:
+        return self.bias[0] if self.reset_after else self.bias
+
+    def step(self, projected: Any, states: list) -> tuple[Any, list]:
+        h = states[0]
+        x_z, x_r, x_h = tf.split(projected, 3, axis=-1)
+        if self.reset_after:
+            recurrent = tf.matmul(h, self.recurrent_kernel)
+            if self.bias is not None:
+                recurrent = recurrent + self.bias[1]
+            h_z, h_r, h_h = tf.split(recurrent, 3, axis=-1)
+            z = self.recurrent_activation(x_z + h_z)
+            r = self.recurrent_activation(x_r + h_r)
+            candidate = self.activation(x_h + r * h_h)
+        else:
+            gates_kernel, candidate_kernel = tf.split(self.recurrent_kernel,
+                                                      [2 * self.units, self.units], axis=-1)
+            h_z, h_r = tf.split(tf.matmul(h, gates_kernel), 2, axis=-1)
+            z = self.recurrent_activation(x_z + h_z)
+            r = self.recurrent_activation(x_r + h_r)
+            candidate = self.activation(x_h + tf.matmul(r * h, candidate_kernel))
+        h = z * h + (1 - z) * candidate
+        return h, [h]
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "reset_after": self.reset_after,
+                "recurrent_activation": activations.serialize(self.recurrent_activation)}
+
+
 class RNN(Layer):
     """Run `cell` over the time axis of [batch, time, features] inputs.
 
@@ -180,7 +259,7 @@ class RNN(Layer):
         super().__init__(**kwargs)
         if not isinstance(cell, _Cell):
             raise TypeError(f"RNN: `cell` must be a tapeflow recurrent cell (LSTMCell, "
-                            f"SimpleRNNCell), got {cell!r}")
+                            f"GRUCell, SimpleRNNCell), got {cell!r}")
         self.cell = cell
         self.return_sequences = return_sequences
         self.return_state = return_state
@@ -235,8 +314,14 @@ class RNN(Layer):
         return [zeros] * count
 
     def get_config(self) -> dict:
-        return {**super().get_config(), "return_sequences": self.return_sequences,
-                "return_state": self.return_state, "go_backwards": self.go_backwards}
+        config = {**super().get_config(), "return_sequences": self.return_sequences,
+                  "return_state": self.return_state, "go_backwards": self.go_backwards}
+        if type(self) is RNN:
+            return config
+        # LSTM/GRU/SimpleRNN make their own cell: its arguments are theirs (as in Keras)
+        cell = {k: v for k, v in self.cell.get_config().items()
+                if k not in ("name", "trainable", "dtype")}
+        return {**config, **cell}
 
 
 class SimpleRNN(RNN):
@@ -251,7 +336,7 @@ class SimpleRNN(RNN):
         cell = SimpleRNNCell(units, activation=activation, use_bias=use_bias,
                              kernel_initializer=kernel_initializer,
                              recurrent_initializer=recurrent_initializer,
-                             bias_initializer=bias_initializer,
+                             bias_initializer=bias_initializer, name="simple_rnn_cell",
                              dtype=layer_kwargs.get("dtype"), **kwargs)
         super().__init__(cell, return_sequences=return_sequences, return_state=return_state,
                          go_backwards=go_backwards, **layer_kwargs)
@@ -275,7 +360,31 @@ class LSTM(RNN):
                         use_bias=use_bias, kernel_initializer=kernel_initializer,
                         recurrent_initializer=recurrent_initializer,
                         bias_initializer=bias_initializer, unit_forget_bias=unit_forget_bias,
-                        dtype=layer_kwargs.get("dtype"), **kwargs)
+                        name="lstm_cell", dtype=layer_kwargs.get("dtype"), **kwargs)
+        super().__init__(cell, return_sequences=return_sequences, return_state=return_state,
+                         go_backwards=go_backwards, **layer_kwargs)
+
+
+class GRU(RNN):
+    """Gated recurrent unit layer: ``GRU(units, return_sequences=..., return_state=...)``.
+
+    Keras 2 defaults (``reset_after=True``). Weights: ``gru/gru_cell/kernel:0``
+    [features, 3 units], ``recurrent_kernel:0`` [units, 3 units] (orthogonal) and ``bias:0``
+    [2, 3 units]; columns in gate order (z, r, h).
+    """
+
+    def __init__(self, units: int, activation: Any = "tanh",
+                 recurrent_activation: Any = "sigmoid", use_bias: bool = True,
+                 kernel_initializer: Any = "glorot_uniform",
+                 recurrent_initializer: Any = "orthogonal", bias_initializer: Any = "zeros",
+                 return_sequences: bool = False, return_state: bool = False,
+                 go_backwards: bool = False, reset_after: bool = True, **kwargs: Any):
+        layer_kwargs = {k: kwargs.pop(k) for k in list(kwargs) if k in _LAYER_KWARGS}
+        cell = GRUCell(units, activation=activation, recurrent_activation=recurrent_activation,
+                       use_bias=use_bias, kernel_initializer=kernel_initializer,
+                       recurrent_initializer=recurrent_initializer,
+                       bias_initializer=bias_initializer, reset_after=reset_after,
+                       name="gru_cell", dtype=layer_kwargs.get("dtype"), **kwargs)
         super().__init__(cell, return_sequences=return_sequences, return_state=return_state,
                          go_backwards=go_backwards, **layer_kwargs)
 
