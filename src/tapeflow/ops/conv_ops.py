@@ -209,6 +209,33 @@ def conv2d(input: Any, filters: Any, strides: Any, padding: Any,  # noqa: A002
     return _from_nhwc(y, data_format)
 
 
+@export("nn.conv1d")
+def conv1d(input: Any, filters: Any, stride: Any, padding: Any,  # noqa: A002
+           data_format: str = "NWC", dilations: Any = None, name: str | None = None):
+    """1-D cross-correlation of `input` [N, W, Cin] with `filters` [k, Cin, Cout].
+
+    A composition, as in TF: a 1 x k ``conv2d`` on [N, 1, W, Cin], so it shares Conv2D's
+    kernels and gradients.
+    """
+    from tapeflow.ops.array_ops import expand_dims, squeeze
+
+    x, w = as_tensor(input), as_tensor(filters)
+    if data_format != "NWC":
+        raise errors.InvalidArgumentError(
+            f"Conv1D: data_format must be 'NWC', got {data_format!r}\n{errors.user_line()}")
+    for t, what in ((x, "input"), (w, "filters")):
+        if t.shape.rank is not None and t.shape.rank != 3:
+            raise errors.InvalidArgumentError(
+                f"Conv1D: {what} must be rank 3, got shape {t.shape}\n{errors.user_line()}")
+    s = _width(stride, "stride", "Conv1D")
+    d = 1 if dilations is None else _width(dilations, "dilations", "Conv1D")
+    if isinstance(padding, (list, tuple)):  # explicit [[0, 0], [left, right], [0, 0]]
+        padding = [[0, 0], [0, 0], list(padding[1]), [0, 0]]
+    y = conv2d(expand_dims(x, 1), expand_dims(w, 0), strides=[1, s], padding=padding,
+               dilations=[1, d])
+    return squeeze(y, [1])
+
+
 @export("nn.conv2d_transpose")
 def conv2d_transpose(input: Any, filters: Any, output_shape: Any, strides: Any,  # noqa: A002
                      padding: Any = "SAME", data_format: str = "NHWC", dilations: Any = None,
@@ -341,6 +368,20 @@ def max_pool2d(input: Any, ksize: Any, strides: Any, padding: Any,  # noqa: A002
 def avg_pool2d(input: Any, ksize: Any, strides: Any, padding: Any,  # noqa: A002
                data_format: str = "NHWC", name: str | None = None):
     """Mean over each ksize window; with SAME padding, over its valid entries only (as TF)."""
+    return _pooling(_avg_pool, "AvgPool", input, ksize, strides, padding, data_format)
+
+
+@export("nn.max_pool1d")
+def max_pool1d(input: Any, ksize: Any, strides: Any, padding: Any,  # noqa: A002
+               data_format: str = "NWC", name: str | None = None):
+    """Maximum over each window of [N, W, C] input (a 1 x k ``max_pool2d``)."""
+    return _pooling(_max_pool, "MaxPool", input, ksize, strides, padding, data_format)
+
+
+@export("nn.avg_pool1d")
+def avg_pool1d(input: Any, ksize: Any, strides: Any, padding: Any,  # noqa: A002
+               data_format: str = "NWC", name: str | None = None):
+    """Mean over each window of [N, W, C] input (a 1 x k ``avg_pool2d``)."""
     return _pooling(_avg_pool, "AvgPool", input, ksize, strides, padding, data_format)
 
 

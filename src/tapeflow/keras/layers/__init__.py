@@ -3,7 +3,14 @@
 from tapeflow.keras.engine.base_layer import Layer
 from tapeflow.keras.engine.input_layer import Input, InputLayer
 from tapeflow.keras.layers.activation import ELU, LeakyReLU, ReLU, Softmax
-from tapeflow.keras.layers.convolutional import Conv2D, Convolution2D
+from tapeflow.keras.layers.convolutional import (
+    Conv1D,
+    Conv2D,
+    Conv2DTranspose,
+    Convolution1D,
+    Convolution2D,
+    Convolution2DTranspose,
+)
 from tapeflow.keras.layers.core import Activation, Dense, Dropout, Flatten, Lambda, Reshape
 from tapeflow.keras.layers.embedding import Embedding
 from tapeflow.keras.layers.merge import (
@@ -24,13 +31,21 @@ from tapeflow.keras.layers.merge import (
 )
 from tapeflow.keras.layers.normalization import BatchNormalization, LayerNormalization
 from tapeflow.keras.layers.pooling import (
+    AveragePooling1D,
     AveragePooling2D,
+    AvgPool1D,
     AvgPool2D,
+    GlobalAveragePooling1D,
     GlobalAveragePooling2D,
+    GlobalAvgPool1D,
     GlobalAvgPool2D,
+    GlobalMaxPool1D,
     GlobalMaxPool2D,
+    GlobalMaxPooling1D,
     GlobalMaxPooling2D,
+    MaxPool1D,
     MaxPool2D,
+    MaxPooling1D,
     MaxPooling2D,
 )
 from tapeflow.keras.layers.recurrent import (

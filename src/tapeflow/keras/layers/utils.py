@@ -28,11 +28,13 @@ def normalize_tuple(value: Any, n: int, name: str, layer: str) -> tuple[int, ...
     return out
 
 
-def normalize_padding(value: str, layer: str) -> str:
-    """'same'/'valid' (any case) -> the op-level spelling 'SAME'/'VALID'."""
+def normalize_padding(value: str, layer: str,
+                      allowed: tuple[str, ...] = ("same", "valid")) -> str:
+    """'same'/'valid' (any case; 'causal' where allowed) -> the spelling 'SAME'/'VALID'."""
     padding = str(value).lower()
-    if padding not in ("same", "valid"):
-        raise layer_error(f"{layer}: `padding` must be 'same' or 'valid', got {value!r}")
+    if padding not in allowed:
+        names = " or ".join(repr(a) for a in allowed)
+        raise layer_error(f"{layer}: `padding` must be {names}, got {value!r}")
     return padding.upper()
 
 
