@@ -516,6 +516,43 @@ def tile(input: Any, multiples: Any, name: str | None = None):  # noqa: A002
     return apply(_tile, _tensor(input), multiples=tuple(int(m) for m in _shape_arg(multiples)))
 
 
+@export("repeat")
+def repeat(input: Any, repeats: Any, axis: int | None = None,  # noqa: A002
+           name: str | None = None):
+    """Repeat each slice along `axis` (of the flattened input when None), as ``np.repeat``.
+
+    A composition with its gradient for free: an int count is expand_dims + tile + reshape
+    (a sum over the copies backwards); per-slice counts are one gather of static indices.
+    """
+    x = _tensor(input)
+    if axis is None:
+        x, axis = reshape(x, [-1]), 0
+    rank = x.shape.rank
+    axis = _axis(axis, rank, "Repeat")
+    counts = np.asarray(repeats.numpy() if hasattr(repeats, "numpy") else repeats)
+    if counts.ndim == 1:
+        size = x.shape[axis]
+        if size is not None and counts.shape[0] not in (1, size):
+            raise errors.InvalidArgumentError(
+                f"Repeat: {counts.shape[0]} repeat counts for dim {axis} of size {size} "
+                f"(input shape {x.shape})\n{errors.user_line()}")
+        if counts.shape[0] != 1 or size is None:
+            indices = np.repeat(np.arange(counts.shape[0]), counts.astype(np.int64))
+            return gather(x, indices.astype(np.int32), axis=axis)
+        counts = counts[0]
+    n = int(counts)
+    if n < 0:
+        raise errors.InvalidArgumentError(
+            f"Repeat: repeats must be non-negative, got {n}\n{errors.user_line()}")
+    tiled = tile(expand_dims(x, axis + 1), [1] * (axis + 1) + [n] + [1] * (rank - axis - 1))
+    dims = x.shape.as_list()
+    dims[axis] = None if dims[axis] is None else dims[axis] * n
+    if dims.count(None) <= 1:
+        return reshape(tiled, [-1 if d is None else d for d in dims])
+    runtime = shape(x)
+    return reshape(tiled, concat([runtime[:axis], [runtime[axis] * n], runtime[axis + 1:]], 0))
+
+
 _NP_PAD_MODE = {"CONSTANT": "constant", "REFLECT": "reflect", "SYMMETRIC": "symmetric"}
 
 

@@ -57,3 +57,10 @@ from tapeflow.keras.layers.recurrent import (
     SimpleRNN,
     SimpleRNNCell,
 )
+from tapeflow.keras.layers.reshaping import (
+    Cropping2D,
+    Permute,
+    RepeatVector,
+    UpSampling2D,
+    ZeroPadding2D,
+)
