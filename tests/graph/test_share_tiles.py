@@ -135,9 +135,6 @@ def test_kernel_tiles_give_the_same_numbers_as_x(monkeypatch):
     batch split into many chunks over the cores."""
     monkeypatch.setattr(W, "CHUNK_BYTES", 1)
     monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 0)
-    # the same split for both gradients: whether a core is idle (the load average) would
-    # otherwise decide per call how the partial sums are grouped, and so their rounding
-    monkeypatch.setattr(parallel, "idle_core", lambda: True)
     x = rng.standard_normal((7, 9, 10, 16)).astype(np.float32)
     w = rng.standard_normal((3, 3, 16, 12)).astype(np.float32)
     g = K.geometry((9, 10), (3, 3), (1, 1), (1, 1), "SAME")

@@ -6,6 +6,14 @@ each idle core runs one contiguous slice on its own thread. NumPy's products and
 release the GIL, so the slices run in parallel. This pays for the compute-bound convolutions
 and for the memory-bound passes alike: one core of the project machine reads ~8 GB/s, two
 together ~13 GB/s (an elementwise pass over 13.6 MB: 1.97 ms on one thread, 1.24 ms on two).
+
+The slices depend on the size of the work alone, never on the load: on a busy machine the same
+slices run one after another on the calling thread. Results are then the same bits whether
+cores were idle or not. Both a reduction's partial sums (float addition is not associative)
+and a product's rows (OpenBLAS picks its kernel by the matrix size, measured: a row of a
+1000-row product differs from the same row of a 4-row one by 2e-6) would otherwise change with
+the split; had the load decided it, one training step gave different gradients from call to
+call.
 """
 
 from __future__ import annotations
@@ -34,11 +42,18 @@ def idle_core() -> bool:
     return runnable - 1 < WORKERS - 1
 
 
-def parts_for(n: int, nbytes: int) -> int:
-    """How many slices `n` rows touching `nbytes` bytes are worth splitting into now."""
-    if WORKERS == 1 or n < 2 or nbytes < PARALLEL_MIN_BYTES or not idle_core():
+def slices_for(n: int, nbytes: int) -> int:
+    """How many slices `n` rows touching `nbytes` bytes are cut into (the size alone decides)."""
+    if WORKERS == 1 or n < 2 or nbytes < PARALLEL_MIN_BYTES:
         return 1
     return min(WORKERS, n)
+
+
+def parts_for(n: int, nbytes: int) -> int:
+    """How many threads run those slices now: all of them one per core, or one if none is
+    idle."""
+    slices = slices_for(n, nbytes)
+    return slices if slices > 1 and idle_core() else 1
 
 
 def _forget_pool() -> None:
@@ -52,15 +67,16 @@ if hasattr(os, "register_at_fork"):
 
 
 def split(n: int, nbytes: int, work: Callable[[int, int], Any]) -> list:
-    """work(lo, hi) on contiguous slices of range(n), one per idle core; the results in order.
+    """work(lo, hi) on contiguous slices of range(n), one per core when cores are idle, else
+    one after another on this thread; the results in order.
 
     Work touching fewer than PARALLEL_MIN_BYTES bytes in all runs as one call on this thread."""
     global _pool
-    parts = parts_for(n, nbytes)
-    if parts == 1:
-        return [work(0, n)]
+    slices = slices_for(n, nbytes)
+    cuts = [n * i // slices for i in range(slices + 1)]
+    if slices == 1 or parts_for(n, nbytes) == 1:
+        return [work(cuts[i], cuts[i + 1]) for i in range(slices)]
     if _pool is None:
         _pool = ThreadPoolExecutor(WORKERS - 1, thread_name_prefix="tapeflow-kernel")
-    cuts = [n * i // parts for i in range(parts + 1)]
-    futures = [_pool.submit(work, cuts[i], cuts[i + 1]) for i in range(1, parts)]
+    futures = [_pool.submit(work, cuts[i], cuts[i + 1]) for i in range(1, slices)]
     return [work(cuts[0], cuts[1])] + [f.result() for f in futures]
