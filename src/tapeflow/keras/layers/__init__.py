@@ -64,3 +64,4 @@ from tapeflow.keras.layers.reshaping import (
     UpSampling2D,
     ZeroPadding2D,
 )
+from tapeflow.keras.layers.wrappers import Bidirectional, TimeDistributed

@@ -1,0 +1,175 @@
+"""Layer wrappers: TimeDistributed (one layer applied to every time step) and Bidirectional
+(a recurrent layer run forwards and backwards, outputs merged).
+
+Weights are named as in Keras 2: TimeDistributed builds its layer in its own scope
+(``time_distributed/kernel:0``); Bidirectional builds two copies of its layer, named
+``forward_<name>`` and ``backward_<name>`` (``bidirectional/forward_lstm/lstm_cell/kernel:0``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tapeflow as tf
+from tapeflow.keras.engine.base_layer import Layer
+from tapeflow.keras.layers.recurrent import RNN
+from tapeflow.keras.layers.utils import layer_error, static_shape
+
+
+def _serialize_layer(layer: Layer) -> dict:
+    return {"class_name": type(layer).__name__, "config": layer.get_config()}
+
+
+def _deserialize_layer(config: dict) -> Layer:
+    from tapeflow.keras import layers
+
+    cls = getattr(layers, config["class_name"], None)
+    if not (isinstance(cls, type) and issubclass(cls, Layer)):
+        raise ValueError(f"Unknown layer class {config['class_name']!r} in a wrapper config")
+    return cls.from_config(config["config"])
+
+
+class TimeDistributed(Layer):
+    """Apply `layer` to every slice ``inputs[:, t]`` of [batch, time, ...] inputs.
+
+    The time axis is folded into the batch (one call of `layer` on [batch * time, ...]), so
+    the weights are shared across steps and the layer runs once, not once per step.
+    """
+
+    def __init__(self, layer: Layer, **kwargs: Any):
+        if not isinstance(layer, Layer):
+            raise TypeError(f"TimeDistributed: `layer` must be a Keras layer instance, got "
+                            f"{layer!r}")
+        kwargs.setdefault("dtype", layer.dtype)  # so inputs are not cast away from its dtype
+        super().__init__(**kwargs)
+        self.layer = layer
+
+    def build(self, input_shape: Any) -> None:
+        shape = tf.TensorShape(input_shape)
+        if shape.rank is None or shape.rank < 3:
+            raise layer_error(f"TimeDistributed {self.name!r}: expected inputs of shape "
+                             f"[batch, time, ...] (rank 3 or more), got {shape}")
+        if not self.layer.built:
+            self.layer.build(tf.TensorShape([None] + shape.as_list()[2:]))
+            self.layer.built = True
+        self.built = True
+
+    def call(self, inputs: Any):
+        x = tf.convert_to_tensor(inputs)
+        dims = static_shape(x)
+        if any(d is None for d in dims[2:]):
+            raise layer_error(f"TimeDistributed {self.name!r}: the dims after the time axis "
+                             f"must be known, got inputs of shape {x.shape}")
+        y = self.layer(tf.reshape(x, [-1] + dims[2:]))
+        inner = static_shape(y)[1:]
+        if dims[:2].count(None) <= 1:
+            return tf.reshape(y, [-1 if d is None else d for d in dims[:2]] + inner)
+        return tf.reshape(y, tf.concat([tf.shape(x)[:2], tf.shape(y)[1:]], 0))
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "layer": _serialize_layer(self.layer)}
+
+    @classmethod
+    def from_config(cls, config: dict) -> TimeDistributed:
+        return cls(_deserialize_layer(config["layer"]),
+                   **{k: v for k, v in config.items() if k != "layer"})
+
+
+_MERGES = {
+    "concat": lambda f, b: tf.concat([f, b], axis=-1),
+    "sum": lambda f, b: f + b,
+    "mul": lambda f, b: f * b,
+    "ave": lambda f, b: (f + b) / 2,
+}
+
+
+def _copy_rnn(layer: RNN, name: str, go_backwards: bool) -> RNN:
+    """A fresh, unbuilt copy of a recurrent layer (with a fresh copy of its cell)."""
+    config = {**layer.get_config(), "name": name, "go_backwards": go_backwards}
+    if type(layer) is not RNN:
+        return type(layer).from_config(config)
+    cell = type(layer.cell).from_config(layer.cell.get_config())
+    return RNN(cell, **config)
+
+
+class Bidirectional(Layer):
+    """Run a recurrent layer over the sequence forwards and backwards and merge the outputs.
+
+    ``merge_mode``: 'concat' (default, 2 * units features), 'sum', 'mul', 'ave', or None (a
+    list [forward, backward]). With ``return_sequences`` the backward outputs are reversed
+    back into input order before merging. With ``return_state`` the forward states follow
+    the output, then the backward ones; ``initial_state`` takes them in the same order.
+    """
+
+    def __init__(self, layer: RNN, merge_mode: str | None = "concat", weights: Any = None,
+                 backward_layer: RNN | None = None, **kwargs: Any):
+        if not isinstance(layer, RNN):
+            raise TypeError(f"Bidirectional: `layer` must be a recurrent layer (LSTM, GRU, "
+                            f"SimpleRNN, RNN), got {layer!r}")
+        if merge_mode not in (*_MERGES, None):
+            raise layer_error(f"Bidirectional: `merge_mode` must be one of 'concat', 'sum', "
+                             f"'mul', 'ave' or None, got {merge_mode!r}")
+        kwargs.setdefault("dtype", layer.dtype)
+        super().__init__(**kwargs)
+        self.forward_layer = _copy_rnn(layer, f"forward_{layer.name}", layer.go_backwards)
+        if backward_layer is None:
+            self.backward_layer = _copy_rnn(layer, f"backward_{layer.name}",
+                                            not layer.go_backwards)
+        else:
+            if not isinstance(backward_layer, RNN) or \
+                    backward_layer.go_backwards == layer.go_backwards or \
+                    backward_layer.return_sequences != layer.return_sequences or \
+                    backward_layer.return_state != layer.return_state:
+                raise layer_error("Bidirectional: `backward_layer` must be a recurrent layer "
+                                 "with the opposite go_backwards and the same return_sequences "
+                                 "and return_state as `layer`")
+            self.backward_layer = backward_layer
+        self.merge_mode = merge_mode
+        self.return_sequences = layer.return_sequences
+        self.return_state = layer.return_state
+        self._initial_weights = weights
+
+    def build(self, input_shape: Any) -> None:
+        shape = tf.TensorShape(input_shape)
+        if shape.rank != 3:
+            raise layer_error(f"Bidirectional {self.name!r}: expected inputs of shape "
+                             f"[batch, time, features], got {shape}")
+        for layer in (self.forward_layer, self.backward_layer):
+            if not layer.built:
+                with tf.name_scope(layer.name):
+                    layer.build(shape)
+                layer.built = True
+        self.built = True
+
+    def call(self, inputs: Any, initial_state: Any = None):
+        forward_state = backward_state = None
+        if initial_state is not None:
+            states = list(initial_state)
+            half = len(states) // 2
+            forward_state, backward_state = states[:half], states[half:]
+        forward = self.forward_layer(inputs, initial_state=forward_state)
+        backward = self.backward_layer(inputs, initial_state=backward_state)
+        states: list = []
+        if self.return_state:
+            states = list(forward[1:]) + list(backward[1:])
+            forward, backward = forward[0], backward[0]
+        if self.return_sequences:
+            backward = tf.reverse(backward, [1])
+        if self.merge_mode is None:
+            output: Any = [forward, backward]
+        else:
+            output = _MERGES[self.merge_mode](forward, backward)
+        if self.return_state:
+            return (output if isinstance(output, list) else [output]) + states
+        return output
+
+    def get_config(self) -> dict:
+        config = {**super().get_config(), "merge_mode": self.merge_mode,
+                  "layer": _serialize_layer(self.forward_layer)}
+        config["layer"]["config"]["name"] = self.forward_layer.name[len("forward_"):]
+        return config
+
+    @classmethod
+    def from_config(cls, config: dict) -> Bidirectional:
+        return cls(_deserialize_layer(config["layer"]),
+                   **{k: v for k, v in config.items() if k != "layer"})
