@@ -11,7 +11,15 @@ from tapeflow.keras.layers.convolutional import (
     Convolution2D,
     Convolution2DTranspose,
 )
-from tapeflow.keras.layers.core import Activation, Dense, Dropout, Flatten, Lambda, Reshape
+from tapeflow.keras.layers.core import (
+    Activation,
+    Dense,
+    Dropout,
+    Flatten,
+    Lambda,
+    Reshape,
+    SpatialDropout2D,
+)
 from tapeflow.keras.layers.embedding import Embedding
 from tapeflow.keras.layers.merge import (
     Add,

@@ -1,4 +1,4 @@
-"""Core layers: Dense, Activation, Flatten, Reshape, Dropout, Lambda."""
+"""Core layers: Dense, Activation, Flatten, Reshape, Dropout, SpatialDropout2D, Lambda."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 import tapeflow as tf
 from tapeflow.keras import activations, initializers, regularizers
 from tapeflow.keras.engine.base_layer import Layer
-from tapeflow.keras.layers.utils import layer_error, static_shape
+from tapeflow.keras.layers.utils import check_data_format, layer_error, static_shape
 
 
 class Dense(Layer):
@@ -205,6 +205,30 @@ class Dropout(Layer):
     def get_config(self) -> dict:
         return {**super().get_config(), "rate": self.rate, "noise_shape": self.noise_shape,
                 "seed": self.seed}
+
+
+class SpatialDropout2D(Dropout):
+    """Dropout of whole feature maps: one keep/drop draw per (sample, channel) of [b, h, w, c].
+
+    Neighbouring pixels of a conv feature map are strongly correlated, so dropping single
+    pixels barely regularizes; dropping the channel does (Tompson et al., 2015).
+    """
+
+    def __init__(self, rate: float, data_format: str | None = None, **kwargs: Any):
+        check_data_format(data_format, "SpatialDropout2D")
+        super().__init__(rate, noise_shape=(None, 1, 1, None), **kwargs)
+
+    def build(self, input_shape: Any) -> None:
+        shape = tf.TensorShape(input_shape)
+        if shape.rank != 4:
+            raise layer_error(f"SpatialDropout2D {self.name!r}: expected inputs of shape "
+                             f"[batch, height, width, channels], got {shape}")
+        self.built = True
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        del config["noise_shape"]
+        return config
 
 
 class Lambda(Layer):
