@@ -256,12 +256,14 @@ def _revnet_step(tf, model, x, labels, reversible: bool):
 def _paired_times(steps: dict, rounds: int) -> dict:
     """Wall and CPU seconds of each step, called in turn `rounds` times: adjacent calls see
     the same machine speed, so the per-round ratios survive drift that sequential medians do
-    not (this machine's speed changes up to 2x within minutes)."""
+    not (this machine's speed changes up to 2x within minutes). The order alternates from round
+    to round, so neither step always follows the other (its freed memory, its cache state)."""
     times = {name: {"wall": [], "cpu": []} for name in steps}
-    for _ in range(rounds):
-        for name, step in steps.items():
+    names = list(steps)
+    for r in range(rounds):
+        for name in names if r % 2 == 0 else names[::-1]:
             wall, cpu = time.perf_counter(), time.process_time()
-            step()
+            steps[name]()
             times[name]["wall"].append(time.perf_counter() - wall)
             times[name]["cpu"].append(time.process_time() - cpu)
     return times
