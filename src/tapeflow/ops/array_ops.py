@@ -88,7 +88,7 @@ def reshape(tensor: Any, shape: Any, name: str | None = None):
     """Reshape `tensor` to `shape` (one dim may be -1; a run-time shape tensor works too)."""
     dyn = _dynamic_shape(shape)
     if dyn is not None:
-        return apply(_reshape_dynamic, tensor, dyn)
+        return apply(_reshape_dynamic, tensor, dyn, known=known_dims(dyn))
     return apply(_reshape, tensor, shape=_shape_arg(shape))
 
 
@@ -119,9 +119,75 @@ def transpose(a: Any, perm: Any = None, conjugate: bool = False, name: str | Non
 # --- fills ------------------------------------------------------------------------------------
 
 
-@op("Fill", shape=lambda *, shape, value, dtype: (shape, dtype))
-def _fill(*, shape, value, dtype):
-    return np.full(shape, value, dtype=dtype._np)
+def _filled_rule(*dims, shape, dtype, **attrs):
+    """Output of an op filling `shape` (its static part; the run-time shape, if any, comes as
+    the one input `dims`)."""
+    return shape, dtype
+
+
+def run_time_shape(dims: tuple, shape: tuple) -> tuple:
+    """The shape a filling op makes: its run-time input if it has one, else its attribute."""
+    return tuple(int(d) for d in dims[0].tolist()) if dims else shape
+
+
+def shape_operands(shape: Any, op_name: str) -> tuple[tuple, tuple]:
+    """(inputs, static shape) for an op that fills `shape`: no input and the shape when it is
+    known now, else the run-time shape tensor as the one input and what is known of it (a
+    dim of ``tf.shape(x)`` is known where x's is, a constant dim always)."""
+    dyn = _dynamic_shape(shape)
+    if dyn is None:
+        dims = _shape_arg(shape)
+        if any(d < 0 for d in dims):
+            raise ValueError(f"{op_name}: the shape must be fully known, got {list(dims)}")
+        return (), dims
+    if dyn.dtype not in (_dtypes.int32, _dtypes.int64) or dyn.shape.rank != 1:
+        raise ValueError(f"{op_name}: a shape tensor must be a 1-D int32/int64 tensor, got "
+                         f"{dyn.dtype.name} of shape {dyn.shape}\n{errors.user_line()}")
+    return (dyn,), known_dims(dyn)
+
+
+def known_dims(shape: Any) -> tuple | None:
+    """What is known at trace time of a 1-D shape tensor's value: ints where a dim is a
+    constant or a static dim of a tensor whose shape it took, None elsewhere; None if not
+    even its length is known."""
+    node = getattr(shape, "node", None)
+    name = node.op.name if node is not None else None
+    if name == "Const":
+        return tuple(int(v) for v in np.asarray(node.attrs["value"]).reshape(-1))
+    if name == "Shape":
+        return node.inputs[0].shape.as_tuple() if node.inputs[0].shape.rank is not None else None
+    if name == "Pack" and node.attrs.get("axis", 0) == 0:
+        return tuple(_known_scalar(t) for t in node.inputs)
+    if name == "ConcatV2" and node.attrs.get("axis") in (0, -1):
+        parts = [known_dims(t) for t in node.inputs]
+        return None if any(p is None for p in parts) else sum(parts, ())
+    if name == "StridedSlice" and len(node.attrs["spec"]) == 1:
+        (kind, *bounds), = node.attrs["spec"]
+        dims = known_dims(node.inputs[0])
+        if kind == "s" and dims is not None:
+            return dims[slice(*bounds)]
+    length = shape.shape.as_tuple() if shape.shape.rank == 1 else None
+    return None if length is None or length[0] is None else (None,) * length[0]
+
+
+def _known_scalar(t: Any) -> int | None:
+    """A scalar dim known at trace time: a constant, or ``tf.shape(x)[i]`` with x.shape[i] known."""
+    node = getattr(t, "node", None)
+    if node is None:
+        return int(t.numpy()) if hasattr(t, "numpy") else None
+    if node.op.name == "Const":
+        return int(np.asarray(node.attrs["value"]))
+    if node.op.name == "StridedSlice" and len(node.attrs["spec"]) == 1:
+        (kind, *index), = node.attrs["spec"]
+        dims = known_dims(node.inputs[0])
+        if kind == "i" and dims is not None and -len(dims) <= index[0] < len(dims):
+            return dims[index[0]]
+    return None
+
+
+@op("Fill", shape=_filled_rule)
+def _fill(*dims, shape, value, dtype):
+    return np.full(run_time_shape(dims, shape), value, dtype=dtype._np)
 
 
 @op("OnesLike", shape=same_as_first)
@@ -137,20 +203,30 @@ def _zeros_like(x):
 @export("zeros")
 def zeros(shape: Any, dtype: Any = _dtypes.float32, name: str | None = None):
     """A tensor of zeros."""
-    return apply(_fill, shape=_shape_arg(shape), value=0, dtype=_dtypes.as_dtype(dtype))
+    dims, static = shape_operands(shape, "tf.zeros")
+    return apply(_fill, *dims, shape=static, value=0, dtype=_dtypes.as_dtype(dtype))
 
 
 @export("ones")
 def ones(shape: Any, dtype: Any = _dtypes.float32, name: str | None = None):
     """A tensor of ones."""
-    return apply(_fill, shape=_shape_arg(shape), value=1, dtype=_dtypes.as_dtype(dtype))
+    dims, static = shape_operands(shape, "tf.ones")
+    return apply(_fill, *dims, shape=static, value=1, dtype=_dtypes.as_dtype(dtype))
 
 
 @export("fill")
 def fill(dims: Any, value: Any, name: str | None = None):
     """A tensor of shape `dims` filled with scalar `value` (dtype inferred from value)."""
     v = convert_to_tensor(value)
-    return apply(_fill, shape=_shape_arg(dims), value=v.numpy(), dtype=v.dtype)
+    if _is_symbolic(v):
+        if v.node.op.name != "Const":
+            raise ValueError(f"tf.fill: the value must be known when tracing (a constant), got "
+                             f"the output of {v.node.op.name}\n{errors.user_line()}")
+        scalar = np.asarray(v.node.attrs["value"])
+    else:
+        scalar = v.numpy()
+    inputs, static = shape_operands(dims, "tf.fill")
+    return apply(_fill, *inputs, shape=static, value=scalar, dtype=v.dtype)
 
 
 @export("ones_like")
@@ -364,14 +440,19 @@ def _dynamic_shape(shape: Any):
     return None
 
 
-@op("ReshapeDynamic", shape=lambda x, shape: (
-    None if shape[0] is None or shape[0][0] is None else (None,) * shape[0][0], x[1]))
-def _reshape_dynamic(x, shape):
+def _known_rule(x, shape, *, known):
+    """A shape-tensor op's output: the dims known at trace time (-1, to be inferred, is not)."""
+    return (None if known is None else tuple(None if d is None or d < 0 else d for d in known),
+            x[1])
+
+
+@op("ReshapeDynamic", shape=_known_rule)
+def _reshape_dynamic(x, shape, *, known):
     return np.reshape(x, shape.tolist())
 
 
 @_reshape_dynamic.def_grad
-def _(g, out, x, shape):
+def _(g, out, x, shape, *, known):
     return reshape_like(g, x), None
 
 
@@ -704,9 +785,8 @@ def _broadcast_to(x, *, shape):
     return np.broadcast_to(x, shape)
 
 
-@op("BroadcastToDynamic", shape=lambda x, shape: (
-    None if shape[0] is None or shape[0][0] is None else (None,) * shape[0][0], x[1]))
-def _broadcast_to_dynamic(x, shape):
+@op("BroadcastToDynamic", shape=_known_rule)
+def _broadcast_to_dynamic(x, shape, *, known):
     return np.broadcast_to(x, tuple(shape.tolist()))
 
 
@@ -718,7 +798,7 @@ def _(g, out, x, *, shape):
 
 
 @_broadcast_to_dynamic.def_grad
-def _(g, out, x, shape):
+def _(g, out, x, shape, *, known):
     from tapeflow.ops.math_ops import unbroadcast
 
     return unbroadcast(g, x), None
@@ -730,7 +810,7 @@ def broadcast_to(input: Any, shape: Any, name: str | None = None):  # noqa: A002
     x = _tensor(input)
     dyn = _dynamic_shape(shape)
     if dyn is not None:
-        return apply(_broadcast_to_dynamic, x, dyn)
+        return apply(_broadcast_to_dynamic, x, dyn, known=known_dims(dyn))
     return apply(_broadcast_to, x, shape=_shape_arg(shape))
 
 

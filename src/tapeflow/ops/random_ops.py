@@ -34,6 +34,7 @@ from tapeflow._api import export
 from tapeflow.framework import dtypes as _dtypes
 from tapeflow.framework.context import state as _state
 from tapeflow.framework.dispatch import apply, op
+from tapeflow.ops.array_ops import _filled_rule, run_time_shape, shape_operands
 
 DEFAULT_GLOBAL_SEED = 87654321  # used when only an op seed is given
 
@@ -115,32 +116,31 @@ def next_seed(seed: int | None = None) -> int | None:
 # --- ops --------------------------------------------------------------------------------------
 
 
-def _static_rule(*, shape, dtype, **attrs):
-    return shape, dtype
-
-
 def _float_sample(gen: np.random.Generator, fn: str, shape: tuple, dtype) -> np.ndarray:
     """Floats from `gen` in `dtype` (float16 is drawn as float32, as NumPy has no float16 path)."""
     np_dtype = np.float64 if dtype is _dtypes.float64 else np.float32
     return getattr(gen, fn)(shape, dtype=np_dtype)
 
 
-@op("RandomUniform", random=True, shape=_static_rule)
-def _uniform(*, shape, dtype, minval, maxval, gen):
+@op("RandomUniform", random=True, shape=_filled_rule)
+def _uniform(*dims, shape, dtype, minval, maxval, gen):
+    shape = run_time_shape(dims, shape)
     if dtype.is_integer:
         return gen.integers(minval, maxval, size=shape, dtype=dtype._np)
     u = _float_sample(gen, "random", shape, dtype)
     return (u * (maxval - minval) + minval).astype(dtype._np, copy=False)
 
 
-@op("RandomStandardNormal", random=True, shape=_static_rule)
-def _normal(*, shape, dtype, mean, stddev, gen):
+@op("RandomStandardNormal", random=True, shape=_filled_rule)
+def _normal(*dims, shape, dtype, mean, stddev, gen):
+    shape = run_time_shape(dims, shape)
     z = _float_sample(gen, "standard_normal", shape, dtype)
     return (z * stddev + mean).astype(dtype._np, copy=False)
 
 
-@op("TruncatedNormal", random=True, shape=_static_rule)
-def _truncated_normal(*, shape, dtype, mean, stddev, gen):
+@op("TruncatedNormal", random=True, shape=_filled_rule)
+def _truncated_normal(*dims, shape, dtype, mean, stddev, gen):
+    shape = run_time_shape(dims, shape)
     z = _float_sample(gen, "standard_normal", shape, dtype)
     bad = np.abs(z) > 2
     while bad.any():  # redraw values more than two standard deviations out
@@ -164,15 +164,6 @@ def _categorical(logits, *, num_samples, dtype, gen):
 
 
 # --- public API -------------------------------------------------------------------------------
-
-
-def _shape(shape: Any) -> tuple:
-    from tapeflow.ops.array_ops import _shape_arg
-
-    dims = _shape_arg(shape)
-    if any(d < 0 for d in dims):
-        raise ValueError(f"random ops need a fully known shape, got {list(dims)}")
-    return dims
 
 
 def _value(v: Any) -> Any:
@@ -200,7 +191,8 @@ def uniform(shape: Any, minval: Any = 0, maxval: Any = None, dtype: Any = _dtype
     lo, hi = _value(minval), _value(maxval)
     if dtype.is_integer and not lo < hi:
         raise ValueError(f"tf.random.uniform: need minval < maxval, got {lo} and {hi}")
-    return apply(_uniform, shape=_shape(shape), dtype=dtype, minval=lo, maxval=hi,
+    dims, static = shape_operands(shape, "tf.random.uniform")
+    return apply(_uniform, *dims, shape=static, dtype=dtype, minval=lo, maxval=hi,
                  gen=make_generator(seed))
 
 
@@ -208,7 +200,8 @@ def uniform(shape: Any, minval: Any = 0, maxval: Any = None, dtype: Any = _dtype
 def normal(shape: Any, mean: Any = 0.0, stddev: Any = 1.0, dtype: Any = _dtypes.float32,
            seed: int | None = None, name: str | None = None):
     """Normally distributed values."""
-    return apply(_normal, shape=_shape(shape), dtype=_float_dtype(dtype, "tf.random.normal"),
+    dims, static = shape_operands(shape, "tf.random.normal")
+    return apply(_normal, *dims, shape=static, dtype=_float_dtype(dtype, "tf.random.normal"),
                  mean=_value(mean), stddev=_value(stddev), gen=make_generator(seed))
 
 
@@ -217,7 +210,8 @@ def truncated_normal(shape: Any, mean: Any = 0.0, stddev: Any = 1.0,
                      dtype: Any = _dtypes.float32, seed: int | None = None,
                      name: str | None = None):
     """Normal values, redrawn when more than two standard deviations from the mean."""
-    return apply(_truncated_normal, shape=_shape(shape),
+    dims, static = shape_operands(shape, "tf.random.truncated_normal")
+    return apply(_truncated_normal, *dims, shape=static,
                  dtype=_float_dtype(dtype, "tf.random.truncated_normal"),
                  mean=_value(mean), stddev=_value(stddev), gen=make_generator(seed))
 

@@ -37,6 +37,7 @@ from tapeflow.keras.layers.merge import (
     multiply,
     subtract,
 )
+from tapeflow.keras.layers.noise import GaussianDropout, GaussianNoise
 from tapeflow.keras.layers.normalization import BatchNormalization, LayerNormalization
 from tapeflow.keras.layers.pooling import (
     AveragePooling1D,
