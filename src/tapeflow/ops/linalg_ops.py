@@ -77,3 +77,116 @@ def matmul(a: Any, b: Any, transpose_a: bool = False, transpose_b: bool = False,
         b = convert_to_tensor(b, dtype_hint=a.dtype)
     return apply(_matmul, a, b, transpose_a=bool(transpose_a or adjoint_a),
                  transpose_b=bool(transpose_b or adjoint_b))
+
+
+# --- einsum -----------------------------------------------------------------------------------
+
+
+def _einsum_error(equation: str, message: str) -> errors.InvalidArgumentError:
+    return errors.InvalidArgumentError(
+        None, "Einsum", f"Einsum {equation!r}: {message}\n{errors.user_line()}")
+
+
+def _explicit_subscripts(equation: str, ranks: list[int | None]) -> str:
+    """`equation` as 'ab,bc->ac' with one letter per dimension: an ellipsis becomes unused
+    uppercase letters (aligned on the right, as broadcasting aligns dims), an implicit output
+    becomes the ellipsis then the letters used once, sorted (NumPy's and TF's rule)."""
+    eq = equation.replace(" ", "")
+    lhs, arrow, rhs = eq.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(ranks):
+        raise _einsum_error(equation, f"{len(terms)} operand subscripts for {len(ranks)} tensors")
+    spare = [c for c in "ZYXWVUTSRQPONMLKJIHGFEDCBA" if c not in eq]
+    counts = []
+    for term, rank in zip(terms, ranks):
+        letters = term.replace("...", "")
+        if not letters.isalpha() and letters:
+            raise _einsum_error(equation, f"subscripts must be letters, got {term!r}")
+        if rank is None:
+            raise _einsum_error(equation, "every operand needs a known rank")
+        dots = rank - len(letters) if "..." in term else 0
+        if dots < 0 or ("..." not in term and len(letters) != rank):
+            raise _einsum_error(equation, f"subscripts {term!r} for an operand of rank {rank}")
+        counts.append(dots)
+    ellipsis = "".join(spare[:max(counts, default=0)])[::-1]
+    terms = [t.replace("...", ellipsis[len(ellipsis) - n:]) for t, n in zip(terms, counts)]
+    if arrow:
+        out = rhs.replace("...", ellipsis)
+        if not out.isalpha() and out:
+            raise _einsum_error(equation, f"output subscripts must be letters, got {rhs!r}")
+    else:
+        once = [c for c in set("".join(terms)) if "".join(terms).count(c) == 1]
+        out = ellipsis + "".join(sorted(c for c in once if c not in ellipsis))
+    missing = set(out) - set("".join(terms))
+    if missing or len(set(out)) != len(out):
+        raise _einsum_error(equation, f"output subscripts {out!r} must be distinct letters of "
+                                      "the operands")
+    return ",".join(terms) + "->" + out
+
+
+def _letter_sizes(shapes: list, equation: str) -> dict:
+    """Each letter's size (None where unknown, size-1 dims broadcast); a clash is an error."""
+    terms = equation.split("->")[0].split(",")
+    sizes: dict[str, int | None] = {}
+    for shape, term in zip(shapes, terms):
+        for c, d in zip(term, shape or (None,) * len(term)):
+            seen = sizes.get(c, 1)
+            if d is None or seen is None:
+                sizes[c] = None if d is None or seen in (None, 1) else d
+            elif d != 1 and seen != 1 and d != seen:
+                raise _einsum_error(equation, f"dimension {c!r} is {seen} in one operand and "
+                                              f"{d} in another (shapes "
+                                              f"{[list(s or ()) for s in shapes]})")
+            else:
+                sizes[c] = max(d, seen)
+    return sizes
+
+
+def _einsum_rule(*xs, equation):
+    sizes = _letter_sizes([shape for shape, _ in xs], equation)
+    return tuple(sizes[c] for c in equation.split("->")[1]), xs[0][1]
+
+
+@op("Einsum", same_dtype=True, shape=_einsum_rule)
+def _einsum(*xs, equation):
+    _letter_sizes([x.shape for x in xs], equation)
+    return np.asarray(np.einsum(equation, *xs, optimize=len(xs) > 1))
+
+
+@_einsum.def_grad
+def _(g, out, *xs, equation):
+    from tapeflow.ops.array_ops import expand_dims
+    from tapeflow.ops.math_ops import _broadcast_like, unbroadcast
+
+    terms, result = equation.split("->")
+    terms = terms.split(",")
+    grads = []
+    for i, (x, term) in enumerate(zip(xs, terms)):
+        if len(set(term)) != len(term):
+            raise errors.UnimplementedError(
+                None, "Einsum", f"Einsum {equation!r}: no gradient for an operand with a "
+                                f"repeated subscript ({term!r}, a diagonal)\n{errors.user_line()}")
+        others = terms[:i] + terms[i + 1:]
+        elsewhere = set(result).union(*others)
+        kept = "".join(c for c in term if c in elsewhere)
+        gx = apply(_einsum, g, *xs[:i], *xs[i + 1:],
+                   equation=",".join([result] + others) + "->" + kept)
+        if kept != term:  # letters summed in x alone: every entry gets the same gradient
+            for axis, c in enumerate(term):
+                if c not in elsewhere:
+                    gx = expand_dims(gx, axis)
+            gx = _broadcast_like(gx, x)
+        grads.append(unbroadcast(gx, x))
+    return tuple(grads)
+
+
+@export("einsum", "linalg.einsum")
+def einsum(equation: str, *inputs: Any, **kwargs: Any):
+    """Sum of products over the subscripts `equation` names (NumPy's and TF's notation:
+    'ij,jk->ik', '...ij,...jk', implicit outputs, size-1 dims broadcast)."""
+    if not inputs:
+        raise _einsum_error(equation, "needs at least one operand")
+    hint = next((x.dtype for x in inputs if hasattr(x, "dtype") and hasattr(x, "shape")), None)
+    tensors = [convert_to_tensor(x, dtype_hint=hint) for x in inputs]
+    explicit = _explicit_subscripts(equation, [t.shape.rank for t in tensors])
+    return apply(_einsum, *tensors, equation=explicit)
