@@ -187,6 +187,9 @@ def einsum(equation: str, *inputs: Any, **kwargs: Any):
     if not inputs:
         raise _einsum_error(equation, "needs at least one operand")
     hint = next((x.dtype for x in inputs if hasattr(x, "dtype") and hasattr(x, "shape")), None)
-    tensors = [convert_to_tensor(x, dtype_hint=hint) for x in inputs]
+    # Variables go to `apply` as they are (as matmul's do): converting one reads its value
+    # into a plain tensor, and the tape would not see the variable.
+    tensors = [x if hasattr(x, "_as_tensor") else convert_to_tensor(x, dtype_hint=hint)
+               for x in inputs]
     explicit = _explicit_subscripts(equation, [t.shape.rank for t in tensors])
     return apply(_einsum, *tensors, equation=explicit)
