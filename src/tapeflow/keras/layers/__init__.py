@@ -2,6 +2,7 @@
 
 from tapeflow.keras.engine.base_layer import Layer
 from tapeflow.keras.engine.input_layer import Input, InputLayer
+from tapeflow.keras.layers import experimental
 from tapeflow.keras.layers.activation import ELU, LeakyReLU, ReLU, Softmax
 from tapeflow.keras.layers.convolutional import (
     Conv1D,
@@ -20,6 +21,7 @@ from tapeflow.keras.layers.core import (
     Reshape,
     SpatialDropout2D,
 )
+from tapeflow.keras.layers.einsum_dense import EinsumDense
 from tapeflow.keras.layers.embedding import Embedding
 from tapeflow.keras.layers.merge import (
     Add,

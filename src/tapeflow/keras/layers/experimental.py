@@ -1,0 +1,5 @@
+"""``tf.keras.layers.experimental``: where TF 2.4-2.8 first published EinsumDense."""
+
+from tapeflow.keras.layers.einsum_dense import EinsumDense
+
+__all__ = ["EinsumDense"]
