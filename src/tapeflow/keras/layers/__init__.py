@@ -4,6 +4,7 @@ from tapeflow.keras.engine.base_layer import Layer
 from tapeflow.keras.engine.input_layer import Input, InputLayer
 from tapeflow.keras.layers import experimental
 from tapeflow.keras.layers.activation import ELU, LeakyReLU, ReLU, Softmax
+from tapeflow.keras.layers.attention import AdditiveAttention, Attention
 from tapeflow.keras.layers.convolutional import (
     Conv1D,
     Conv2D,
@@ -39,6 +40,7 @@ from tapeflow.keras.layers.merge import (
     multiply,
     subtract,
 )
+from tapeflow.keras.layers.multi_head_attention import MultiHeadAttention
 from tapeflow.keras.layers.noise import GaussianDropout, GaussianNoise
 from tapeflow.keras.layers.normalization import BatchNormalization, LayerNormalization
 from tapeflow.keras.layers.pooling import (

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 import tapeflow as tf
 from tapeflow.keras import activations
 from tapeflow.keras.engine.base_layer import Layer
@@ -70,15 +72,32 @@ class ELU(Layer):
         return {**super().get_config(), "alpha": self.alpha}
 
 
+def large_negative(dtype: Any) -> float:
+    """What Keras adds to masked logits: -1e9, or float16's lowest value (-1e9 would be -inf,
+    and a row masked everywhere would then be NaN instead of uniform)."""
+    return float(np.finfo(np.float16).min) if tf.as_dtype(dtype) == tf.float16 else -1e9
+
+
 class Softmax(Layer):
-    """Softmax along `axis`."""
+    """Softmax along `axis` (an int, or a tuple of axes normalized together).
 
-    def __init__(self, axis: int = -1, **kwargs: Any):
+    ``mask`` (1 = keep, 0 = drop, broadcastable to the inputs) adds a large negative number to
+    the dropped logits first, as Keras does: they get ~0 weight, and a row dropped everywhere
+    comes out uniform rather than NaN.
+    """
+
+    def __init__(self, axis: int | tuple = -1, **kwargs: Any):
         super().__init__(**kwargs)
-        self.axis = axis
+        self.axis = tuple(axis) if isinstance(axis, (list, tuple)) else axis
 
-    def call(self, inputs: Any):
-        return tf.nn.softmax(inputs, axis=self.axis)
+    def call(self, inputs: Any, mask: Any = None):
+        x = tf.convert_to_tensor(inputs)
+        if mask is not None:
+            x = x + (1.0 - tf.cast(mask, x.dtype)) * large_negative(x.dtype)
+        if isinstance(self.axis, tuple) and len(self.axis) > 1:
+            return tf.exp(x - tf.reduce_logsumexp(x, axis=list(self.axis), keepdims=True))
+        axis = self.axis[0] if isinstance(self.axis, tuple) else self.axis
+        return tf.nn.softmax(x, axis=axis)
 
     def compute_output_shape(self, input_shape: Any) -> tf.TensorShape:
         return tf.TensorShape(input_shape)
