@@ -134,8 +134,15 @@ class Variable:
         return self.read_value()
 
     def read_value(self) -> Tensor:
-        """The current value (eager) or a read node (graph)."""
+        """The current value (eager) or a read node (graph). Under a tape, eager reads go
+        through an Identity of the variable itself, so gradients reach the variable (as TF's
+        ReadVariableOp does): ``tf.convert_to_tensor(v) * 3`` has gradient 3 for v."""
         if _state.graph is None and self._value is not None:
+            if _state.tapes:
+                from tapeflow.framework.dispatch import apply
+                from tapeflow.ops.array_ops import _identity
+
+                return apply(_identity, self)
             return wrap(self._value)
         from tapeflow.ops import state_ops
 

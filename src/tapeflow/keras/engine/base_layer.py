@@ -90,9 +90,12 @@ def _resolve_regularizer(regularizer: Any) -> Any:
 
 
 def _resolve_constraint(constraint: Any) -> Any:
-    if constraint is None or callable(constraint):
-        return constraint
-    raise ValueError(f"add_weight: constraint must be a callable, got {constraint!r}")
+    from tapeflow.keras import constraints
+
+    try:
+        return constraints.get(constraint)
+    except ValueError as e:
+        raise ValueError(f"add_weight: {e}") from None
 
 
 def _shape_of(x: Any) -> TensorShape:

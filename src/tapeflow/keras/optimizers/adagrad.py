@@ -9,10 +9,11 @@ import numpy as np
 from tapeflow.framework.dispatch import apply, op
 from tapeflow.framework.tensor import Tensor
 from tapeflow.framework.variable import Variable
-from tapeflow.keras.optimizers.optimizer import Optimizer, check_update, var_spec
+from tapeflow.keras.optimizers.optimizer import Optimizer, check_update, scalar_safe, var_spec
 
 
 @op("KerasApplyAdagrad", stateful=True, shape=var_spec)
+@scalar_safe
 def _apply_adagrad(grad, lr, *, var, accum, epsilon):
     """accum += g^2; var -= lr * g / (sqrt(accum) + eps)."""
     check_update("KerasApplyAdagrad", grad, var)

@@ -10,10 +10,11 @@ import numpy as np
 from tapeflow.framework.dispatch import apply, op
 from tapeflow.framework.tensor import Tensor
 from tapeflow.framework.variable import Variable
-from tapeflow.keras.optimizers.optimizer import Optimizer, check_update, var_spec
+from tapeflow.keras.optimizers.optimizer import Optimizer, check_update, scalar_safe, var_spec
 
 
 @op("KerasApplyAdam", stateful=True, shape=var_spec)
+@scalar_safe
 def _apply_adam(grad, lr, step, *, var, m, v, vhat, beta_1, beta_2, epsilon):
     """t = step + 1; lr_t = lr * sqrt(1 - b2^t) / (1 - b1^t);
     m += (g - m)(1 - b1); v += (g^2 - v)(1 - b2); var -= lr_t * m / (sqrt(v) + eps).

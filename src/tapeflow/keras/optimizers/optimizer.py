@@ -9,8 +9,9 @@ Every step is a tapeflow op, so a traced training step contains the whole update
 
 from __future__ import annotations
 
+import functools
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -40,6 +41,28 @@ def _legacy_decay(lr, step, *, decay):
 def var_spec(*specs: Any, var: Variable, **attrs: Any) -> tuple:
     """Shape rule of every update op: the output is the variable's new value."""
     return tuple(var.shape.as_tuple()) if var.shape.rank is not None else None, var.dtype
+
+
+def scalar_safe(kernel: Callable) -> Callable:
+    """An update kernel that also takes 0-d variables (a learned scale): NumPy's arithmetic
+    turns 0-d arrays into scalars, which in-place (`out=`) updates refuse, so the variable and
+    its slots are seen as 1-element arrays for the call and made 0-d again after it."""
+
+    @functools.wraps(kernel)
+    def run(grad: np.ndarray, *args: Any, **attrs: Any) -> np.ndarray:
+        if np.ndim(grad) != 0:
+            return kernel(grad, *args, **attrs)
+        states = [s for s in attrs.values() if isinstance(s, Variable)]
+        for s in states:
+            s._value = np.reshape(s._value, 1)
+        try:
+            out = kernel(np.reshape(grad, 1), *args, **attrs)
+        finally:
+            for s in states:
+                s._value = np.reshape(s._value, ())
+        return np.reshape(out, ())
+
+    return run
 
 
 def check_update(op_name: str, grad: np.ndarray, var: Variable) -> None:

@@ -10,10 +10,11 @@ import numpy as np
 from tapeflow.framework.dispatch import apply, op
 from tapeflow.framework.tensor import Tensor
 from tapeflow.framework.variable import Variable
-from tapeflow.keras.optimizers.optimizer import Optimizer, check_update, var_spec
+from tapeflow.keras.optimizers.optimizer import Optimizer, check_update, scalar_safe, var_spec
 
 
 @op("KerasApplyRMSProp", stateful=True, shape=var_spec)
+@scalar_safe
 def _apply_rmsprop(grad, lr, *, var, rms, mg, mom, rho, momentum, epsilon):
     """rms = rho rms + (1 - rho) g^2; centered: mg = rho mg + (1 - rho) g, denom = rms - mg^2.
 

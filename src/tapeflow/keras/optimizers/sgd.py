@@ -9,10 +9,11 @@ import numpy as np
 from tapeflow.framework.dispatch import apply, op
 from tapeflow.framework.tensor import Tensor
 from tapeflow.framework.variable import Variable
-from tapeflow.keras.optimizers.optimizer import Optimizer, check_update, var_spec
+from tapeflow.keras.optimizers.optimizer import Optimizer, check_update, scalar_safe, var_spec
 
 
 @op("KerasApplyGradientDescent", stateful=True, shape=var_spec)
+@scalar_safe
 def _apply_sgd(grad, lr, *, var):
     """var -= lr * grad."""
     check_update("KerasApplyGradientDescent", grad, var)
@@ -23,6 +24,7 @@ def _apply_sgd(grad, lr, *, var):
 
 
 @op("KerasApplyMomentum", stateful=True, shape=var_spec)
+@scalar_safe
 def _apply_momentum(grad, lr, *, var, accum, momentum, nesterov):
     """accum = momentum * accum - lr * grad; var += accum (Nesterov: momentum * accum - lr * g)."""
     check_update("KerasApplyMomentum", grad, var)
