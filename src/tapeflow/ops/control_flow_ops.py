@@ -28,6 +28,7 @@ from tapeflow.framework.shapes import TensorShape
 from tapeflow.framework.tape import GradientTape
 from tapeflow.framework.tensor import Tensor
 from tapeflow.framework.variable import Variable
+from tapeflow.ops.array_ops import _identity
 
 
 def _graph_mod():
@@ -56,7 +57,9 @@ def _trace_subgraph(fn, name: str, arg_specs: list, args_structure: Any = None):
 
 
 def _hoist_reads(sub) -> None:
-    """Variable reads in `sub` that it never assigns become captures of reads in the parent."""
+    """Variable reads in `sub` that it never assigns become captures of reads in the parent,
+    made by an op on the variable (as any other use of it), so a tape around the loop or
+    branch carries the capture's gradient to the variable."""
     ir, _ = _graph_mod()
     assigned = set()
 
@@ -74,8 +77,9 @@ def _hoist_reads(sub) -> None:
         if node.op.name != "ReadVariableOp" or id(node.attrs["var"]) in assigned:
             continue
         var = node.attrs["var"]
-        if id(var) not in outer_reads:
-            outer_reads[id(var)] = sub.parent.convert(var)
+        if id(var) not in outer_reads:  # an op on the variable itself: tapes link it to var
+            with graph_scope(sub.parent):
+                outer_reads[id(var)] = apply(_identity, var)
         ph = sub.capture(outer_reads[id(var)])
         if sub.nodes[-1] is ph.node:
             sub.nodes.insert(0, sub.nodes.pop())
