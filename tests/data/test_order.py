@@ -81,6 +81,9 @@ def test_padded_batch_shapes():
     fixed = list(ragged.padded_batch(2, padded_shapes=[5], padding_values=np.int64(-1)))
     assert fixed[0].numpy().tolist() == [[0, -1, -1, -1, -1], [0, 1, -1, -1, -1]]
     assert ragged.padded_batch(2).element_spec.shape.as_list() == [None, None]
+    rows = Dataset.from_generator(lambda: (np.ones((n, 3)) for n in (1, 2)),
+                                  output_signature=TensorSpec([None, 3], dtypes.float64))
+    assert rows.padded_batch(2).element_spec.shape.as_list() == [None, None, 3]  # known: kept
     dropped = ragged.padded_batch(2, drop_remainder=True)
     assert dropped.element_spec.shape.as_list() == [2, None]
 

@@ -11,7 +11,7 @@ import numpy as np
 from tapeflow.data import structure
 from tapeflow.data.dataset import INFINITE, Dataset
 from tapeflow.framework import errors
-from tapeflow.framework.shapes import TensorShape, as_shape
+from tapeflow.framework.shapes import as_shape
 from tapeflow.framework.tensor_spec import TensorSpec
 
 
@@ -153,9 +153,8 @@ class PaddedBatchDataset(BatchDataset):
     def _compute_spec(self) -> Any:
         spec = self._inputs[0].element_spec
         flat = structure.flatten(spec)
-        if self._padded_shapes is None:
-            targets = [TensorShape([None] * s.shape.rank) if s.shape.rank is not None
-                       else TensorShape(None) for s in flat]
+        if self._padded_shapes is None:  # each dim padded to the batch's longest: a dim all
+            targets = [s.shape for s in flat]  # elements share (known statically) stays known
         else:
             targets = [as_shape(s) for s in _up_to(spec, self._padded_shapes)]
         padded = [TensorSpec(t, s.dtype) for t, s in zip(targets, flat)]

@@ -3,8 +3,9 @@
 A cell splits its step in two: ``project(x)`` (the input half, ``x @ kernel + bias``, applied
 to the whole sequence at once by ``RNN`` as one big matmul) and ``step(projected_t, states)``
 (the recurrent half). ``cell(x_t, states)`` runs both for one time step, as the seed's
-``LSTMCell(10)(input, state)`` does. The time loop is unrolled in Python, so the sequence
-length must be known statically when tracing.
+``LSTMCell(10)(input, state)`` does. The time loop is unrolled in Python when the sequence
+length is known (fastest for the short sequences seen); traced with an unknown length it is one
+``tf.while_loop`` over a TensorArray of outputs.
 """
 
 from __future__ import annotations
@@ -92,8 +93,10 @@ class _Cell(Layer):
             out = tf.matmul(x, self.kernel)
         else:
             out = tf.matmul(tf.reshape(x, [-1, shape[-1]]), self.kernel)
-            out = tf.reshape(out, [-1 if d is None else d for d in shape[:-1]]
-                             + [self.gates * self.units])
+            dims = [-1 if d is None else d for d in shape[:-1]] + [self.gates * self.units]
+            if dims.count(-1) > 1:  # batch and time both unknown: the run-time shape
+                dims = tf.concat([tf.shape(x)[:-1], [self.gates * self.units]], 0)
+            out = tf.reshape(out, dims)
         if self.bias is not None:
             out = out + self._input_bias()
         return out
@@ -283,18 +286,17 @@ class RNN(Layer):
     def call(self, inputs: Any, initial_state: Any = None):
         x = tf.convert_to_tensor(inputs)
         batch, steps, _ = static_shape(x)
-        if steps is None:
-            raise layer_error(f"{type(self).__name__} {self.name!r}: the time dimension must be "
-                             f"known (inputs have shape {x.shape}); give Input(shape=(T, F)) or "
-                             "pad the sequences to a fixed length")
-        projected = tf.unstack(self.cell.project(x), num=steps, axis=1)
-        if self.go_backwards:
-            projected = projected[::-1]
         if initial_state is None:
             states = self._zero_states(x, batch)
         else:
             states = list(initial_state) if isinstance(initial_state, (list, tuple)) \
                 else [initial_state]
+        if steps is None:
+            result, states = self._loop(x, states)
+            return [result] + list(states) if self.return_state else result
+        projected = tf.unstack(self.cell.project(x), num=steps, axis=1)
+        if self.go_backwards:
+            projected = projected[::-1]
         outputs = []
         for p in projected:
             out, states = self.cell.step(p, states)
@@ -303,6 +305,33 @@ class RNN(Layer):
         if self.return_state:
             return [result] + list(states)
         return result
+
+    def _loop(self, x: Any, states: list) -> tuple[Any, list]:
+        """The time loop as one ``tf.while_loop`` when the length is known only at run time
+        (traced with ``input_signature`` [None, None, F], padded batches of varying length);
+        a known length is unrolled instead, which runs faster for the short sequences seen."""
+        if tf.executing_eagerly():
+            raise layer_error(f"{type(self).__name__} {self.name!r}: the time dimension of "
+                              f"{x.shape} is unknown")
+        projected = self.cell.project(x)
+        steps = tf.shape(x)[1]
+        outputs = tf.TensorArray(x.dtype, size=steps)
+
+        def body(t, last, outputs, *states):
+            index = steps - 1 - t if self.go_backwards else t
+            out, new_states = self.cell.step(projected[:, index, :], list(states))
+            return (t + 1, out, outputs.write(t, out) if self.return_sequences else outputs,
+                    *new_states)
+
+        first = tf.zeros_like(states[0][:, :1]) * tf.zeros([1, self.cell.output_size],
+                                                             x.dtype)
+        _, last, outputs, *states = tf.while_loop(
+            lambda t, *_: t < steps, body, [tf.constant(0), first, outputs, *states])
+        if self.return_sequences:  # the stacked TensorArray's shape is not static
+            sequence = tf.transpose(outputs.stack(), [1, 0, 2])
+            sequence.set_shape([x.shape[0], None, self.cell.output_size])
+            return sequence, states
+        return last, states
 
     def _zero_states(self, x: Any, batch: int | None) -> list:
         if batch is not None:
