@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import tapeflow as tf
-from tapeflow.ops.array_ops import known_dims
+from tapeflow.ops.shape_args import known_dims
 
 BATCHLESS = [tf.TensorSpec((None, 4, 2))]
 

@@ -278,7 +278,7 @@ class GradientTape:
                        UnconnectedGradients.NONE, parallel_iterations: Any = None,
                        experimental_use_pfor: bool = True):
         """Per-example Jacobian: [b, *target_rest, *source_rest] for batch-independent maps."""
-        from tapeflow.ops import array_ops
+        from tapeflow.ops import array_ops, gather_ops
 
         jac = self.jacobian(target, source, unconnected_gradients)
         if jac is None:
@@ -294,7 +294,7 @@ class GradientTape:
         j = array_ops.transpose(j, [0, 2, 1, 3])
         j = array_ops.reshape(j, [b * b, tn, sn])
         idx = [i * b + i for i in range(b)]
-        diag = array_ops.gather(j, idx)
+        diag = gather_ops.gather(j, idx)
         return array_ops.reshape(diag, [b] + t_rest + s_rest)
 
 

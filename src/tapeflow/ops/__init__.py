@@ -6,6 +6,7 @@ from tapeflow.ops import (
     conv_ops,
     creation_ops,
     fused_ops,
+    gather_ops,
     indexing_ops,
     linalg_ops,
     math_ops,

@@ -1,6 +1,7 @@
-"""Shape-changing and data-movement ops: reshape, transpose, stack, gather, fills ...
+"""Shape-changing and data-movement ops: reshape, transpose, stack, concat, tile, pad, fills ...
 
-Indexing lives in indexing_ops.py, range/linspace/eye/one_hot in creation_ops.py.
+Indexing lives in indexing_ops.py, gather in gather_ops.py, range/linspace/eye/one_hot in
+creation_ops.py, shape arguments (static or run-time) in shape_args.py.
 """
 
 from __future__ import annotations
@@ -16,24 +17,21 @@ from tapeflow.framework import errors
 from tapeflow.framework.constant import convert_to_tensor
 from tapeflow.framework.dispatch import apply, op
 from tapeflow.framework.shape_rules import same_as_first
-from tapeflow.framework.tensor import EagerTensor, Tensor
+from tapeflow.framework.tensor import Tensor
 from tapeflow.framework.variable import Variable
 from tapeflow.kernels import concat as _concat_kernel
+from tapeflow.ops.shape_args import (  # noqa: F401  (imported from here by other ops)
+    _dynamic_shape,
+    _filled_rule,
+    _is_symbolic,
+    _known_rule,
+    _shape_arg,
+    known_dims,
+    run_time_shape,
+    shape_operands,
+)
 
 export_value("newaxis", None)
-
-
-def _shape_arg(shape: Any) -> tuple:
-    """A static shape from a list/tuple/TensorShape/eager tensor (attributes are Python values)."""
-    if hasattr(shape, "as_list"):
-        shape = shape.as_list()
-    elif hasattr(shape, "numpy"):
-        shape = shape.numpy().tolist()
-    elif isinstance(shape, np.ndarray):
-        shape = shape.tolist()
-    if isinstance(shape, (int, np.integer)):
-        return (int(shape),)
-    return tuple(-1 if d is None else int(d) for d in shape)
 
 
 # --- reshape ----------------------------------------------------------------------------------
@@ -117,72 +115,6 @@ def transpose(a: Any, perm: Any = None, conjugate: bool = False, name: str | Non
 
 
 # --- fills ------------------------------------------------------------------------------------
-
-
-def _filled_rule(*dims, shape, dtype, **attrs):
-    """Output of an op filling `shape` (its static part; the run-time shape, if any, comes as
-    the one input `dims`)."""
-    return shape, dtype
-
-
-def run_time_shape(dims: tuple, shape: tuple) -> tuple:
-    """The shape a filling op makes: its run-time input if it has one, else its attribute."""
-    return tuple(int(d) for d in dims[0].tolist()) if dims else shape
-
-
-def shape_operands(shape: Any, op_name: str) -> tuple[tuple, tuple]:
-    """(inputs, static shape) for an op that fills `shape`: no input and the shape when it is
-    known now, else the run-time shape tensor as the one input and what is known of it (a
-    dim of ``tf.shape(x)`` is known where x's is, a constant dim always)."""
-    dyn = _dynamic_shape(shape)
-    if dyn is None:
-        dims = _shape_arg(shape)
-        if any(d < 0 for d in dims):
-            raise ValueError(f"{op_name}: the shape must be fully known, got {list(dims)}")
-        return (), dims
-    if dyn.dtype not in (_dtypes.int32, _dtypes.int64) or dyn.shape.rank != 1:
-        raise ValueError(f"{op_name}: a shape tensor must be a 1-D int32/int64 tensor, got "
-                         f"{dyn.dtype.name} of shape {dyn.shape}\n{errors.user_line()}")
-    return (dyn,), known_dims(dyn)
-
-
-def known_dims(shape: Any) -> tuple | None:
-    """What is known at trace time of a 1-D shape tensor's value: ints where a dim is a
-    constant or a static dim of a tensor whose shape it took, None elsewhere; None if not
-    even its length is known."""
-    node = getattr(shape, "node", None)
-    name = node.op.name if node is not None else None
-    if name == "Const":
-        return tuple(int(v) for v in np.asarray(node.attrs["value"]).reshape(-1))
-    if name == "Shape":
-        return node.inputs[0].shape.as_tuple() if node.inputs[0].shape.rank is not None else None
-    if name == "Pack" and node.attrs.get("axis", 0) == 0:
-        return tuple(_known_scalar(t) for t in node.inputs)
-    if name == "ConcatV2" and node.attrs.get("axis") in (0, -1):
-        parts = [known_dims(t) for t in node.inputs]
-        return None if any(p is None for p in parts) else sum(parts, ())
-    if name == "StridedSlice" and len(node.attrs["spec"]) == 1:
-        (kind, *bounds), = node.attrs["spec"]
-        dims = known_dims(node.inputs[0])
-        if kind == "s" and dims is not None:
-            return dims[slice(*bounds)]
-    length = shape.shape.as_tuple() if shape.shape.rank == 1 else None
-    return None if length is None or length[0] is None else (None,) * length[0]
-
-
-def _known_scalar(t: Any) -> int | None:
-    """A scalar dim known at trace time: a constant, or ``tf.shape(x)[i]`` with x.shape[i] known."""
-    node = getattr(t, "node", None)
-    if node is None:
-        return int(t.numpy()) if hasattr(t, "numpy") else None
-    if node.op.name == "Const":
-        return int(np.asarray(node.attrs["value"]))
-    if node.op.name == "StridedSlice" and len(node.attrs["spec"]) == 1:
-        (kind, *index), = node.attrs["spec"]
-        dims = known_dims(node.inputs[0])
-        if kind == "i" and dims is not None and -len(dims) <= index[0] < len(dims):
-            return dims[index[0]]
-    return None
 
 
 @op("Fill", shape=_filled_rule)
@@ -314,126 +246,6 @@ def unstack(value: Any, num: int | None = None, axis: int = 0, name: str = "unst
     return list(apply(_unstack, value, num=int(num), axis=int(axis)))
 
 
-# --- gather -----------------------------------------------------------------------------------
-
-
-def _gather_rule(params, indices, *, axis, batch_dims=0):
-    ps, dtype = params
-    ind = indices[0]
-    if ps is None or ind is None:
-        return None, dtype
-    return tuple(ps[:axis]) + tuple(ind[batch_dims:]) + tuple(ps[axis + 1:]), dtype
-
-
-class _BatchedLayout:
-    """Gather with `batch_dims` b as one plain gather: params (B..., X..., A, R...) become rows
-    (n*A, X..., R...) with n = prod(B), and each batch's indices are offset to its own rows;
-    the result (n, I..., X..., R...) is then reordered to TF's (B..., X..., I..., R...)."""
-
-    def __init__(self, params_shape: tuple, indices: np.ndarray, axis: int, batch_dims: int):
-        b = batch_dims
-        if tuple(indices.shape[:b]) != tuple(params_shape[:b]):
-            raise errors.InvalidArgumentError(
-                None, "GatherV2", f"GatherV2: the first {b} dims of params {list(params_shape)} "
-                f"and indices {list(indices.shape)} (batch_dims={b}) must be equal"
-                f"\n{errors.user_line()}")
-        self.n, self.size = int(np.prod(params_shape[:b], dtype=np.int64)), params_shape[axis]
-        if indices.size and (indices.min() < 0 or indices.max() >= self.size):
-            raise errors.InvalidArgumentError(
-                None, "GatherV2", f"GatherV2: indices must be in [0, {self.size}) for axis {axis} "
-                f"of params {list(params_shape)}, got values from {int(indices.min())} to "
-                f"{int(indices.max())}\n{errors.user_line()}")
-        self.params_shape, self.axis, self.b = tuple(params_shape), axis, b
-        self.ni, self.nx = indices.ndim - b, axis - b
-        offsets = np.arange(self.n, dtype=np.int64) * self.size
-        self.rows = (indices.reshape((self.n,) + indices.shape[b:]).astype(np.int64)
-                     + offsets.reshape((self.n,) + (1,) * self.ni))
-        self.out_shape = (tuple(params_shape[:axis]) + tuple(indices.shape[b:])
-                          + tuple(params_shape[axis + 1:]))
-
-    def flat(self, params: np.ndarray) -> np.ndarray:
-        p = np.moveaxis(params.reshape((self.n,) + self.params_shape[self.b:]), self.nx + 1, 1)
-        return p.reshape((self.n * self.size,) + p.shape[2:])
-
-    def unflat(self, rows: np.ndarray) -> np.ndarray:
-        p = rows.reshape((self.n, self.size) + rows.shape[1:])
-        return np.moveaxis(p, 1, self.nx + 1).reshape(self.params_shape)
-
-    def to_output(self, taken: np.ndarray) -> np.ndarray:
-        """(n, I..., X..., R...) -> (B..., X..., I..., R...)."""
-        ni, nx = self.ni, self.nx
-        perm = ([0] + list(range(1 + ni, 1 + ni + nx)) + list(range(1, 1 + ni))
-                + list(range(1 + ni + nx, taken.ndim)))
-        return taken.transpose(perm).reshape(self.out_shape)
-
-    def from_output(self, g: np.ndarray) -> np.ndarray:
-        """(B..., X..., I..., R...) -> (n*prod(I), X..., R...), the inverse reordering."""
-        ni, nx = self.ni, self.nx
-        g = g.reshape((self.n,) + g.shape[self.b:])
-        perm = ([0] + list(range(1 + nx, 1 + nx + ni)) + list(range(1, 1 + nx))
-                + list(range(1 + nx + ni, g.ndim)))
-        g = g.transpose(perm)
-        return g.reshape((-1,) + g.shape[1 + ni:])
-
-
-@op("GatherV2", shape=_gather_rule)
-def _gather(params, indices, *, axis, batch_dims=0):
-    if not batch_dims:
-        return np.take(params, indices, axis=axis)
-    layout = _BatchedLayout(params.shape, indices, axis, batch_dims)
-    return layout.to_output(np.take(layout.flat(params), layout.rows, axis=0))
-
-
-@op("ScatterAddLike", shape=lambda g, indices, like, *, axis, batch_dims=0: like)
-def _scatter_add_like(g, indices, like, *, axis, batch_dims=0):
-    """Gradient of gather: add slices of `g` back into zeros shaped like `params`."""
-    if batch_dims:
-        layout = _BatchedLayout(like.shape, indices, axis, batch_dims)
-        rows = np.zeros((layout.n * layout.size,) + layout.flat(like).shape[1:], dtype=g.dtype)
-        np.add.at(rows, layout.rows.reshape(-1), layout.from_output(g))
-        return layout.unflat(rows)
-    out = np.zeros(like.shape, dtype=g.dtype)
-    moved = np.moveaxis(out, axis, 0)
-    gm = np.moveaxis(g, list(range(axis, axis + indices.ndim)), list(range(indices.ndim)))
-    np.add.at(moved, indices.reshape(-1), gm.reshape((-1,) + moved.shape[1:]))
-    return out
-
-
-@_gather.def_grad
-def _(g, out, params, indices, *, axis, batch_dims=0):
-    return apply(_scatter_add_like, g, indices, params, axis=axis, batch_dims=batch_dims), None
-
-
-@_scatter_add_like.def_grad
-def _(g, out, gin, indices, like, *, axis, batch_dims=0):
-    return apply(_gather, g, indices, axis=axis, batch_dims=batch_dims), None, None
-
-
-@export("gather")
-def gather(params: Any, indices: Any, validate_indices: Any = None, axis: int | None = None,
-           batch_dims: int = 0, name: str | None = None):
-    """Take slices of `params` along `axis` at `indices`; with `batch_dims` b, the first b dims
-    of params and indices are batch dims, each batch gathering from its own slice."""
-    params = params if hasattr(params, "_as_tensor") else convert_to_tensor(params)
-    indices = convert_to_tensor(indices)
-    rank, index_rank = params.shape.rank, indices.shape.rank
-    b = int(batch_dims)
-    if b < 0 and index_rank is not None:
-        b += index_rank
-    axis = b if axis is None else int(axis)
-    if axis < 0 and rank is not None:
-        axis += rank
-    if b < 0 or (index_rank is not None and b > index_rank) or axis < b or (
-            rank is not None and axis >= rank):
-        raise errors.InvalidArgumentError(
-            None, "GatherV2", f"GatherV2: need 0 <= batch_dims ({batch_dims}) <= indices rank "
-            f"({index_rank}) and batch_dims <= axis ({axis}) < params rank ({rank})"
-            f"\n{errors.user_line()}")
-    if b:
-        return apply(_gather, params, indices, axis=axis, batch_dims=b)
-    return apply(_gather, params, indices, axis=axis)
-
-
 # --- identity / stop_gradient -----------------------------------------------------------------
 
 
@@ -474,10 +286,6 @@ def _tensor(x: Any, dtype_hint: Any = None):
     return convert_to_tensor(x, dtype_hint=dtype_hint)
 
 
-def _is_symbolic(x: Any) -> bool:
-    return isinstance(x, Tensor) and not isinstance(x, EagerTensor)
-
-
 def _python_int(v: Any, what: str) -> int:
     """An int from a Python/NumPy number or an eager scalar tensor (symbolic ones cannot)."""
     if _is_symbolic(v):
@@ -499,21 +307,6 @@ def _axis(axis: Any, rank: int | None, op_name: str, extra: int = 0) -> int:
             None, op_name, f"{op_name}: axis {axis} is out of range for a tensor of rank {rank}"
             f"\n{errors.user_line()}")
     return axis % n
-
-
-def _dynamic_shape(shape: Any):
-    """The shape as a symbolic int tensor when it is only known at run time, else None."""
-    if _is_symbolic(shape):
-        return shape
-    if isinstance(shape, (list, tuple)) and any(_is_symbolic(d) for d in shape):
-        return convert_to_tensor(shape)
-    return None
-
-
-def _known_rule(x, shape, *, known):
-    """A shape-tensor op's output: the dims known at trace time (-1, to be inferred, is not)."""
-    return (None if known is None else tuple(None if d is None or d < 0 else d for d in known),
-            x[1])
 
 
 @op("ReshapeDynamic", shape=_known_rule)
@@ -689,6 +482,8 @@ def repeat(input: Any, repeats: Any, axis: int | None = None,  # noqa: A002
                 f"(input shape {x.shape})\n{errors.user_line()}")
         if counts.shape[0] != 1 or size is None:
             indices = np.repeat(np.arange(counts.shape[0]), counts.astype(np.int64))
+            from tapeflow.ops.gather_ops import gather
+
             return gather(x, indices.astype(np.int32), axis=axis)
         counts = counts[0]
     n = int(counts)
@@ -763,46 +558,6 @@ def pad(tensor: Any, paddings: Any, mode: str = "CONSTANT", constant_values: Any
     pairs = tuple((int(lo), int(hi)) for lo, hi in np.asarray(paddings).reshape(-1, 2).tolist())
     cv = constant_values.numpy() if hasattr(constant_values, "numpy") else constant_values
     return apply(_pad, x, paddings=pairs, mode=mode, constant_values=cv)
-
-
-# --- gather_nd --------------------------------------------------------------------------------
-
-
-def _gather_nd_rule(params, indices):
-    (ps, dtype), (ind, _) = params, indices
-    if ps is None or ind is None or ind[-1] is None:
-        return None, dtype
-    return tuple(ind[:-1]) + tuple(ps[ind[-1]:]), dtype
-
-
-@op("GatherNd", shape=_gather_nd_rule)
-def _gather_nd(params, indices):
-    return params[tuple(np.moveaxis(indices, -1, 0))]
-
-
-@op("ScatterNdAddLike", shape=lambda g, indices, like: (like[0], g[1]))
-def _scatter_nd_add_like(g, indices, like):
-    out = np.zeros(like.shape, dtype=g.dtype)
-    np.add.at(out, tuple(np.moveaxis(indices, -1, 0)), g)
-    return out
-
-
-@_gather_nd.def_grad
-def _(g, out, params, indices):
-    return apply(_scatter_nd_add_like, g, indices, params), None
-
-
-@_scatter_nd_add_like.def_grad
-def _(gg, out, g, indices, like):
-    return apply(_gather_nd, gg, indices), None, None
-
-
-@export("gather_nd")
-def gather_nd(params: Any, indices: Any, batch_dims: int = 0, name: str | None = None):
-    """Gather slices of `params` at the index tuples in the last dim of `indices`."""
-    if batch_dims:
-        raise NotImplementedError("tf.gather_nd with batch_dims != 0 (issue 2)")
-    return apply(_gather_nd, _tensor(params), _tensor(indices))
 
 
 # --- expand_dims / squeeze / broadcast_to -----------------------------------------------------

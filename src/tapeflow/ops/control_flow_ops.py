@@ -515,9 +515,9 @@ def _ta_write(buf, index, value, *, size, dynamic):
 
 @_ta_write.def_grad
 def _(g, out, buf, index, value, *, size, dynamic):
-    from tapeflow.ops import array_ops
+    from tapeflow.ops import array_ops, gather_ops
 
-    g_value = array_ops.gather(g, index)
+    g_value = gather_ops.gather(g, index)
     g_buf = apply(_ta_write, g, index, array_ops.zeros_like(value), size=size, dynamic=dynamic)
     return g_buf, None, g_value
 
@@ -576,9 +576,9 @@ class TensorArray:
         return self._with_buffer(buf)
 
     def read(self, index: Any, name: str | None = None):
-        from tapeflow.ops import array_ops
+        from tapeflow.ops import gather_ops
 
-        return array_ops.gather(self._buffer, index)
+        return gather_ops.gather(self._buffer, index)
 
     def stack(self, name: str | None = None):
         """All elements as one tensor [size, *element_shape]."""

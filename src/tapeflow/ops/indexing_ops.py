@@ -9,7 +9,8 @@ import numpy as np
 from tapeflow._api import export
 from tapeflow.framework import errors
 from tapeflow.framework.dispatch import apply, op
-from tapeflow.ops.array_ops import _axis, _is_symbolic, _python_int, _shape_arg, _tensor, gather
+from tapeflow.ops.array_ops import _axis, _is_symbolic, _python_int, _shape_arg, _tensor
+from tapeflow.ops.gather_ops import gather
 
 # --- boolean_mask -----------------------------------------------------------------------------
 

@@ -34,7 +34,7 @@ from tapeflow._api import export
 from tapeflow.framework import dtypes as _dtypes
 from tapeflow.framework.context import state as _state
 from tapeflow.framework.dispatch import apply, op
-from tapeflow.ops.array_ops import _filled_rule, run_time_shape, shape_operands
+from tapeflow.ops.shape_args import _filled_rule, run_time_shape, shape_operands
 
 DEFAULT_GLOBAL_SEED = 87654321  # used when only an op seed is given
 

@@ -229,13 +229,13 @@ def for_stmt(iterable: Any, extra_test: Callable | None, body: Callable, init: t
 
 
 def _tensor_for(iterable, extra_test, body, values: tuple, names: tuple) -> tuple:
-    from tapeflow.ops import array_ops, math_ops
+    from tapeflow.ops import array_ops, gather_ops, math_ops
     from tapeflow.ops.control_flow_ops import while_loop
 
     n = iterable.shape[0] if iterable.shape.rank else None
     length = n if n is not None else array_ops.shape(iterable)[0]
     values = _with_return_value(values, names,
-                                lambda vals: body(array_ops.gather(iterable, 0), *vals))
+                                lambda vals: body(gather_ops.gather(iterable, 0), *vals))
     live = [i for i, v in enumerate(values) if not isinstance(v, Undefined)]
 
     def full(loop_values):
@@ -251,7 +251,7 @@ def _tensor_for(iterable, extra_test, body, values: tuple, names: tuple) -> tupl
         return math_ops.logical_and(more, extra_test(*full(loop_values)))
 
     def body_fn(i, *loop_values):
-        item = array_ops.gather(iterable, i)
+        item = gather_ops.gather(iterable, i)
         out = body(item, *full(loop_values))
         return [i + 1] + [out[k] for k in live]
 

@@ -1,0 +1,173 @@
+"""Picking elements by index: ``tf.gather`` (with ``batch_dims``) and ``tf.gather_nd``, with
+the scatter-add gradients that put each picked slice's gradient back in its place."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tapeflow._api import export
+from tapeflow.framework import errors
+from tapeflow.framework.constant import convert_to_tensor
+from tapeflow.framework.dispatch import apply, op
+from tapeflow.ops.array_ops import _tensor
+
+# --- gather -----------------------------------------------------------------------------------
+
+
+def _gather_rule(params, indices, *, axis, batch_dims=0):
+    ps, dtype = params
+    ind = indices[0]
+    if ps is None or ind is None:
+        return None, dtype
+    return tuple(ps[:axis]) + tuple(ind[batch_dims:]) + tuple(ps[axis + 1:]), dtype
+
+
+class _BatchedLayout:
+    """Gather with `batch_dims` b as one plain gather: params (B..., X..., A, R...) become rows
+    (n*A, X..., R...) with n = prod(B), and each batch's indices are offset to its own rows;
+    the result (n, I..., X..., R...) is then reordered to TF's (B..., X..., I..., R...)."""
+
+    def __init__(self, params_shape: tuple, indices: np.ndarray, axis: int, batch_dims: int):
+        b = batch_dims
+        if tuple(indices.shape[:b]) != tuple(params_shape[:b]):
+            raise errors.InvalidArgumentError(
+                None, "GatherV2", f"GatherV2: the first {b} dims of params {list(params_shape)} "
+                f"and indices {list(indices.shape)} (batch_dims={b}) must be equal"
+                f"\n{errors.user_line()}")
+        self.n, self.size = int(np.prod(params_shape[:b], dtype=np.int64)), params_shape[axis]
+        if indices.size and (indices.min() < 0 or indices.max() >= self.size):
+            raise errors.InvalidArgumentError(
+                None, "GatherV2", f"GatherV2: indices must be in [0, {self.size}) for axis {axis} "
+                f"of params {list(params_shape)}, got values from {int(indices.min())} to "
+                f"{int(indices.max())}\n{errors.user_line()}")
+        self.params_shape, self.axis, self.b = tuple(params_shape), axis, b
+        self.ni, self.nx = indices.ndim - b, axis - b
+        offsets = np.arange(self.n, dtype=np.int64) * self.size
+        self.rows = (indices.reshape((self.n,) + indices.shape[b:]).astype(np.int64)
+                     + offsets.reshape((self.n,) + (1,) * self.ni))
+        self.out_shape = (tuple(params_shape[:axis]) + tuple(indices.shape[b:])
+                          + tuple(params_shape[axis + 1:]))
+
+    def flat(self, params: np.ndarray) -> np.ndarray:
+        p = np.moveaxis(params.reshape((self.n,) + self.params_shape[self.b:]), self.nx + 1, 1)
+        return p.reshape((self.n * self.size,) + p.shape[2:])
+
+    def unflat(self, rows: np.ndarray) -> np.ndarray:
+        p = rows.reshape((self.n, self.size) + rows.shape[1:])
+        return np.moveaxis(p, 1, self.nx + 1).reshape(self.params_shape)
+
+    def to_output(self, taken: np.ndarray) -> np.ndarray:
+        """(n, I..., X..., R...) -> (B..., X..., I..., R...)."""
+        ni, nx = self.ni, self.nx
+        perm = ([0] + list(range(1 + ni, 1 + ni + nx)) + list(range(1, 1 + ni))
+                + list(range(1 + ni + nx, taken.ndim)))
+        return taken.transpose(perm).reshape(self.out_shape)
+
+    def from_output(self, g: np.ndarray) -> np.ndarray:
+        """(B..., X..., I..., R...) -> (n*prod(I), X..., R...), the inverse reordering."""
+        ni, nx = self.ni, self.nx
+        g = g.reshape((self.n,) + g.shape[self.b:])
+        perm = ([0] + list(range(1 + nx, 1 + nx + ni)) + list(range(1, 1 + nx))
+                + list(range(1 + nx + ni, g.ndim)))
+        g = g.transpose(perm)
+        return g.reshape((-1,) + g.shape[1 + ni:])
+
+
+@op("GatherV2", shape=_gather_rule)
+def _gather(params, indices, *, axis, batch_dims=0):
+    if not batch_dims:
+        return np.take(params, indices, axis=axis)
+    layout = _BatchedLayout(params.shape, indices, axis, batch_dims)
+    return layout.to_output(np.take(layout.flat(params), layout.rows, axis=0))
+
+
+@op("ScatterAddLike", shape=lambda g, indices, like, *, axis, batch_dims=0: like)
+def _scatter_add_like(g, indices, like, *, axis, batch_dims=0):
+    """Gradient of gather: add slices of `g` back into zeros shaped like `params`."""
+    if batch_dims:
+        layout = _BatchedLayout(like.shape, indices, axis, batch_dims)
+        rows = np.zeros((layout.n * layout.size,) + layout.flat(like).shape[1:], dtype=g.dtype)
+        np.add.at(rows, layout.rows.reshape(-1), layout.from_output(g))
+        return layout.unflat(rows)
+    out = np.zeros(like.shape, dtype=g.dtype)
+    moved = np.moveaxis(out, axis, 0)
+    gm = np.moveaxis(g, list(range(axis, axis + indices.ndim)), list(range(indices.ndim)))
+    np.add.at(moved, indices.reshape(-1), gm.reshape((-1,) + moved.shape[1:]))
+    return out
+
+
+@_gather.def_grad
+def _(g, out, params, indices, *, axis, batch_dims=0):
+    return apply(_scatter_add_like, g, indices, params, axis=axis, batch_dims=batch_dims), None
+
+
+@_scatter_add_like.def_grad
+def _(g, out, gin, indices, like, *, axis, batch_dims=0):
+    return apply(_gather, g, indices, axis=axis, batch_dims=batch_dims), None, None
+
+
+@export("gather")
+def gather(params: Any, indices: Any, validate_indices: Any = None, axis: int | None = None,
+           batch_dims: int = 0, name: str | None = None):
+    """Take slices of `params` along `axis` at `indices`; with `batch_dims` b, the first b dims
+    of params and indices are batch dims, each batch gathering from its own slice."""
+    params = params if hasattr(params, "_as_tensor") else convert_to_tensor(params)
+    indices = convert_to_tensor(indices)
+    rank, index_rank = params.shape.rank, indices.shape.rank
+    b = int(batch_dims)
+    if b < 0 and index_rank is not None:
+        b += index_rank
+    axis = b if axis is None else int(axis)
+    if axis < 0 and rank is not None:
+        axis += rank
+    if b < 0 or (index_rank is not None and b > index_rank) or axis < b or (
+            rank is not None and axis >= rank):
+        raise errors.InvalidArgumentError(
+            None, "GatherV2", f"GatherV2: need 0 <= batch_dims ({batch_dims}) <= indices rank "
+            f"({index_rank}) and batch_dims <= axis ({axis}) < params rank ({rank})"
+            f"\n{errors.user_line()}")
+    if b:
+        return apply(_gather, params, indices, axis=axis, batch_dims=b)
+    return apply(_gather, params, indices, axis=axis)
+
+
+# --- gather_nd --------------------------------------------------------------------------------
+
+
+def _gather_nd_rule(params, indices):
+    (ps, dtype), (ind, _) = params, indices
+    if ps is None or ind is None or ind[-1] is None:
+        return None, dtype
+    return tuple(ind[:-1]) + tuple(ps[ind[-1]:]), dtype
+
+
+@op("GatherNd", shape=_gather_nd_rule)
+def _gather_nd(params, indices):
+    return params[tuple(np.moveaxis(indices, -1, 0))]
+
+
+@op("ScatterNdAddLike", shape=lambda g, indices, like: (like[0], g[1]))
+def _scatter_nd_add_like(g, indices, like):
+    out = np.zeros(like.shape, dtype=g.dtype)
+    np.add.at(out, tuple(np.moveaxis(indices, -1, 0)), g)
+    return out
+
+
+@_gather_nd.def_grad
+def _(g, out, params, indices):
+    return apply(_scatter_nd_add_like, g, indices, params), None
+
+
+@_scatter_nd_add_like.def_grad
+def _(gg, out, g, indices, like):
+    return apply(_gather_nd, gg, indices), None, None
+
+
+@export("gather_nd")
+def gather_nd(params: Any, indices: Any, batch_dims: int = 0, name: str | None = None):
+    """Gather slices of `params` at the index tuples in the last dim of `indices`."""
+    if batch_dims:
+        raise NotImplementedError("tf.gather_nd with batch_dims != 0 (issue 2)")
+    return apply(_gather_nd, _tensor(params), _tensor(indices))
