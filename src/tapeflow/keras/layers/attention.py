@@ -37,7 +37,8 @@ class _DenseAttention(Layer):
         self.supports_masking = True
 
     def _scores(self, query: Any, key: Any) -> Any:
-        raise NotImplementedError
+        """[batch, Tq, Tv] scores; each subclass defines its own (dot, additive)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement _scores(query, key)")
 
     def _check(self, inputs: Any, mask: Any) -> None:
         cls = type(self).__name__
