@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import tapeflow as tf
-from tapeflow.keras import activations, initializers, regularizers
+from tapeflow.keras import activations
 from tapeflow.keras.engine.base_layer import Layer
 from tapeflow.keras.layers.utils import (
     check_data_format,
@@ -18,6 +18,7 @@ from tapeflow.keras.layers.utils import (
     normalize_tuple,
     static_shape,
 )
+from tapeflow.keras.layers.weights import KernelAndBias
 
 
 def conv_output_length(length: int | None, window: int, padding: str, stride: int,
@@ -45,7 +46,7 @@ def deconv_output_length(length: int | None, window: int, padding: str, stride: 
     return (length - 1) * stride + span - 2 * pad + output_padding
 
 
-class _Conv(Layer):
+class _Conv(KernelAndBias, Layer):
     """Shared arguments and weights of the convolutions over `rank` spatial axes."""
 
     rank = 2
@@ -75,12 +76,8 @@ class _Conv(Layer):
                              f"dilation_rate {self.dilation_rate} > 1")
         self.activation = activations.get(activation)
         self.use_bias = use_bias
-        self.kernel_initializer = initializers.get(kernel_initializer)
-        self.bias_initializer = initializers.get(bias_initializer)
-        self.kernel_regularizer = regularizers.get(kernel_regularizer)
-        self.bias_regularizer = regularizers.get(bias_regularizer)
-        self.kernel_constraint = kernel_constraint
-        self.bias_constraint = bias_constraint
+        self._weight_arguments(kernel_initializer, bias_initializer, kernel_regularizer,
+                               bias_regularizer, kernel_constraint, bias_constraint)
 
     def _kernel_shape(self, in_channels: int) -> tuple[int, ...]:
         return self.kernel_size + (in_channels, self.filters)
@@ -91,16 +88,8 @@ class _Conv(Layer):
             axes = ["batch", "steps"] if self.rank == 1 else ["batch", "height", "width"]
             raise layer_error(f"{type(self).__name__} {self.name!r}: expected inputs of shape "
                              f"[{', '.join(axes)}, channels] with known channels, got {shape}")
-        self.kernel = self.add_weight("kernel", shape=self._kernel_shape(int(shape[-1])),
-                                      initializer=self.kernel_initializer,
-                                      regularizer=self.kernel_regularizer,
-                                      constraint=self.kernel_constraint)
-        self.bias = None
-        if self.use_bias:
-            self.bias = self.add_weight("bias", shape=(self.filters,),
-                                        initializer=self.bias_initializer,
-                                        regularizer=self.bias_regularizer,
-                                        constraint=self.bias_constraint)
+        self._add_kernel_and_bias(self._kernel_shape(int(shape[-1])),
+                                  (self.filters,) if self.use_bias else None)
         self.built = True
 
     def convolve(self, inputs: Any) -> Any:

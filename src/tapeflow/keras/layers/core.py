@@ -7,12 +7,13 @@ from collections.abc import Callable
 from typing import Any
 
 import tapeflow as tf
-from tapeflow.keras import activations, initializers, regularizers
+from tapeflow.keras import activations
 from tapeflow.keras.engine.base_layer import Layer
 from tapeflow.keras.layers.utils import check_data_format, layer_error, static_shape
+from tapeflow.keras.layers.weights import KernelAndBias
 
 
-class Dense(Layer):
+class Dense(KernelAndBias, Layer):
     """``activation(inputs @ kernel + bias)`` on the last axis; leading axes are kept.
 
     Weights: ``kernel`` [in, units] (glorot_uniform) and ``bias`` [units] (zeros), named
@@ -31,28 +32,16 @@ class Dense(Layer):
         self.units = units
         self.activation = activations.get(activation)
         self.use_bias = use_bias
-        self.kernel_initializer = initializers.get(kernel_initializer)
-        self.bias_initializer = initializers.get(bias_initializer)
-        self.kernel_regularizer = regularizers.get(kernel_regularizer)
-        self.bias_regularizer = regularizers.get(bias_regularizer)
-        self.kernel_constraint = kernel_constraint
-        self.bias_constraint = bias_constraint
+        self._weight_arguments(kernel_initializer, bias_initializer, kernel_regularizer,
+                               bias_regularizer, kernel_constraint, bias_constraint)
 
     def build(self, input_shape: Any) -> None:
         last = tf.TensorShape(input_shape)[-1]
         if last is None:
             raise layer_error(f"Dense {self.name!r}: the last dimension of the inputs must be "
                              f"known, got input shape {tf.TensorShape(input_shape)}")
-        self.kernel = self.add_weight("kernel", shape=(int(last), self.units),
-                                      initializer=self.kernel_initializer,
-                                      regularizer=self.kernel_regularizer,
-                                      constraint=self.kernel_constraint)
-        self.bias = None
-        if self.use_bias:
-            self.bias = self.add_weight("bias", shape=(self.units,),
-                                        initializer=self.bias_initializer,
-                                        regularizer=self.bias_regularizer,
-                                        constraint=self.bias_constraint)
+        self._add_kernel_and_bias((int(last), self.units),
+                                  (self.units,) if self.use_bias else None)
         self.built = True
 
     def call(self, inputs: Any):

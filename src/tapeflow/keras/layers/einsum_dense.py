@@ -17,6 +17,7 @@ from tapeflow.keras import activations, initializers, regularizers
 from tapeflow.keras.engine.base_layer import Layer
 from tapeflow.keras.layers.recurrent import _serialize
 from tapeflow.keras.layers.utils import layer_error, static_shape
+from tapeflow.keras.layers.weights import KernelAndBias
 
 # (pattern, where the ellipsis is): the three equation forms Keras accepts
 _FORMS = (
@@ -95,7 +96,7 @@ def analyze(equation: str, input_shape: list, output_shape: tuple,
     return kernel, bias, full
 
 
-class EinsumDense(Layer):
+class EinsumDense(KernelAndBias, Layer):
     """``activation(einsum(equation, inputs, kernel) + bias)``, bias over `bias_axes`.
 
     >>> layer = EinsumDense("abc,cde->abde", output_shape=(None, 2, 3), bias_axes="de")
@@ -116,25 +117,14 @@ class EinsumDense(Layer):
         self.partial_output_shape = tuple(None if d is None else int(d) for d in output_shape)
         self.bias_axes = bias_axes
         self.activation = activations.get(activation)
-        self.kernel_initializer = initializers.get(kernel_initializer)
-        self.bias_initializer = initializers.get(bias_initializer)
-        self.kernel_regularizer = regularizers.get(kernel_regularizer)
-        self.bias_regularizer = regularizers.get(bias_regularizer)
-        self.kernel_constraint = kernel_constraint
-        self.bias_constraint = bias_constraint
+        self._weight_arguments(kernel_initializer, bias_initializer, kernel_regularizer,
+                               bias_regularizer, kernel_constraint, bias_constraint)
 
     def build(self, input_shape: Any) -> None:
         shape = tf.TensorShape(input_shape).as_list()
         kernel, bias, _ = analyze(self.equation, shape, self.partial_output_shape,
                                   self.bias_axes, f"EinsumDense {self.name!r}")
-        self.kernel = self.add_weight("kernel", shape=kernel, initializer=self.kernel_initializer,
-                                      regularizer=self.kernel_regularizer,
-                                      constraint=self.kernel_constraint)
-        self.bias = None
-        if bias is not None:
-            self.bias = self.add_weight("bias", shape=bias, initializer=self.bias_initializer,
-                                        regularizer=self.bias_regularizer,
-                                        constraint=self.bias_constraint)
+        self._add_kernel_and_bias(kernel, bias)
         self.built = True
 
     def _check_inputs(self, x: Any) -> None:
