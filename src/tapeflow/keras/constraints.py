@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import tapeflow as tf
+from tapeflow.keras.identifiers import Registry
 
 EPSILON = 1e-7
 
@@ -109,25 +110,5 @@ _BY_NAME = {"MaxNorm": MaxNorm, "NonNeg": NonNeg, "UnitNorm": UnitNorm,
             "unit_norm": UnitNorm, "min_max_norm": MinMaxNorm}
 
 
-def serialize(constraint: Constraint) -> dict:
-    return {"class_name": type(constraint).__name__, "config": constraint.get_config()}
-
-
-def deserialize(config: dict) -> Constraint:
-    name = config["class_name"]
-    if name not in _BY_NAME:
-        raise ValueError(f"Unknown constraint: {name!r}. Known: {sorted(_BY_NAME)}")
-    return _BY_NAME[name].from_config(config.get("config", {}))
-
-
-def get(identifier: Any) -> Constraint | Any:
-    """A constraint from a name ("max_norm"), a config dict, an instance or a callable."""
-    if identifier is None or callable(identifier):
-        return identifier
-    if isinstance(identifier, str):
-        if identifier not in _BY_NAME:
-            raise ValueError(f"Unknown constraint: {identifier!r}. Known: {sorted(_BY_NAME)}")
-        return _BY_NAME[identifier]()
-    if isinstance(identifier, dict):
-        return deserialize(identifier)
-    raise ValueError(f"Could not interpret constraint identifier: {identifier!r}")
+_REGISTRY = Registry("constraint", _BY_NAME)
+serialize, deserialize, get = _REGISTRY.serialize, _REGISTRY.deserialize, _REGISTRY.get

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import tapeflow as tf
+from tapeflow.keras.identifiers import Registry
 
 
 def _factor(value: Any, name: str) -> float:
@@ -115,25 +116,5 @@ def l1_l2(l1: float = 0.01, l2: float = 0.01) -> L1L2:  # noqa: E741
 _BY_NAME = {"L1": L1, "L2": L2, "L1L2": L1L2, "l1": L1, "l2": L2, "l1_l2": L1L2}
 
 
-def serialize(regularizer: Regularizer) -> dict:
-    return {"class_name": type(regularizer).__name__, "config": regularizer.get_config()}
-
-
-def deserialize(config: dict) -> Regularizer:
-    name = config["class_name"]
-    if name not in _BY_NAME:
-        raise ValueError(f"Unknown regularizer: {name!r}. Known: {sorted(_BY_NAME)}")
-    return _BY_NAME[name].from_config(config.get("config", {}))
-
-
-def get(identifier: Any) -> Regularizer | Any:
-    """A regularizer from a name ("l2"), a config dict, an instance or a callable."""
-    if identifier is None or callable(identifier):
-        return identifier
-    if isinstance(identifier, str):
-        if identifier not in _BY_NAME:
-            raise ValueError(f"Unknown regularizer: {identifier!r}. Known: {sorted(_BY_NAME)}")
-        return _BY_NAME[identifier]()
-    if isinstance(identifier, dict):
-        return deserialize(identifier)
-    raise ValueError(f"Could not interpret regularizer identifier: {identifier!r}")
+_REGISTRY = Registry("regularizer", _BY_NAME)
+serialize, deserialize, get = _REGISTRY.serialize, _REGISTRY.deserialize, _REGISTRY.get
