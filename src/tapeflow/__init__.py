@@ -4,7 +4,11 @@ The TensorFlow-2-style public surface. Everything is defined in the subpackages 
 here (``tapeflow.math.add`` etc. come from ``@export`` next to each op's definition).
 """
 
-__version__ = "0.1.0"
+from tapeflow import version
+from tapeflow.version import VERSION as __version__
+
+__git_version__ = version.GIT_VERSION
+__compiler_version__ = version.COMPILER_VERSION
 
 import os as _os
 
@@ -28,6 +32,7 @@ from tapeflow import (
     io,
     keras,
     ops,  # registers every op under tf.*, tf.math.*, tf.nn.*, ...
+    sysconfig,
     train,
 )
 from tapeflow.data.py_function import py_function

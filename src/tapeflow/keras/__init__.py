@@ -10,6 +10,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from tapeflow.version import KERAS_VERSION as __version__
+
 _SUBMODULES = ("activations", "backend", "callbacks", "constraints", "datasets", "engine",
                "initializers", "layers", "losses", "metrics", "models", "optimizers",
                "regularizers", "utils")
