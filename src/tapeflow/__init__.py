@@ -35,7 +35,6 @@ from tapeflow import (
     sysconfig,
     train,
 )
-from tapeflow.data.py_function import py_function
 from tapeflow.framework import dtypes, errors, nest
 from tapeflow.framework.constant import constant, convert_to_tensor
 from tapeflow.framework.context import executing_eagerly, name_scope

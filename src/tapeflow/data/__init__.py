@@ -8,7 +8,7 @@ from tapeflow.data.dataset import UNKNOWN as UNKNOWN_CARDINALITY
 from tapeflow.data.dataset import Dataset
 from tapeflow.data.iterator import DatasetIterator as Iterator
 from tapeflow.data.options import Options
-from tapeflow.data.py_function import py_function
+from tapeflow.ops.script_ops import py_function
 from tapeflow.data.readers import FixedLengthRecordDataset, TextLineDataset, TFRecordDataset
 
 __all__ = ["AUTOTUNE", "AutotuneReport", "Dataset", "DatasetSpec", "FixedLengthRecordDataset",

@@ -163,6 +163,8 @@ def _convert_eager_inputs(op: Op, inputs: tuple) -> tuple[tuple, list]:
             if hasattr(x, "_value") and not isinstance(x, np.ndarray):
                 hint = _dtypes.from_numpy(x._value.dtype) if x._value is not None else x.dtype
                 break
+        else:
+            hint = numpy_hint(inputs)
     converted = []
     for i, x in enumerate(inputs):
         number = None if hint is None else number_as(x, hint._np)
@@ -180,6 +182,13 @@ def _convert_eager_inputs(op: Op, inputs: tuple) -> tuple[tuple, list]:
 
             converted.append(convert_to_tensor(x, dtype_hint=hint, _op_name=op.name))
     return tuple(converted), [x._value for x in converted]
+
+
+def numpy_hint(inputs: tuple) -> _dtypes.DType | None:
+    """`multiply(np.ones(3), 42)`: with no tensor input, a NumPy array's dtype is the one
+    Python numbers take (TF converts the array first)."""
+    return next((_dtypes.from_numpy(x.dtype) for x in inputs
+                 if isinstance(x, (np.ndarray, np.generic)) and x.dtype.kind in "biufc"), None)
 
 
 def number_as(value: Any, np_dtype: np.dtype) -> EagerTensor | None:

@@ -18,24 +18,25 @@ def camel_to_snake(name: str) -> str:
 def walk_attributes(obj: Any, predicate, seen: set | None = None) -> list:
     """Objects matching `predicate` reachable through attributes, lists, tuples and dicts.
 
-    Depth-first in attribute order, each object once (modules reached twice count once).
+    TensorFlow's order (``tf.Module._flatten``): a module's own attributes sorted by name, each
+    flattened (dict keys sorted), then the sub-modules found there, in that order, recursively.
+    Each object counts once.
     """
     seen = set() if seen is None else seen
     found: list = []
+    submodules: list = []
 
     def visit(value: Any) -> None:
         if id(value) in seen:
             return
-        if predicate(value):
-            seen.add(id(value))
-            found.append(value)
-            if not isinstance(value, Module):
-                return
         if isinstance(value, Module):
             seen.add(id(value))
-            for key, child in vars(value).items():
-                if not key.startswith("_tf_"):
-                    visit(child)
+            if predicate(value):
+                found.append(value)
+            submodules.append(value)
+        elif predicate(value):
+            seen.add(id(value))
+            found.append(value)
         elif isinstance(value, (list, tuple)):
             for child in value:
                 visit(child)
@@ -43,9 +44,12 @@ def walk_attributes(obj: Any, predicate, seen: set | None = None) -> list:
             for key in sorted(value, key=str):
                 visit(value[key])
 
-    for key, child in vars(obj).items():
+    attrs = vars(obj)
+    for key in sorted(attrs):
         if not key.startswith("_tf_"):
-            visit(child)
+            visit(attrs[key])
+    for module in submodules:
+        found.extend(walk_attributes(module, predicate, seen))
     return found
 
 

@@ -18,7 +18,7 @@ import numpy as np
 from tapeflow.framework import dtypes as _dtypes
 from tapeflow.framework import errors
 from tapeflow.framework.context import graph_scope, scoped_name
-from tapeflow.framework.dispatch import Op, op, probe_shape
+from tapeflow.framework.dispatch import Op, numpy_hint, op, probe_shape
 from tapeflow.framework.shapes import TensorShape, as_shape
 from tapeflow.framework.tensor import EagerTensor, Tensor
 from tapeflow.framework.variable import Variable
@@ -230,6 +230,7 @@ class Graph:
         hint = None
         if op.same_dtype:
             hint = next((x.dtype for x in inputs if isinstance(x, (Tensor, Variable))), None)
+            hint = hint or numpy_hint(inputs)
         tensors = [self.convert(x, hint, op.name) for x in inputs]
         specs = [(t._shape.as_tuple(), t._dtype) for t in tensors]
         if op.same_dtype and len(specs) > 1 and any(d is not specs[0][1] for _, d in specs):

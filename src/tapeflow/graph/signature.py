@@ -161,7 +161,7 @@ def check_against_specs(values: list, specs: list, names: list[str], fn_name: st
             raise TypeError(f"{fn_name}: argument '{name}' has dtype {t.dtype.name} but the "
                             f"input_signature requires {spec.dtype.name} ({spec})")
         if not spec.shape.is_compatible_with(t.shape):
-            raise ValueError(f"{fn_name}: argument '{name}' has shape {_shape(t.shape.as_tuple())}"
+            raise TypeError(f"{fn_name}: argument '{name}' has shape {_shape(t.shape.as_tuple())}"
                              f" which is incompatible with the input_signature shape "
                              f"{_shape(spec.shape.as_tuple())} ({spec})")
         out.append(t)

@@ -14,5 +14,6 @@ from tapeflow.ops import (
     operators,
     random_ops,
     reduce_ops,
+    script_ops,
     state_ops,
 )

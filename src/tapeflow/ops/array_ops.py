@@ -507,6 +507,8 @@ _NP_PAD_MODE = {"CONSTANT": "constant", "REFLECT": "reflect", "SYMMETRIC": "symm
 def _pad(x, *, paddings, mode, constant_values):
     if len(paddings) != x.ndim:
         raise ValueError(f"paddings has {len(paddings)} rows for a rank-{x.ndim} input")
+    if x.ndim == 0:  # np.pad rejects an empty pad_width
+        return x.copy()
     limit = 0 if mode == "REFLECT" else 1
     if mode != "CONSTANT":
         for d, (lo, hi) in zip(x.shape, paddings):

@@ -60,20 +60,35 @@ def range_(start: Any, limit: Any = None, delta: Any = 1, dtype: Any = None,
     return apply(_range, start=py[0], limit=py[1], delta=py[2], dtype=dtype)
 
 
-@op("LinSpace", shape=lambda *, start, stop, num, dtype: ((num,), dtype))
-def _linspace(*, start, stop, num, dtype):
-    return np.linspace(start, stop, num).astype(dtype._np)
+def _linspace_shape(start, stop, *, num, axis):
+    shape = start[0] if start[0] is not None else stop[0]
+    if shape is None:
+        return None, start[1]
+    shape = tuple(shape)
+    at = axis if axis >= 0 else len(shape) + 1 + axis
+    return shape[:at] + (num,) + shape[at:], start[1]
+
+
+@op("LinSpace", same_dtype=True, shape=_linspace_shape)
+def _linspace(start, stop, *, num, axis):
+    return np.linspace(start, stop, num, axis=axis).astype(start.dtype, copy=False)
 
 
 @export("linspace", "lin_space")
 def linspace(start: Any, stop: Any, num: Any, name: str | None = None, axis: int = 0):
-    """`num` evenly spaced values from start to stop inclusive (dtype of start)."""
+    """`num` evenly spaced values from start to stop inclusive, along `axis` for tensor ends.
+
+    Integer ends give float64, as in TensorFlow.
+    """
+    from tapeflow.ops.math_ops import cast
+
     s = _tensor(start)
     if not s.dtype.is_floating:
-        raise TypeError(f"tf.linspace: start must be floating point, got {s.dtype.name}")
-    values = [float(v.numpy() if hasattr(v, "numpy") else v) for v in (s, stop)]
-    return apply(_linspace, start=values[0], stop=values[1], num=_python_int(num, "num"),
-                 dtype=s.dtype)
+        s = cast(s, _dtypes.float64)
+    e = _tensor(stop, s.dtype)
+    if e.dtype is not s.dtype:
+        e = cast(e, s.dtype)
+    return apply(_linspace, s, e, num=_python_int(num, "num"), axis=axis)
 
 
 @op("Eye", shape=lambda *, rows, cols, dtype: ((rows, cols), dtype))

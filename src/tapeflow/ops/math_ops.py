@@ -288,7 +288,7 @@ def _sigmoid(x):
     # NOTE: 1 / (1 + exp(-x)) overflows for large negative x; 0.5*tanh(x/2)+0.5 is the same
     # function, finite everywhere, and three in-place passes
     half = x.dtype.type(0.5)
-    t = np.multiply(x, half)
+    t = np.multiply(x, half, out=np.empty_like(x))  # `out=` keeps 0-d results arrays
     np.tanh(t, out=t)
     np.multiply(t, half, out=t)
     return np.add(t, half, out=t)

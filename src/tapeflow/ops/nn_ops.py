@@ -209,7 +209,7 @@ def gelu(features: Any, approximate: bool = False, name: str | None = None):
 @op("NormalCdf", elementwise=True, shape=same_as_first)
 def _normal_cdf(x):
     """Phi(x) = (1 + erf(x / sqrt 2)) / 2, with erf from the math library (exact)."""
-    return (0.5 * (1 + _erf(x / np.sqrt(2)))).astype(x.dtype, copy=False)
+    return np.asarray(0.5 * (1 + _erf(x / np.sqrt(2))), dtype=x.dtype)  # 0-d gives a float
 
 
 _erf = np.frompyfunc(math.erf, 1, 1)
