@@ -8,8 +8,8 @@ from tapeflow.data.dataset import UNKNOWN as UNKNOWN_CARDINALITY
 from tapeflow.data.dataset import Dataset
 from tapeflow.data.iterator import DatasetIterator as Iterator
 from tapeflow.data.options import Options
-from tapeflow.ops.script_ops import py_function
 from tapeflow.data.readers import FixedLengthRecordDataset, TextLineDataset, TFRecordDataset
+from tapeflow.ops.script_ops import py_function
 
 __all__ = ["AUTOTUNE", "AutotuneReport", "Dataset", "DatasetSpec", "FixedLengthRecordDataset",
            "INFINITE_CARDINALITY", "Iterator", "Options", "TFRecordDataset", "TextLineDataset",
