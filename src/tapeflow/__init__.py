@@ -75,3 +75,14 @@ for _name in ("Example", "Features", "Feature", "BytesList", "FloatList", "Int64
               "SequenceExample", "FeatureList", "FeatureLists"):
     setattr(train, _name, getattr(_example_pb, _name))
 del _name
+
+# TensorFlow 2's short names for Keras modules: the same module objects, loaded on first use.
+_KERAS_ALIASES = ("optimizers", "initializers", "losses", "metrics")
+
+
+def __getattr__(name: str):
+    if name in _KERAS_ALIASES:
+        module = getattr(keras, name)
+        globals()[name] = module
+        return module
+    raise AttributeError(f"module 'tapeflow' has no attribute {name!r}")

@@ -1,10 +1,46 @@
-"""``tf.keras.utils``: small helpers the seed programs use (``to_categorical``)."""
+"""``tf.keras.utils``: the helpers programs reach for (``to_categorical``, ``set_random_seed``,
+``Sequence``, ``Progbar``, ``pack_x_y_sample_weight``...)."""
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import numpy as np
+
+from tapeflow.keras.callbacks import Progbar
+from tapeflow.keras.engine.data_adapter import unpack_x_y_sample_weight
+from tapeflow.keras.engine.sequence import Sequence
+
+__all__ = ["Progbar", "Sequence", "is_keras_tensor", "normalize", "pack_x_y_sample_weight",
+           "set_random_seed", "to_categorical", "unpack_x_y_sample_weight"]
+
+
+def set_random_seed(seed: int) -> None:
+    """Seed Python's ``random``, NumPy's global generator and ``tf.random.set_seed`` at once,
+    as Keras does: initializers, dropout and ``fit``'s shuffling then repeat run to run."""
+    if not isinstance(seed, int):
+        raise ValueError(f"Expected `seed` argument to be an integer. Received: seed={seed}")
+    from tapeflow.ops.random_ops import set_seed
+
+    random.seed(seed)
+    np.random.seed(seed)
+    set_seed(seed)
+
+
+def pack_x_y_sample_weight(x: Any, y: Any = None, sample_weight: Any = None) -> Any:
+    """The inverse of ``unpack_x_y_sample_weight``: ``x``, ``(x, y)`` or ``(x, y, sw)``; a
+    tuple ``x`` alone is wrapped as ``(x,)`` so it is not read as ``(x, y)``."""
+    if y is None:
+        return (x,) if isinstance(x, (tuple, list)) else x
+    if sample_weight is None:
+        return (x, y)
+    return (x, y, sample_weight)
+
+
+def is_keras_tensor(x: Any) -> bool:
+    """Whether `x` is a symbolic tensor from ``keras.Input`` or a layer call on one."""
+    return bool(getattr(x, "_is_keras_tensor", False))
 
 
 def to_categorical(y: Any, num_classes: int | None = None, dtype: str = "float32") -> np.ndarray:

@@ -285,18 +285,29 @@ class Layer:
             self._add_activity_loss(outputs)
         return outputs
 
+    # Layers whose math needs floats cast integer inputs too (Keras's Dense, BatchNormalization
+    # and LayerNormalization do); every other layer passes integers through (Embedding, lookups,
+    # Flatten, Add...), and autocast proper only touches floating inputs.
+    _cast_integer_inputs = False
+
+    def _needs_cast(self, x: Any) -> bool:
+        dtype = x.dtype
+        if dtype is self._dtype or not self._dtype.is_floating:
+            return False
+        return (self._autocast and dtype.is_floating) or (
+            self._cast_integer_inputs and (dtype.is_integer or dtype.is_bool))
+
     def _convert_inputs(self, inputs: Any, flat: list) -> Any:
-        """NumPy/Python inputs become tensors; float inputs are cast to the layer's dtype."""
-        if all(isinstance(x, (Tensor, Variable)) and (not self._autocast or
-                                                      not x.dtype.is_floating or
-                                                      x.dtype is self._dtype) for x in flat):
+        """NumPy/Python inputs become tensors; inputs are cast to the layer's compute dtype
+        where Keras 2 casts them (autocast of floating inputs, and integer inputs of layers
+        with ``_cast_integer_inputs``)."""
+        if all(isinstance(x, (Tensor, Variable)) and not self._needs_cast(x) for x in flat):
             return inputs
 
         def convert(x: Any) -> Any:
             if isinstance(x, (np.ndarray, list, float, int, np.generic)):
                 x = convert_to_tensor(x)
-            if self._autocast and isinstance(x, (Tensor, Variable)) and x.dtype.is_floating \
-                    and x.dtype is not self._dtype:
+            if isinstance(x, (Tensor, Variable)) and self._needs_cast(x):
                 from tapeflow.ops.math_ops import cast
 
                 x = cast(x, self._dtype)

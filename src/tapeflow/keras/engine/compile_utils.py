@@ -1,9 +1,10 @@
 """What ``compile(loss=..., metrics=...)`` turns into: the total loss and the metric objects.
 
-Losses and metrics may be given once (one output) or per output, as a list or a dict keyed by
-output layer name. String metrics ``'accuracy'``/``'acc'`` and ``'crossentropy'``/``'ce'`` are
-resolved at the first batch from the shapes of y_true and y_pred, as Keras does: a last dim of
-1 means binary, a label with fewer dims (or a last dim of 1 against many classes) means sparse.
+Losses and metrics may be given once (for every output) or per output, as a list in output
+order or a dict keyed by output name; ``structures.per_output`` does that pairing. String
+metrics ``'accuracy'``/``'acc'`` and ``'crossentropy'``/``'ce'`` are resolved at the first
+batch from the shapes of y_true and y_pred, as Keras does: a last dim of 1 means binary, a
+label with fewer dims (or a last dim of 1 against many classes) means sparse.
 """
 
 from __future__ import annotations
@@ -12,63 +13,68 @@ from typing import Any
 
 import tapeflow as tf
 from tapeflow.framework import nest
+from tapeflow.keras import backend
 from tapeflow.keras import losses as losses_mod
 from tapeflow.keras import metrics as metrics_mod
+from tapeflow.keras.engine import structures
 
 
-def _per_output(spec: Any, output_names: list[str], what: str) -> list:
-    """Expand a loss/metric spec to one entry per output."""
-    n = len(output_names)
-    if isinstance(spec, dict):
-        unknown = set(spec) - set(output_names)
-        if unknown:
-            raise ValueError(f"Unknown entries in {what} dictionary: {sorted(unknown)}. Only "
-                             f"expected the following keys: {output_names}")
-        return [spec.get(name) for name in output_names]
-    if isinstance(spec, (list, tuple)) and n > 1 and what == "loss":
-        if len(spec) != n:
-            raise ValueError(f"When passing a list as {what}, it should have one entry per "
-                             f"model output. The model has {n} outputs, but you passed "
-                             f"{what}={spec!r}")
-        return list(spec)
-    if isinstance(spec, (list, tuple)) and n > 1 and all(
-            isinstance(s, (list, tuple)) or s is None for s in spec):
-        return list(spec)
-    return [spec] * n
+def _loss_object(spec: Any) -> Any:
+    fn = losses_mod.get(spec)
+    if fn is None or isinstance(fn, losses_mod.Loss):
+        return fn
+    return losses_mod.LossFunctionWrapper(fn, name=getattr(fn, "__name__", "loss"))
 
 
-def _loss_name(loss: Any) -> str:
-    return getattr(loss, "name", None) or getattr(loss, "__name__", "loss")
+def match_dtype_and_rank(y_t: Any, y_p: Any, sw: Any) -> tuple[Any, Any, Any]:
+    """Keras's fix-ups before a loss or metric: labels of shape (batch,) against predictions
+    of shape (batch, 1) gain the unit axis (otherwise they would broadcast to (batch, batch)),
+    labels take the predictions' dtype when both are floating or both integer, and sample
+    weights take the predictions' dtype."""
+    y_t = tf.convert_to_tensor(y_t)
+    p_rank = y_p.shape.rank
+    if y_t.shape.rank == 1 and p_rank == 2:
+        y_t = tf.expand_dims(y_t, -1)
+    if (y_t.dtype.is_floating and y_p.dtype.is_floating) or (
+            y_t.dtype.is_integer and y_p.dtype.is_integer):
+        if y_t.dtype != y_p.dtype:
+            y_t = tf.cast(y_t, y_p.dtype)
+    if sw is not None:
+        sw = tf.convert_to_tensor(sw)
+        if sw.shape.rank == 1 and p_rank == 2:
+            sw = tf.expand_dims(sw, -1)
+        if sw.dtype != y_p.dtype:
+            sw = tf.cast(sw, y_p.dtype)
+    return y_t, y_p, sw
 
 
 class LossesContainer:
-    """Total loss = sum over outputs of weight * loss(y_true, y_pred) + regularization."""
+    """Total loss = sum over outputs of weight * loss(y_true, y_pred) + regularization.
+
+    Losses, loss weights, targets and sample weights are paired with the outputs by
+    ``structures.per_output`` (by output name for dicts, by position for lists).
+    """
 
     def __init__(self, loss: Any, loss_weights: Any = None, output_names: list[str] | None = None):
         self._spec = loss
         self._weights_spec = loss_weights
-        self._output_names = output_names or ["output_1"]
+        self._output_names = output_names
         self.loss_metric = metrics_mod.Mean(name="loss")
+        self._names: list[str] | None = None
         self._losses: list | None = None
         self._weights: list | None = None
         self.per_output_metrics: list = []
 
-    def _build(self, n_outputs: int) -> None:
-        names = self._output_names if len(self._output_names) == n_outputs else \
-            [f"output_{i + 1}" for i in range(n_outputs)]
-        fns = [losses_mod.get(spec) for spec in _per_output(self._spec, names, "loss")]
-        self._losses = [fn if fn is None or isinstance(fn, losses_mod.Loss)
-                        else losses_mod.LossFunctionWrapper(fn, name=_loss_name(fn))
-                        for fn in fns]
-        if self._weights_spec is None:
-            self._weights = [1.0] * n_outputs
-        elif isinstance(self._weights_spec, dict):
-            self._weights = [self._weights_spec.get(name, 1.0) for name in names]
-        else:
-            self._weights = list(self._weights_spec)
-        if n_outputs > 1:
-            self.per_output_metrics = [metrics_mod.Mean(name=f"{name}_loss") if fn else None
-                                       for name, fn in zip(names, self._losses)]
+    def _build(self, y_pred: Any) -> None:
+        names = structures.output_names_for(y_pred, self._output_names)
+        self._losses = [_loss_object(spec)
+                        for spec in structures.per_output(self._spec, names, "loss")]
+        self._weights = structures.per_output(self._weights_spec, names, "loss_weights")
+        if len(names) > 1:
+            labels = _labels(names, self._output_names)
+            self.per_output_metrics = [metrics_mod.Mean(name=f"{label}_loss") if fn else None
+                                       for label, fn in zip(labels, self._losses)]
+        self._names = names
 
     @property
     def metrics(self) -> list:
@@ -76,30 +82,31 @@ class LossesContainer:
 
     def __call__(self, y_true: Any, y_pred: Any, sample_weight: Any = None,
                  regularization_losses: list | None = None) -> Any:
+        if self._names is None:
+            self._build(y_pred)
         flat_pred = nest.flatten(y_pred)
-        flat_true = nest.flatten(y_true) if len(flat_pred) > 1 else [y_true]
-        if self._losses is None:
-            self._build(len(flat_pred))
-        if len(flat_true) != len(flat_pred):
-            raise ValueError(f"The model has {len(flat_pred)} outputs but {len(flat_true)} "
-                             "targets were given.")
-        sample_weights = nest.flatten(sample_weight) if len(flat_pred) > 1 and \
-            sample_weight is not None else [sample_weight] * len(flat_pred)
+        flat_true = structures.per_output(y_true, self._names, "y")
+        sample_weights = structures.per_output(sample_weight, self._names, "sample_weight")
         total = None
+        batch = None
         for i, (fn, weight, yt, yp, sw) in enumerate(zip(self._losses, self._weights, flat_true,
                                                           flat_pred, sample_weights)):
             if fn is None or yt is None:
                 continue
+            yt, yp, sw = match_dtype_and_rank(yt, yp, sw)
             value = fn(yt, yp, sample_weight=sw)
+            if batch is None:
+                batch = _batch_size(yt)
             if self.per_output_metrics:
-                self.per_output_metrics[i].update_state(value, sample_weight=_batch_size(yp))
-            term = value * weight if weight != 1.0 else value
+                self.per_output_metrics[i].update_state(value, sample_weight=batch)
+            term = value * weight if weight is not None and weight != 1.0 else value
             total = term if total is None else total + term
         if total is None:
-            raise ValueError("No loss to compute. Provide a `loss` argument in `compile()`.")
+            raise ValueError("No loss to compute. Provide a `loss` argument in `compile()` "
+                             f"and targets `y` for the outputs {self._names}.")
         if regularization_losses:
             total = total + tf.add_n([tf.cast(r, total.dtype) for r in regularization_losses])
-        self.loss_metric.update_state(total, sample_weight=_batch_size(flat_pred[0]))
+        self.loss_metric.update_state(total, sample_weight=batch)
         return total
 
     def reset_state(self) -> None:
@@ -107,45 +114,98 @@ class LossesContainer:
             m.reset_state()
 
 
+def _labels(names: list[str], output_names: list[str] | None) -> list[str]:
+    """What per-output metric names start with: the output layers' names (also for a dict of
+    outputs, which is keyed by its own keys), as Keras names them."""
+    return list(output_names) if output_names and len(output_names) == len(names) else names
+
+
 def _batch_size(x: Any) -> Any:
     return tf.cast(tf.shape(x)[0], "float32")
 
 
-class MetricsContainer:
-    """The compiled metrics of every output, created at the first batch."""
+def _copy_metric(metric: Any) -> Any:
+    """A fresh metric like `metric`, for a Metric object broadcast to several outputs."""
+    if type(metric) is metrics_mod.MeanMetricWrapper:
+        return metrics_mod.MeanMetricWrapper(metric._fn, **metric.get_config())
+    return type(metric).from_config(metric.get_config())
 
-    def __init__(self, metrics: Any, output_names: list[str] | None = None):
+
+class MetricsContainer:
+    """The compiled metrics of every output, created at the first batch.
+
+    ``metrics`` are updated without sample weights, ``weighted_metrics`` with them, as in
+    Keras; with several outputs each name gains the output name as a prefix.
+    """
+
+    def __init__(self, metrics: Any, weighted_metrics: Any = None,
+                 output_names: list[str] | None = None):
         self._spec = metrics
-        self._output_names = output_names or ["output_1"]
-        self._metrics: list[list] | None = None
+        self._weighted_spec = weighted_metrics
+        self._output_names = output_names
+        self._names: list[str] | None = None
+        self._metrics: list[list] = []
+        self._weighted: list[list] = []
 
     @property
     def metrics(self) -> list:
-        return [m for per_output in (self._metrics or []) for m in per_output]
+        return [m for plain, weighted in zip(self._metrics, self._weighted)
+                for m in plain + weighted]
 
-    def _build(self, flat_true: list, flat_pred: list) -> None:
-        n = len(flat_pred)
-        names = self._output_names if len(self._output_names) == n else \
-            [f"output_{i + 1}" for i in range(n)]
-        specs = _per_output(self._spec, names, "metrics") if self._spec is not None else [[]] * n
-        self._metrics = []
-        for i, (spec, yt, yp) in enumerate(zip(specs, flat_true, flat_pred)):
-            prefix = f"{names[i]}_" if n > 1 else ""
-            entries = spec if isinstance(spec, (list, tuple)) else ([] if spec is None
-                                                                     else [spec])
-            self._metrics.append([_metric_object(m, yt, yp, prefix) for m in entries])
+    def _objects(self, spec: Any, yt: Any, yp: Any, copy: bool) -> list:
+        entries = nest.flatten(spec) if spec is not None else []
+        out = []
+        for entry in entries:
+            if entry is None:
+                continue
+            m = _metric_object(entry, yp if yt is None else yt, yp)
+            out.append(_copy_metric(m) if copy and m is entry else m)
+        return out
+
+    def _build(self, flat_true: list, flat_pred: list, names: list[str]) -> None:
+        multi = len(names) > 1
+        # a Metric object given once for several outputs is copied per output, as Keras does
+        copy_plain = multi and structures.is_broadcast(self._spec)
+        copy_weighted = multi and structures.is_broadcast(self._weighted_spec)
+        specs = structures.per_output(self._spec, names, "metrics", broadcast_lists=True)
+        wspecs = structures.per_output(self._weighted_spec, names, "weighted_metrics",
+                                       broadcast_lists=True)
+        seen: set[str] = set()
+        for name, spec, wspec, yt, yp in zip(_labels(names, self._output_names), specs, wspecs,
+                                             flat_true, flat_pred):
+            plain = self._objects(spec, yt, yp, copy_plain)
+            weighted = self._objects(wspec, yt, yp, copy_weighted)
+            for m in plain:
+                if multi:
+                    m.name = f"{name}_{m.name}"
+                seen.add(m.name)
+            for m in weighted:
+                if multi:
+                    m.name = f"{name}_weighted_{m.name}" if f"{name}_{m.name}" in seen \
+                        else f"{name}_{m.name}"
+                elif m.name in seen:
+                    m.name = f"weighted_{m.name}"
+                seen.add(m.name)
+            self._metrics.append(plain)
+            self._weighted.append(weighted)
+        self._names = names
 
     def update_state(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> None:
+        names = self._names or structures.output_names_for(y_pred, self._output_names)
         flat_pred = nest.flatten(y_pred)
-        flat_true = nest.flatten(y_true) if len(flat_pred) > 1 else [y_true]
-        if self._metrics is None:
-            self._build(flat_true, flat_pred)
-        sample_weights = nest.flatten(sample_weight) if len(flat_pred) > 1 and \
-            sample_weight is not None else [sample_weight] * len(flat_pred)
-        for per_output, yt, yp, sw in zip(self._metrics, flat_true, flat_pred, sample_weights):
-            if yt is None:
+        flat_true = structures.per_output(y_true, names, "y")
+        sample_weights = structures.per_output(sample_weight, names, "sample_weight")
+        if self._names is None:
+            self._build([match_dtype_and_rank(yt, yp, None)[0] if yt is not None else None
+                         for yt, yp in zip(flat_true, flat_pred)], flat_pred, names)
+        for plain, weighted, yt, yp, sw in zip(self._metrics, self._weighted, flat_true,
+                                               flat_pred, sample_weights):
+            if yt is None or not (plain or weighted):
                 continue
-            for m in per_output:
+            yt, yp, sw = match_dtype_and_rank(yt, yp, sw)
+            for m in plain:
+                m.update_state(yt, yp)
+            for m in weighted:
                 m.update_state(yt, yp, sample_weight=sw)
 
     def reset_state(self) -> None:
@@ -153,20 +213,18 @@ class MetricsContainer:
             m.reset_state()
 
 
-def _metric_object(spec: Any, y_true: Any, y_pred: Any, prefix: str) -> Any:
+def _metric_object(spec: Any, y_true: Any, y_pred: Any) -> Any:
     if isinstance(spec, metrics_mod.Metric):
         return spec
-    if spec in ("accuracy", "acc", "crossentropy", "ce"):
-        fn = _shape_dependent(spec, y_true, y_pred)
-        name = "accuracy" if spec in ("accuracy", "acc") else "crossentropy"
-        if spec == "acc":
-            name = "acc"
-        return metrics_mod.MeanMetricWrapper(fn, name=prefix + name)
+    if isinstance(spec, str) and spec.lower() in ("accuracy", "acc", "crossentropy", "ce"):
+        return metrics_mod.MeanMetricWrapper(_shape_dependent(spec.lower(), y_true, y_pred),
+                                             name=spec)
     resolved = metrics_mod.get(spec)
     if isinstance(resolved, metrics_mod.Metric):
         return resolved
-    name = spec if isinstance(spec, str) else resolved.__name__
-    return metrics_mod.MeanMetricWrapper(resolved, name=prefix + name)
+    name = spec if isinstance(spec, str) else getattr(resolved, "name", None) or getattr(
+        resolved, "__name__", backend.to_snake_case(type(resolved).__name__))
+    return metrics_mod.MeanMetricWrapper(resolved, name=name)
 
 
 def _shape_dependent(spec: str, y_true: Any, y_pred: Any) -> Any:

@@ -16,10 +16,12 @@ import numpy as np
 from tapeflow.framework import nest
 from tapeflow.framework.constant import convert_to_tensor
 from tapeflow.framework.tensor import EagerTensor
+from tapeflow.keras.engine import structures
 
 
 def unpack_x_y_sample_weight(data: Any) -> tuple[Any, Any, Any]:
-    """(x, y, sample_weight) from a batch given as x, (x,), (x, y) or (x, y, sw)."""
+    """(x, y, sample_weight) from a batch given as x, (x,), (x, y) or (x, y, sw); a list is
+    read as a tuple, as Keras does (so a two-input model's x must come wrapped: ``(x,)``)."""
     if isinstance(data, list):
         data = tuple(data)
     if not isinstance(data, tuple):
@@ -50,6 +52,22 @@ def _to_array(x: Any) -> Any:
     return np.asarray(x)
 
 
+_SCALARS = (int, float, bool, np.generic)
+
+
+def _to_arrays(structure: Any) -> Any:
+    """Every array of a structure as NumPy; a list of plain numbers (``y=[0, 1, 1]``) is one
+    array, not a structure of scalars."""
+    if isinstance(structure, (list, tuple)) and structure and all(
+            isinstance(v, _SCALARS) for v in nest.flatten(structure)):
+        return np.asarray(structure)
+    if isinstance(structure, dict):
+        return {k: _to_arrays(v) for k, v in structure.items()}
+    if isinstance(structure, (list, tuple)) and not hasattr(type(structure), "_fields"):
+        return type(structure)(_to_arrays(v) for v in structure)
+    return _to_array(structure)
+
+
 def _num_samples(structure: Any) -> int:
     sizes = {len(a) for a in nest.flatten(structure) if a is not None}
     if len(sizes) != 1:
@@ -68,8 +86,10 @@ class DataHandler:
 
     def __init__(self, x: Any, y: Any = None, sample_weight: Any = None,
                  batch_size: int | None = None, steps_per_epoch: int | None = None,
-                 shuffle: bool = False, class_weight: dict | None = None):
+                 shuffle: bool = False, class_weight: dict | None = None, model: Any = None):
         self._dataset = None
+        self._model = model
+        self._class_weight = class_weight
         if _is_dataset(x):
             if y is not None:
                 raise ValueError("`y` argument is not supported when using a dataset as input: "
@@ -81,18 +101,18 @@ class DataHandler:
             self._iterator: Iterator | None = None
             size = _cardinality(x)
             self.steps = steps_per_epoch if steps_per_epoch is not None else size
-            self._class_weight = class_weight
             return
         if hasattr(x, "__next__") or callable(getattr(x, "send", None)):
             raise TypeError("fit: Python generators are not supported as input; wrap them with "
                             "tf.data.Dataset.from_generator.")
-        self._x = nest.map_structure(_to_array, x)
-        self._y = nest.map_structure(_to_array, y) if y is not None else None
-        self._sw = _to_array(sample_weight)
+        self._x = _to_arrays(x)
+        self._y = _to_arrays(y) if y is not None else None
+        self._sw = _to_arrays(sample_weight)
+        if model is not None:
+            structures.check_data(model, self._x, self._y, self._sw)
         self._n = _num_samples((self._x, self._y, self._sw))
         self._batch_size = batch_size or 32
         self._shuffle = shuffle
-        self._class_weight = class_weight
         full = math.ceil(self._n / self._batch_size)
         self.steps = steps_per_epoch if steps_per_epoch is not None else full
 
@@ -118,7 +138,7 @@ class DataHandler:
 
             x = nest.map_structure(take, self._x)
             y = nest.map_structure(take, self._y) if self._y is not None else None
-            sw = take(self._sw)
+            sw = nest.map_structure(take, self._sw)
             yield x, y, self._weights(y, sw)
 
     def _dataset_epoch(self) -> Iterator[tuple[Any, Any, Any]]:
@@ -140,16 +160,42 @@ class DataHandler:
             self._iterator = None
 
     def _weights(self, y: Any, sw: Any) -> Any:
+        """Sample weights with ``class_weight`` folded in (multiplied, as in Keras), one entry
+        per output when the model has several."""
         if self._class_weight is None or y is None:
             return sw
-        labels = _to_array(y)
-        if labels.ndim > 1 and labels.shape[-1] > 1:
-            labels = labels.argmax(-1)
-        labels = labels.reshape(len(labels), -1)[:, 0].astype(np.int64)
-        weights = np.array([self._class_weight.get(int(c), 1.0) for c in labels], np.float32)
-        if sw is not None:
-            weights = weights * _to_array(sw).reshape(len(weights))
-        return _tensor(weights)
+        names = structures.model_output_names(self._model) or \
+            structures.output_names_for(y, None)
+        class_weights = structures.class_weights_per_output(self._class_weight, names)
+        if len(names) == 1:
+            return _class_weighted(class_weights[0], y, sw)
+        ys = structures.per_output(y, names, "y")
+        sws = structures.per_output(sw, names, "sample_weight")
+        return [_class_weighted(cw, yt, s) for cw, yt, s in zip(class_weights, ys, sws)]
+
+
+def _class_weighted(class_weight: dict | None, y: Any, sw: Any) -> Any:
+    """Keras's class weighting of one output: the class of a label is its argmax when the last
+    axis holds several classes, otherwise the rounded label."""
+    if class_weight is None or y is None:
+        return sw
+    ids = sorted(class_weight)
+    if ids != list(range(len(ids))):
+        raise ValueError("Expected `class_weight` to be a dict with keys from 0 to one less "
+                         f"than the number of classes, found {class_weight}")
+    table = np.array([class_weight[i] for i in ids], np.float32)
+    labels = _to_array(y)
+    if labels.ndim >= 2:
+        labels = labels.argmax(-1) if labels.shape[-1] > 1 else labels[..., 0]
+    classes = np.round(labels).astype(np.int64)
+    if classes.size and (classes.min() < 0 or classes.max() >= len(table)):
+        raise ValueError(f"`class_weight` has weights for classes 0..{len(table) - 1}, but the "
+                         f"labels contain class {int(classes.max())}.")
+    weights = table[classes]
+    if sw is not None:
+        sw = _to_array(sw).astype(np.float32)
+        weights = weights * sw.reshape(sw.shape + (1,) * (weights.ndim - sw.ndim))
+    return _tensor(weights)
 
 
 def _cardinality(dataset: Any) -> int | None:

@@ -17,6 +17,7 @@ from tapeflow.framework.context import eager_scope
 from tapeflow.framework.shapes import TensorShape, as_shape
 from tapeflow.framework.tensor import wrap
 from tapeflow.keras import backend
+from tapeflow.keras.engine import structures
 from tapeflow.keras.engine.input_layer import InputLayer
 from tapeflow.keras.engine.keras_tensor import KerasTensor, Node
 from tapeflow.keras.engine.training import Model
@@ -195,13 +196,8 @@ class Functional(Model):
         self.built = True
 
     def call(self, inputs: Any, training: Any = None, mask: Any = None) -> Any:
-        if isinstance(inputs, dict) and not isinstance(self._nested_inputs, dict):
-            flat_inputs = [inputs[name] for name in self.input_names]
-        else:
-            flat_inputs = nest.flatten(inputs)
-        if len(flat_inputs) != len(self.inputs):
-            raise ValueError(f"Model {self.name} expects {len(self.inputs)} input(s), but it "
-                             f"received {len(flat_inputs)} input tensors.")
+        flat_inputs = structures.flatten_inputs(inputs, structures.model_input_names(self),
+                                                self.name)
         values = {id(k): self._cast_input(k, v) for k, v in zip(self.inputs, flat_inputs)}
         for node in self._nodes:
             if isinstance(node.layer, InputLayer):

@@ -102,6 +102,11 @@ class Sequential(Model):
         return self._output.shape.as_tuple()
 
     @property
+    def output_names(self) -> list[str] | None:
+        """The last layer's name once the model is built (what a dict `y` is keyed by)."""
+        return [self._layers[-1].name] if self._output is not None and self._layers else None
+
+    @property
     def inputs(self) -> list:
         return [self._input] if self._input is not None else []
 

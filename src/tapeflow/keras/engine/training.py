@@ -128,18 +128,12 @@ class Model(Layer):
         from tapeflow.keras import optimizers
 
         self.optimizer = optimizers.get(optimizer)
-        names = self._output_layer_names()
+        names = getattr(self, "output_names", None)
         self.compiled_loss = compile_utils.LossesContainer(loss, loss_weights, names)
-        all_metrics = metrics
-        if weighted_metrics:
-            all_metrics = list(nest.flatten(metrics or [])) + list(weighted_metrics)
-        self.compiled_metrics = compile_utils.MetricsContainer(all_metrics, names)
+        self.compiled_metrics = compile_utils.MetricsContainer(metrics, weighted_metrics, names)
         self._run_eagerly = bool(run_eagerly)
         self._train_fn = self._test_fn = self._predict_fn = None
         self.stop_training = False
-
-    def _output_layer_names(self) -> list[str]:
-        return list(getattr(self, "output_names", None) or ["output_1"])
 
     @property
     def run_eagerly(self) -> bool:
@@ -255,7 +249,7 @@ class Model(Layer):
             (x, y, sample_weight), validation_data = data_adapter.train_validation_split(
                 (x, y, sample_weight), validation_split)
         data = data_adapter.DataHandler(x, y, sample_weight, batch_size, steps_per_epoch,
-                                        shuffle=shuffle, class_weight=class_weight)
+                                        shuffle=shuffle, class_weight=class_weight, model=self)
         cbs = self._callback_list(callbacks, verbose, True, epochs=epochs, steps=data.steps)
         train_fn = self.make_train_function()
         self.stop_training = False
@@ -291,7 +285,7 @@ class Model(Layer):
             vx, vy, vsw = validation_data, None, None
         else:
             vx, vy, vsw = data_adapter.unpack_x_y_sample_weight(validation_data)
-        data = data_adapter.DataHandler(vx, vy, vsw, batch_size, steps)
+        data = data_adapter.DataHandler(vx, vy, vsw, batch_size, steps, model=self)
         return self._test_loop(data, cbs)
 
     def _test_loop(self, data: data_adapter.DataHandler, cbs: Any) -> dict:
@@ -313,7 +307,7 @@ class Model(Layer):
         """Loss (and metrics) over the data: a scalar, a list, or a dict."""
         self._assert_compiled("training/testing")
         verbose = 1 if verbose == "auto" else int(verbose)
-        data = data_adapter.DataHandler(x, y, sample_weight, batch_size, steps)
+        data = data_adapter.DataHandler(x, y, sample_weight, batch_size, steps, model=self)
         cbs = self._callback_list(callbacks, verbose, False, steps=data.steps, is_evaluate=True)
         logs = self._test_loop(data, cbs)
         if return_dict:
@@ -326,14 +320,14 @@ class Model(Layer):
                 workers: int = 1, use_multiprocessing: bool = False) -> Any:
         """Model outputs over the data, batch by batch, concatenated as NumPy arrays."""
         verbose = 1 if verbose == "auto" else int(verbose)
-        data = data_adapter.DataHandler(x, None, None, batch_size, steps)
+        data = data_adapter.DataHandler(x, None, None, batch_size, steps, model=self)
         cbs = self._callback_list(callbacks, verbose, False, steps=data.steps)
         predict_fn = self.make_predict_function()
         cbs.on_predict_begin()
         outputs: list = []
         for step, (bx, _, _) in enumerate(data.epoch()):
             cbs.on_predict_batch_begin(step)
-            out = _run_step(predict_fn, bx)
+            out = _run_step(predict_fn, (bx,))
             outputs.append(nest.map_structure(lambda t: np.asarray(t), out))
             cbs.on_predict_batch_end(step, {"outputs": out})
         cbs.on_predict_end()
@@ -349,7 +343,7 @@ class Model(Layer):
         """One optimization step on one batch; returns its loss (and metrics)."""
         self._assert_compiled("training/testing")
         data = data_adapter.DataHandler(x, y, sample_weight, batch_size=None, shuffle=False,
-                                        class_weight=class_weight)
+                                        class_weight=class_weight, model=self)
         data._batch_size = data._n if not data.is_dataset else None
         data.steps = 1
         if reset_metrics:
@@ -362,7 +356,7 @@ class Model(Layer):
                       reset_metrics: bool = True, return_dict: bool = False) -> Any:
         """Loss (and metrics) on one batch, without updating weights."""
         self._assert_compiled("training/testing")
-        data = data_adapter.DataHandler(x, y, sample_weight, batch_size=None)
+        data = data_adapter.DataHandler(x, y, sample_weight, batch_size=None, model=self)
         data._batch_size = data._n
         data.steps = 1
         if reset_metrics:
@@ -372,7 +366,12 @@ class Model(Layer):
         return self._logs_result(logs, return_dict)
 
     def predict_on_batch(self, x: Any) -> Any:
-        out = _run_step(self.make_predict_function(), x)
+        """Model outputs on one batch, as NumPy arrays."""
+        data = data_adapter.DataHandler(x, None, None, batch_size=None, model=self)
+        data._batch_size = data._n
+        data.steps = 1
+        (bx, _, _), = data.epoch()
+        out = _run_step(self.make_predict_function(), (bx,))
         return nest.map_structure(lambda t: np.asarray(t), out)
 
     def _logs_result(self, logs: dict, return_dict: bool) -> Any:

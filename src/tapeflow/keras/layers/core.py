@@ -20,6 +20,8 @@ class Dense(KernelAndBias, Layer):
     ``dense/kernel:0`` and ``dense/bias:0`` as in Keras.
     """
 
+    _cast_integer_inputs = True
+
     def __init__(self, units: int, activation: Any = None, use_bias: bool = True,
                  kernel_initializer: Any = "glorot_uniform", bias_initializer: Any = "zeros",
                  kernel_regularizer: Any = None, bias_regularizer: Any = None,

@@ -106,6 +106,8 @@ class BatchNormalization(Layer):
     Weights, in Keras's order: gamma, beta (trainable), moving_mean, moving_variance.
     """
 
+    _cast_integer_inputs = True
+
     def __init__(self, axis: Any = -1, momentum: float = 0.99, epsilon: float = 1e-3,
                  center: bool = True, scale: bool = True, beta_initializer: Any = "zeros",
                  gamma_initializer: Any = "ones", moving_mean_initializer: Any = "zeros",
@@ -220,6 +222,8 @@ class BatchNormalization(Layer):
 
 class LayerNormalization(Layer):
     """Normalize each example over `axis` (default the last) with a learned scale and shift."""
+
+    _cast_integer_inputs = True
 
     def __init__(self, axis: Any = -1, epsilon: float = 1e-3, center: bool = True,
                  scale: bool = True, beta_initializer: Any = "zeros",
