@@ -1,6 +1,9 @@
-"""``tf.keras.optimizers``: SGD, Adam, RMSprop, Adagrad with Keras 2 update rules, and schedules.
+"""``tf.keras.optimizers``: SGD, Adam, AdamW, RMSprop, Adagrad, Adadelta, Adamax, Nadam, Ftrl with
+Keras 2 update rules, and schedules.
 
-``tf.keras.optimizers.legacy`` names the same classes (they are the Keras 2 "legacy" ones).
+``tf.keras.optimizers.legacy`` names the same classes (they are the Keras 2 "legacy" ones), except
+Nadam, whose legacy form has its own momentum schedule; AdamW, which Keras 2 has only in the new
+namespace, is there too.
 """
 
 from __future__ import annotations
@@ -9,18 +12,25 @@ import types
 from typing import Any
 
 from tapeflow.keras.optimizers import schedules
+from tapeflow.keras.optimizers.adadelta import Adadelta
 from tapeflow.keras.optimizers.adagrad import Adagrad
 from tapeflow.keras.optimizers.adam import Adam
+from tapeflow.keras.optimizers.adamax import Adamax
+from tapeflow.keras.optimizers.adamw import AdamW
+from tapeflow.keras.optimizers.ftrl import Ftrl
+from tapeflow.keras.optimizers.nadam import LegacyNadam, Nadam
 from tapeflow.keras.optimizers.optimizer import Optimizer
 from tapeflow.keras.optimizers.rmsprop import RMSprop
 from tapeflow.keras.optimizers.sgd import SGD
 
-_BY_NAME = {"sgd": SGD, "adam": Adam, "rmsprop": RMSprop, "adagrad": Adagrad}
+_BY_NAME = {"sgd": SGD, "adam": Adam, "adamw": AdamW, "rmsprop": RMSprop, "adagrad": Adagrad,
+            "adadelta": Adadelta, "adamax": Adamax, "nadam": Nadam, "ftrl": Ftrl}
 
 legacy = types.ModuleType("tapeflow.keras.optimizers.legacy",
                           "Keras 2 optimizers under their `legacy` names (the same classes).")
-for _cls in (Optimizer, SGD, Adam, RMSprop, Adagrad):
+for _cls in (Optimizer, SGD, Adam, AdamW, RMSprop, Adagrad, Adadelta, Adamax, Ftrl):
     setattr(legacy, _cls.__name__, _cls)
+legacy.Nadam = LegacyNadam
 
 
 def serialize(optimizer: Optimizer) -> dict[str, Any]:
@@ -54,5 +64,5 @@ def get(identifier: Any) -> Optimizer:
                      f"name such as 'adam', a config dict or an Optimizer instance)")
 
 
-__all__ = ["Optimizer", "SGD", "Adam", "RMSprop", "Adagrad", "schedules", "legacy", "get",
-           "serialize", "deserialize"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax",
+           "Nadam", "Ftrl", "schedules", "legacy", "get", "serialize", "deserialize"]

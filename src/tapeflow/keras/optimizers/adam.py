@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -10,7 +9,13 @@ import numpy as np
 from tapeflow.framework.dispatch import apply, op
 from tapeflow.framework.tensor import Tensor
 from tapeflow.framework.variable import Variable
-from tapeflow.keras.optimizers.optimizer import Optimizer, check_update, scalar_safe, var_spec
+from tapeflow.keras.optimizers.optimizer import (
+    Optimizer,
+    bias_corrected_rate,
+    check_update,
+    scalar_safe,
+    var_spec,
+)
 
 
 @op("KerasApplyAdam", stateful=True, shape=var_spec)
@@ -22,8 +27,7 @@ def _apply_adam(grad, lr, step, *, var, m, v, vhat, beta_1, beta_2, epsilon):
     With amsgrad (`vhat` given), the running maximum of v replaces v in the denominator.
     """
     check_update("KerasApplyAdam", grad, var)
-    t = float(step) + 1.0
-    lr_t = float(lr) * math.sqrt(1.0 - beta_2 ** t) / (1.0 - beta_1 ** t)
+    lr_t = bias_corrected_rate(lr, step, beta_1, beta_2, var._value.dtype)
     new_m = np.subtract(grad, m._value)
     new_m *= 1.0 - beta_1
     new_m += m._value

@@ -65,6 +65,19 @@ def scalar_safe(kernel: Callable) -> Callable:
     return run
 
 
+def bias_corrected_rate(lr: Any, step: Any, beta_1: float, beta_2: float,
+                        dtype: np.dtype) -> np.generic:
+    """Adam's lr * sqrt(1 - b2^t) / (1 - b1^t), t = step + 1, in the variable's dtype.
+
+    Keras computes it in the variable's precision (0.999 in float32 is 0.99900001), which moves a
+    float32 step by ~1e-6 from the float64 formula; so does this.
+    """
+    kind = np.dtype(dtype).type
+    t, b1, b2 = kind(float(step) + 1.0), kind(beta_1), kind(beta_2)
+    one = kind(1.0)
+    return kind(lr) * np.sqrt(one - b2 ** t) / (one - b1 ** t)
+
+
 def check_update(op_name: str, grad: np.ndarray, var: Variable) -> None:
     """Refuse a gradient whose shape differs from its variable (NumPy would broadcast it)."""
     if grad.shape != var._value.shape:
@@ -231,8 +244,14 @@ class Optimizer:
 
     # --- variables --------------------------------------------------------------------------
     def variables(self) -> list[Variable]:
-        """The optimizer's variables: ``iterations`` first, then slots in creation order."""
-        return [self._iterations] + list(self._slot_list)
+        """The optimizer's variables: ``iterations`` first, then its own per-optimizer variables
+        (Nadam's momentum product), then slots in creation order."""
+        own = [v for _, v in self._extra_variables()]
+        return [self._iterations] + own + list(self._slot_list)
+
+    def _extra_variables(self) -> list[tuple[str, Variable]]:
+        """(name, variable) pairs of state kept once per optimizer rather than per variable."""
+        return []
 
     @property
     def weights(self) -> list[Variable]:
@@ -259,6 +278,7 @@ class Optimizer:
         deps: list[tuple[str, Any]] = [("iterations", self._iterations)]
         if isinstance(self._learning_rate, (Variable, LearningRateSchedule)):
             deps.append(("learning_rate", self._learning_rate))
+        deps.extend(self._extra_variables())
         return deps
 
     def _checkpoint_slots(self) -> Iterable[tuple[Variable, str, Variable]]:
@@ -305,6 +325,7 @@ class Optimizer:
         grads = clipping.clip_gradients(grads, self.clipnorm, self.global_clipnorm,
                                         self.clipvalue)
         lr = self._lr_tensor()
+        self._prepare_step(variables)
         slots_of = self._slots
         has_slots = bool(self._active_slots())
         slots = _NO_SLOTS
@@ -318,6 +339,9 @@ class Optimizer:
         if global_step is not None:
             global_step.assign_add(np.asarray(1, dtype=global_step.dtype._np))
         return self._iterations.assign_add(np.int64(1))
+
+    def _prepare_step(self, variables: list[Variable]) -> None:
+        """Work done once per step before the per-variable updates (none by default)."""
 
     def _update(self, grad: Tensor, var: Variable, lr: Any, slots: dict[str, Variable]) -> Any:
         raise NotImplementedError(f"{type(self).__name__} must implement _update")
