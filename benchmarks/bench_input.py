@@ -1,4 +1,4 @@
-"""Input pipelines on real formats, tapeflow and TensorFlow side by side (items/s, higher is better).
+"""Input pipelines on real formats, tapeflow and TensorFlow side by side (items/s, higher: better).
 
 Rows: issue 23's table (TFRecord of tf.train.Example parsed per example and per batch, CsvDataset,
 make_csv_dataset, 96x96 JPEG files read+decode+resize) plus TextLineDataset + a string split,

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from tapeflow.data import structure
+from tapeflow.data import structure, vectorize
 from tapeflow.data.dataset import INFINITE, Dataset
 from tapeflow.framework import errors
 from tapeflow.framework.shapes import as_shape
@@ -50,6 +50,13 @@ class BatchDataset(Dataset):
         self._drop_remainder = drop_remainder
 
     def _iterate(self, ctx: Any) -> Iterator[Any]:
+        fused = vectorize.fused_batches(self, ctx)
+        if fused is not None:
+            try:
+                yield from fused
+            finally:
+                fused.close()
+            return
         n = self._batch_size
         source = self._inputs[0]._iterate(ctx)
         try:

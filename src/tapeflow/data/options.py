@@ -26,9 +26,11 @@ class ThreadingOptions:
 
 @dataclass
 class OptimizationOptions:
-    """Accepted for TF compatibility; the pipeline is not rewritten."""
+    """Pipeline rewrites: `map_and_batch_fusion` (default on) lets `map(f).batch(n)` call `f` on
+    whole batches when that is checked to give the same elements (see data/vectorize.py)."""
 
     apply_default_optimizations: bool | None = None
+    map_and_batch_fusion: bool | None = None
     map_parallelization: bool | None = None
 
 

@@ -6,10 +6,11 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from tapeflow.data import structure
+from tapeflow.data import structure, vectorize
 from tapeflow.framework import dtypes as _dtypes
 from tapeflow.framework import errors
 from tapeflow.framework.tensor import EagerTensor, wrap
+from tapeflow.io import example_scan
 from tapeflow.io.example_pb import Example
 from tapeflow.io.sparse_tensor import SparseTensor
 
@@ -39,6 +40,22 @@ class FixedLenSequenceFeature(NamedTuple):
 
 _KIND = {"bytes_list": _dtypes.string, "float_list": _dtypes.float32,
          "int64_list": _dtypes.int64}
+_SCAN_KIND = {example_scan.BYTES: _dtypes.string, example_scan.FLOAT: _dtypes.float32,
+              example_scan.INT64: _dtypes.int64}
+
+
+class _Column(NamedTuple):
+    """The values of one feature across a batch: flat values, per-record counts, presence."""
+
+    values: np.ndarray
+    counts: np.ndarray
+    present: np.ndarray
+
+
+def _mismatch(key: str, found: _dtypes.DType, dtype: _dtypes.DType) -> errors.InvalidArgumentError:
+    return errors.InvalidArgumentError(
+        f"Feature {key!r}: data type {found.name} in the Example does not match the "
+        f"requested dtype {dtype.name}")
 
 
 def _values(example: Any, key: str, dtype: _dtypes.DType) -> np.ndarray | None:
@@ -51,9 +68,7 @@ def _values(example: Any, key: str, dtype: _dtypes.DType) -> np.ndarray | None:
     if kind is None:
         return np.asarray([], dtype=dtype._np)
     if _KIND[kind] is not dtype:
-        raise errors.InvalidArgumentError(
-            f"Feature {key!r}: data type {_KIND[kind].name} in the Example does not match the "
-            f"requested dtype {dtype.name}")
+        raise _mismatch(key, _KIND[kind], dtype)
     values = getattr(feature, kind).value
     if dtype is _dtypes.string:
         out = np.empty(len(values), dtype=object)
@@ -69,56 +84,180 @@ def _serialized(value: Any) -> np.ndarray:
     return arr
 
 
-def _parse_one(data: bytes, features: dict, index: int | None) -> dict:
-    example = Example.FromString(data)
+def _columns_protobuf(records: list, features: dict) -> dict:
+    """Columns by parsing each record with protobuf (records the scanner leaves to it)."""
+    per_key: dict = {key: [] for key in features}
+    for i, data in enumerate(records):
+        try:
+            example = Example.FromString(data)
+        except Exception as e:  # noqa: BLE001 - protobuf's DecodeError and friends
+            raise errors.InvalidArgumentError(
+                f"Could not parse example input (example {i} of the batch): {e}") from None
+        for key, spec in features.items():
+            per_key[key].append(_values(example, key, _dtypes.as_dtype(spec.dtype)))
     out = {}
-    where = "" if index is None else f" (example {index} of the batch)"
     for key, spec in features.items():
         dtype = _dtypes.as_dtype(spec.dtype)
-        values = _values(example, key, dtype)
-        if isinstance(spec, VarLenFeature):
-            out[key] = np.asarray([], dtype=dtype._np) if values is None else values
-        elif isinstance(spec, FixedLenSequenceFeature):
-            inner = tuple(spec.shape)
-            if values is None:
-                if not spec.allow_missing:
-                    raise errors.InvalidArgumentError(f"Feature {key!r} is required{where}")
-                values = np.asarray([], dtype=dtype._np)
-            out[key] = values.reshape((-1,) + inner)
+        found = per_key[key]
+        present = np.asarray([v is not None for v in found], dtype=bool)
+        parts = [v for v in found if v is not None]
+        values = np.concatenate(parts) if parts else np.asarray([], dtype=dtype._np)
+        if dtype is _dtypes.string and values.dtype != object:
+            values = values.astype(object)
+        counts = np.asarray([0 if v is None else len(v) for v in found], dtype=np.int64)
+        out[key] = _Column(values, counts, present)
+    return out
+
+
+def _columns_scanned(records: list, features: dict) -> dict | None:
+    """Columns from the compiled scanner; None when some record needs protobuf's merging."""
+    joined = b"".join(records)
+    buf = np.frombuffer(joined, dtype=np.uint8)
+    offsets = np.zeros(len(records) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, records), np.int64, len(records)), out=offsets[1:])
+    names = [k.encode() for k in features]
+    keys = np.frombuffer(b"".join(names) or b"\0", dtype=np.uint8)
+    key_off = np.zeros(len(names) + 1, dtype=np.int64)
+    np.cumsum([len(k) for k in names], out=key_off[1:])
+    n = len(records)
+    kind = np.zeros((n, len(names)), dtype=np.int8)
+    span = np.zeros((n, len(names), 2), dtype=np.int64)
+    status = np.zeros(n, dtype=np.int8)
+    example_scan.scan(buf, offsets, keys, key_off, kind, span, status)
+    if (status == example_scan.FALLBACK).any():
+        return None
+    if (status == example_scan.MALFORMED).any():
+        bad = int(np.argmax(status == example_scan.MALFORMED))
+        raise errors.InvalidArgumentError(
+            f"Could not parse example input (example {bad} of the batch): malformed "
+            f"tf.train.Example ({len(records[bad])} bytes)")
+    out = {}
+    for k, (key, spec) in enumerate(features.items()):
+        dtype = _dtypes.as_dtype(spec.dtype)
+        column_kind = kind[:, k]
+        for code, found in _SCAN_KIND.items():
+            if found is not dtype and (column_kind == code).any():
+                raise _mismatch(key, found, dtype)
+        counts = np.empty(n, dtype=np.int64)
+        example_scan.count(buf, kind, span, k, counts)
+        if (counts < 0).any():
+            bad = int(np.argmax(counts < 0))
+            raise errors.InvalidArgumentError(
+                f"Could not parse example input (example {bad} of the batch): malformed list "
+                f"in feature {key!r}")
+        first = np.zeros(n, dtype=np.int64)
+        np.cumsum(counts[:-1], out=first[1:])
+        total = int(counts.sum())
+        if dtype is _dtypes.string:
+            spans = np.empty((total, 2), dtype=np.int64)
+            example_scan.string_spans(buf, kind, span, k, first, spans)
+            values = np.empty(total, dtype=object)
+            values[:] = [joined[s:e] for s, e in spans.tolist()]
         else:
-            shape = tuple(spec.shape)
-            if values is None:
-                if spec.default_value is None:
-                    raise errors.InvalidArgumentError(
-                        f"Feature: {key} (data type: {dtype.name}) is required but could not be "
-                        f"found{where}.")
-                values = np.broadcast_to(structure.to_array(spec.default_value, dtype),
-                                         shape).copy()
-            size = int(np.prod(shape)) if shape else 1
-            if values.size != size:
-                raise errors.InvalidArgumentError(
-                    f"Key: {key}. Can't parse serialized Example{where}: expected {size} values "
-                    f"for shape {list(shape)}, got {values.size}")
-            out[key] = values.reshape(shape)
+            raw = np.empty(4 * total if dtype is _dtypes.float32 else 0, dtype=np.uint8)
+            ints = np.empty(total if dtype is _dtypes.int64 else 0, dtype=np.int64)
+            example_scan.fill_numbers(buf, kind, span, k, first, raw, ints)
+            values = raw.view("<f4").astype(np.float32) if dtype is _dtypes.float32 else ints
+        out[key] = _Column(values, counts, column_kind != example_scan.ABSENT)
+    return out
+
+
+def _columns(records: list, features: dict) -> dict:
+    columns = _columns_scanned(records, features) if example_scan.AVAILABLE else None
+    return _columns_protobuf(records, features) if columns is None else columns
+
+
+def _fixed(key: str, spec: FixedLenFeature, col: _Column, dtype: _dtypes.DType) -> np.ndarray:
+    shape = tuple(int(d) for d in spec.shape)
+    size = int(np.prod(shape)) if shape else 1
+    n = len(col.counts)
+    wrong = col.present & (col.counts != size)
+    if wrong.any():
+        i = int(np.argmax(wrong))
+        raise errors.InvalidArgumentError(
+            f"Key: {key}. Can't parse serialized Example (example {i} of the batch): expected "
+            f"{size} values for shape {list(shape)}, got {int(col.counts[i])}")
+    if col.present.all():
+        return col.values.reshape((n,) + shape)
+    if spec.default_value is None:
+        i = int(np.argmin(col.present))
+        raise errors.InvalidArgumentError(
+            f"Feature: {key} (data type: {dtype.name}) is required but could not be found "
+            f"(example {i} of the batch).")
+    out = np.empty((n,) + shape, dtype=dtype._np)
+    out[:] = np.broadcast_to(structure.to_array(spec.default_value, dtype), shape)
+    out[col.present] = col.values.reshape((-1,) + shape)
+    return out
+
+
+def _sequence(key: str, spec: FixedLenSequenceFeature, col: _Column,
+              dtype: _dtypes.DType) -> np.ndarray:
+    inner = tuple(int(d) for d in spec.shape)
+    size = int(np.prod(inner)) if inner else 1
+    if not spec.allow_missing and not col.present.all():
+        i = int(np.argmin(col.present))
+        raise errors.InvalidArgumentError(f"Feature {key!r} is required (example {i} of the "
+                                          f"batch)")
+    if (col.counts % size).any():
+        i = int(np.argmax(col.counts % size != 0))
+        raise errors.InvalidArgumentError(
+            f"Key: {key}, example {i} of the batch: {int(col.counts[i])} values are not a "
+            f"multiple of the inner shape {list(inner)}")
+    rows = col.counts // size
+    longest = int(rows.max()) if len(rows) else 0
+    pad = b"" if dtype is _dtypes.string else (spec.default_value or 0)
+    out = np.full((len(rows), longest) + inner, pad, dtype=dtype._np)
+    mask = np.arange(longest)[None, :] < rows[:, None]
+    out[mask] = col.values.reshape((-1,) + inner)
+    return out
+
+
+def _sparse(col: _Column, dtype: _dtypes.DType) -> SparseTensor:
+    n, total = len(col.counts), int(col.counts.sum())
+    batch = np.repeat(np.arange(n, dtype=np.int64), col.counts)
+    starts = np.repeat(np.cumsum(col.counts) - col.counts, col.counts)
+    indices = np.stack([batch, np.arange(total, dtype=np.int64) - starts], axis=1)
+    width = int(col.counts.max()) if n else 0
+    return SparseTensor(indices, col.values.astype(dtype._np, copy=False), [n, width])
+
+
+def parse_batch(records: list, features: dict) -> dict:
+    """{key: NumPy array or SparseTensor} for a list of serialized Examples (bytes)."""
+    columns = _columns(records, features)
+    out: dict[str, Any] = {}
+    for key, spec in features.items():
+        dtype = _dtypes.as_dtype(spec.dtype)
+        col = columns[key]
+        if isinstance(spec, VarLenFeature):
+            out[key] = _sparse(col, dtype)
+        elif isinstance(spec, FixedLenSequenceFeature):
+            out[key] = _sequence(key, spec, col, dtype)
+        else:
+            out[key] = _fixed(key, spec, col, dtype)
     return out
 
 
 def parse_single_example(serialized: Any, features: dict, name: str | None = None,
                          example_names: Any = None) -> dict:
-    """Parse one serialized Example into a dict of tensors (SparseTensor for VarLenFeature)."""
+    """Parse one serialized Example into a dict of tensors (SparseTensor for VarLenFeature).
+
+    Inside a map that tf.data runs on whole batches (map-then-batch fusion), `serialized` is
+    the batch's vector and this parses it as `parse_example` does."""
     data = _serialized(serialized)
+    if data.ndim == 1 and vectorize.active():
+        return parse_example(data, features)
     if data.ndim != 0:
         raise errors.InvalidArgumentError(
             f"parse_single_example: serialized must be a scalar, got shape {list(data.shape)}; "
             f"use parse_example for batches\n{errors.user_line()}")
-    parsed = _parse_one(data[()], features, None)
+    parsed = parse_batch([data[()]], features)
     out = {}
-    for key, spec in features.items():
-        v = parsed[key]
-        if isinstance(spec, VarLenFeature):
-            out[key] = SparseTensor(np.arange(len(v)).reshape(-1, 1), v, [len(v)])
+    for key, v in parsed.items():
+        if isinstance(v, SparseTensor):
+            values = v.values._value
+            out[key] = SparseTensor(np.arange(len(values)).reshape(-1, 1), values, [len(values)])
         else:
-            out[key] = wrap(v)
+            out[key] = wrap(v[0, ...])
     return out
 
 
@@ -130,28 +269,8 @@ def parse_example(serialized: Any, features: dict, name: str | None = None,
         raise errors.InvalidArgumentError(
             f"parse_example: serialized must be a vector, got shape {list(data.shape)}\n"
             f"{errors.user_line()}")
-    rows = [_parse_one(d, features, i) for i, d in enumerate(data)]
-    out: dict[str, Any] = {}
-    for key, spec in features.items():
-        dtype = _dtypes.as_dtype(spec.dtype)
-        column = [r[key] for r in rows]
-        if isinstance(spec, VarLenFeature):
-            indices = [(b, i) for b, v in enumerate(column) for i in range(len(v))]
-            values = (np.concatenate(column) if column else np.asarray([], dtype=dtype._np))
-            width = max((len(v) for v in column), default=0)
-            out[key] = SparseTensor(np.asarray(indices, dtype=np.int64).reshape(-1, 2), values,
-                                    [len(column), width])
-        elif isinstance(spec, FixedLenSequenceFeature):
-            longest = max((len(v) for v in column), default=0)
-            pad = b"" if dtype is _dtypes.string else (spec.default_value or 0)
-            batch = np.full((len(column), longest) + tuple(spec.shape), pad, dtype=dtype._np)
-            for b, v in enumerate(column):
-                batch[b, :len(v)] = v
-            out[key] = wrap(batch)
-        else:
-            out[key] = wrap(np.stack(column) if column else
-                            np.zeros((0,) + tuple(spec.shape), dtype=dtype._np))
-    return out
+    parsed = parse_batch(data.tolist(), features)
+    return {key: v if isinstance(v, SparseTensor) else wrap(v) for key, v in parsed.items()}
 
 
 def serialized_example(features: dict) -> bytes:
@@ -161,6 +280,9 @@ def serialized_example(features: dict) -> bytes:
     fmap = {}
     for key, values in features.items():
         arr = np.asarray(values.numpy() if isinstance(values, EagerTensor) else values)
+        if arr.dtype.kind in "SU" and isinstance(values, (list, tuple)):
+            arr = np.empty(len(values), dtype=object)  # NumPy's bytes dtype drops trailing NULs
+            arr[:] = list(values)
         if arr.dtype.kind in "SUO":
             items = [v.encode() if isinstance(v, str) else bytes(v) for v in arr.ravel()]
             fmap[key] = Feature(bytes_list=BytesList(value=items))

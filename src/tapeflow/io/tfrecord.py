@@ -12,8 +12,11 @@ import zlib
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
+
 from tapeflow.framework import errors
 from tapeflow.framework.tensor import EagerTensor
+from tapeflow.io import tfrecord_scan
 from tapeflow.io.crc32c import masked_crc32c
 from tapeflow.io.files import _path, open_compressed
 
@@ -84,9 +87,53 @@ class TFRecordWriter:
         self.close()
 
 
+_CHUNK = 1 << 20
+
+
 def tf_record_iterator(path: Any, compression_type: str = "") -> Iterator[bytes]:
     """The payloads of a TFRecord file, checking both CRCs of every record."""
     path = _path(path)
+    if tfrecord_scan.AVAILABLE:
+        return _framed(path, compression_type)
+    return _record_by_record(path, compression_type)
+
+
+def _framed(path: str, compression_type: str) -> Iterator[bytes]:
+    """Records found a chunk at a time by the compiled framer."""
+    table = tfrecord_scan.table()
+    starts = np.empty(4096, dtype=np.int64)
+    ends = np.empty(4096, dtype=np.int64)
+    with open_compressed(path, compression_type) as f:
+        data, base = f.read(_CHUNK), 0
+        while True:
+            n, used, status, bad = tfrecord_scan.frame(np.frombuffer(data, np.uint8), table,
+                                                       starts, ends)
+            yield from [data[s:e] for s, e in zip(starts[:n].tolist(), ends[:n].tolist())]
+            if status != tfrecord_scan.OK:
+                what = "length" if status == tfrecord_scan.BAD_LENGTH_CRC else "data"
+                raise errors.DataLossError(
+                    f"{path}: corrupted record at offset {base + bad}: {what} CRC mismatch")
+            data, base = data[used:], base + used
+            if n == len(starts):
+                continue
+            more = f.read(max(_CHUNK, len(data)))
+            if not more:
+                if data:
+                    _truncated(path, base, data)
+                return
+            data += more
+
+
+def _truncated(path: str, offset: int, tail: bytes) -> None:
+    if len(tail) < 12:
+        raise errors.DataLossError(
+            f"{path}: truncated record header at offset {offset} ({len(tail)} of 12 bytes)")
+    length = struct.unpack("<Q", tail[:8])[0]
+    raise errors.DataLossError(
+        f"{path}: truncated record at offset {offset}: expected {length} bytes")
+
+
+def _record_by_record(path: str, compression_type: str) -> Iterator[bytes]:
     with open_compressed(path, compression_type) as f:
         offset = 0
         while True:
