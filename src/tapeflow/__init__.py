@@ -32,6 +32,7 @@ from tapeflow import (
     io,
     keras,
     ops,  # registers every op under tf.*, tf.math.*, tf.nn.*, ...
+    ragged,  # after ops: dispatch_for_api wraps the exported op functions
     sysconfig,
     train,
 )

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from tapeflow.framework import composite as _composite
 from tapeflow.framework import dtypes as _dtypes
 from tapeflow.framework import errors
 from tapeflow.framework.context import state as _state
@@ -105,6 +106,9 @@ def apply(op: Op, *inputs: Any, **attrs: Any):
                 out = symbolic_apply(op, inputs, attrs)
                 if out is not NotImplemented:
                     return out
+            out = _composite.apply_elementwise(op, inputs, attrs)  # ragged / sparse inputs
+            if out is not NotImplemented:
+                return out
             inputs, arrays = _convert_eager_inputs(op, inputs)
         if op.same_dtype and len(arrays) > 1:
             d0 = arrays[0].dtype
@@ -126,6 +130,11 @@ def apply(op: Op, *inputs: Any, **attrs: Any):
             tensors = [x if type(x) is EagerTensor else wrap(a) for x, a in zip(inputs, arrays)]
             _record(op, inputs, tensors, attrs, outs)
         return outs
+    for x in inputs:
+        if isinstance(x, _composite.CompositeTensor):
+            out = _composite.apply_elementwise(op, inputs, attrs)
+            if out is not NotImplemented:
+                return out
     tensors, outs = graph.apply(op, inputs, attrs)
     if _state.tapes:
         _record(op, inputs, tensors, attrs, outs)

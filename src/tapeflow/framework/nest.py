@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from tapeflow.framework import composite as _composite
+
 
 def _is_namedtuple(x: Any) -> bool:
     return isinstance(x, tuple) and hasattr(type(x), "_fields")
@@ -24,9 +26,10 @@ def _children(x: Any) -> list:
 
 
 def flatten(structure: Any, expand_composites: bool = False) -> list:
-    """All leaves of `structure`, depth first."""
+    """All leaves of `structure`, depth first (composites as their component tensors when
+    `expand_composites`)."""
     if not is_nested(structure):
-        return [structure]
+        return _composite.components(structure) if expand_composites else [structure]
     out: list = []
     stack = [structure]
     # iterative walk keeps deep structures from hitting the recursion limit
@@ -34,6 +37,8 @@ def flatten(structure: Any, expand_composites: bool = False) -> list:
         item = stack.pop()
         if is_nested(item):
             stack.extend(reversed(_children(item)))
+        elif expand_composites:
+            out.extend(_composite.components(item))
         else:
             out.append(item)
     return out
@@ -62,6 +67,9 @@ def pack_sequence_as(structure: Any, flat_sequence: Any, expand_composites: bool
     def build(s):
         nonlocal pos
         if not is_nested(s):
+            if expand_composites:
+                v, pos = _composite.rebuild(s, flat, pos)
+                return v
             v = flat[pos]
             pos += 1
             return v

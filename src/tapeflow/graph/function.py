@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 
 from tapeflow._api import export
-from tapeflow.framework import errors, nest
+from tapeflow.framework import composite, errors, nest
+from tapeflow.framework.composite import CompositeTensor
 from tapeflow.framework.context import graph_scope
 from tapeflow.framework.context import state as _state
 from tapeflow.framework.dispatch import _read_grad
@@ -147,7 +148,8 @@ class ConcreteFunction:
 
     # --- calling ------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any):
-        flat = [x for x in nest.flatten((list(args), kwargs)) if sig.is_tensor_leaf(x)]
+        flat = [x for x in nest.flatten((list(args), kwargs), expand_composites=True)
+                if sig.is_tensor_leaf(x)]
         if len(flat) != len(self.graph.inputs):
             raise TypeError(f"{self.name}: expected {len(self.graph.inputs)} tensor arguments, "
                             f"got {len(flat)}")
@@ -175,6 +177,8 @@ class ConcreteFunction:
 
     def _pack_tensors(self, outs: list) -> Any:
         def leaf(x):
+            if isinstance(x, _CompositeLeaf):
+                return x.build(outs)
             return outs[x] if isinstance(x, int) and not isinstance(x, bool) else x.value
 
         if self._single:
@@ -232,6 +236,20 @@ class ConcreteFunction:
                 tape._record(_read_grad, {}, (v,), (t,), t, False)
             tape._record(backward, {}, recorded_inputs, in_tensors, out, multi)
         return self._pack_tensors(out_tensors)
+
+
+class _CompositeLeaf:
+    """A composite result (ragged, sparse): rebuilt from the outputs at `indices`."""
+
+    __slots__ = ("template", "indices")
+
+    def __init__(self, template: Any, indices: list[int]):
+        self.template = template
+        self.indices = indices
+
+    def build(self, outs: Any, wrap_output: Callable | None = None) -> Any:
+        parts = [outs[i] if wrap_output is None else wrap_output(outs[i]) for i in self.indices]
+        return composite.rebuild(self.template, parts)[0]
 
 
 class _PyLeaf:
@@ -293,6 +311,8 @@ def _make_packer(structure: Any):
 def _leaf_value(x: Any, outs: tuple) -> Any:
     if isinstance(x, int) and not isinstance(x, bool):
         return _wrap_output(outs[x])
+    if isinstance(x, _CompositeLeaf):
+        return x.build(outs, _wrap_output)
     return x.value if isinstance(x, _PyLeaf) else x
 
 
@@ -402,13 +422,13 @@ class Function:
         named = self._bind(args, kwargs)
         if self._input_signature is not None:
             values = [v for _, v in named]
-            flat = nest.flatten(values)
-            specs = nest.flatten(self._input_signature)
+            flat = nest.flatten(values, expand_composites=True)
+            specs = nest.flatten(self._input_signature, expand_composites=True)
             if len(flat) != len(specs):
                 raise TypeError(f"{self._name}: input_signature has {len(specs)} tensors but "
                                 f"the call passed {len(flat)} values")
             s = sig.signature_of(named)
-            names = [p for p, t in zip(s.paths, s.tokens) if t[0] not in "({"]
+            names = [p for p, t in zip(s.paths, s.tokens) if t[0] not in "({C"]
             tensors = sig.check_against_specs(flat, specs, names, self._name)
             return self._signature_concrete().call_flat(tensors)
         s = sig.signature_of(named)
@@ -437,6 +457,9 @@ class Function:
         it = iter(values)
 
         def swap(x):
+            if isinstance(x, CompositeTensor):
+                parts = [next(it) for _ in composite.components(x)]
+                return composite.rebuild(x, parts)[0]
             return next(it) if sig.is_tensor_leaf(x) else x
 
         args, kwargs = [], {}
@@ -506,16 +529,16 @@ class Function:
     def _signature_concrete(self) -> ConcreteFunction:
         if self._concretes:
             return self._concretes[0]
-        specs = nest.flatten(self._input_signature)
+        specs = nest.flatten(self._input_signature, expand_composites=True)
         names = [self._params[i].name if i < len(self._params) else f"args[{i}]"
                  for i in range(len(self._input_signature))]
         g = FuncGraph(self._name)
         flat_names = []
         for name, spec in zip(names, self._input_signature):
-            n = len(nest.flatten(spec))
+            n = len(nest.flatten(spec, expand_composites=True))
             flat_names += [name] if n == 1 else [f"{name}[{i}]" for i in range(n)]
         phs = [g.placeholder(s.shape, s.dtype, name=_ident(n)) for s, n in zip(specs, flat_names)]
-        args = nest.pack_sequence_as(self._input_signature, phs)
+        args = nest.pack_sequence_as(self._input_signature, phs, expand_composites=True)
         return self._run_trace(g, list(args), {}, flat_names)
 
     def _note_retrace(self, s: sig.Signature) -> None:
@@ -564,7 +587,12 @@ def _collect_outputs(g: Graph, result: Any) -> Any:
     leaves = nest.flatten(result)
     structure = []
     for x in leaves:
-        if isinstance(x, (Tensor, Variable, np.ndarray)):
+        if isinstance(x, CompositeTensor):  # ragged, sparse: its components become outputs
+            parts = composite.components(x)
+            structure.append(_CompositeLeaf(x, list(range(len(g.outputs),
+                                                          len(g.outputs) + len(parts)))))
+            g.outputs.extend(g.convert(p) for p in parts)
+        elif isinstance(x, (Tensor, Variable, np.ndarray)):
             t = g.convert(x) if not isinstance(x, np.ndarray) else convert_to_tensor(x)
             structure.append(len(g.outputs))
             g.outputs.append(t)

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from tapeflow.framework import dtypes as _dtypes
+from tapeflow.framework.composite import CompositeTensor, TypeSpec
 from tapeflow.framework.shapes import TensorShape
 from tapeflow.framework.tensor import Tensor
 from tapeflow.framework.tensor_spec import TensorSpec
@@ -48,7 +49,14 @@ def signature_of(named_args: list[tuple[str, Any]]) -> Signature:
     tensors: list = []
 
     def walk(x: Any, path: str) -> None:
-        if is_tensor_leaf(x):
+        if isinstance(x, (CompositeTensor, TypeSpec)) and not isinstance(x, TensorSpec):
+            spec = x if isinstance(x, TypeSpec) else x._type_spec
+            tokens.append(("C", spec._key()))
+            paths.append(path)
+            parts = spec._component_specs() if x is spec else spec._to_components(x)
+            for i, part in enumerate(parts):
+                walk(part, f"{path}.{i}")
+        elif is_tensor_leaf(x):
             tokens.append(tensor_token(x))
             paths.append(path)
             tensors.append(x)

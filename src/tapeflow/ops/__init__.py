@@ -15,5 +15,6 @@ from tapeflow.ops import (
     random_ops,
     reduce_ops,
     script_ops,
+    segment_ops,
     state_ops,
 )

@@ -1,0 +1,15 @@
+"""``tf.ragged``: tensors whose rows have different lengths (see ragged/tensor.py)."""
+
+from tapeflow.ragged.api import (
+    boolean_mask,
+    constant,
+    map_flat_values,
+    range,
+    row_splits_to_segment_ids,
+    segment_ids_to_row_splits,
+    stack,
+)
+from tapeflow.ragged.tensor import RaggedTensor, RaggedTensorSpec
+
+__all__ = ["RaggedTensor", "RaggedTensorSpec", "boolean_mask", "constant", "map_flat_values",
+           "range", "row_splits_to_segment_ids", "segment_ids_to_row_splits", "stack"]
