@@ -73,6 +73,7 @@ def _index_public_functions() -> None:
     for space in _PUBLIC_NAMESPACES:
         module = getattr(tapeflow, space) if space else tapeflow
         for attr, fn in vars(module).items():
+            fn = getattr(fn, "_tf_api", fn)  # behind a dispatch_for_api wrapper (ragged...)
             code = getattr(fn, "__code__", None)
             if code is None or attr.startswith("_"):
                 continue
