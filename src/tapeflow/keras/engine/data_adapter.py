@@ -17,6 +17,7 @@ from tapeflow.framework import nest
 from tapeflow.framework.constant import convert_to_tensor
 from tapeflow.framework.tensor import EagerTensor
 from tapeflow.keras.engine import structures
+from tapeflow.ops import random_ops
 
 
 def unpack_x_y_sample_weight(data: Any) -> tuple[Any, Any, Any]:
@@ -112,7 +113,8 @@ class DataHandler:
             structures.check_data(model, self._x, self._y, self._sw)
         self._n = _num_samples((self._x, self._y, self._sw))
         self._batch_size = batch_size or 32
-        self._shuffle = shuffle
+        # shuffling follows tf.random.set_seed like every other random op (fresh otherwise)
+        self._rng = random_ops.make_generator() if shuffle else None
         full = math.ceil(self._n / self._batch_size)
         self.steps = steps_per_epoch if steps_per_epoch is not None else full
 
@@ -125,7 +127,7 @@ class DataHandler:
         if self._dataset is not None:
             yield from self._dataset_epoch()
             return
-        order = np.random.permutation(self._n) if self._shuffle else None
+        order = self._rng.permutation(self._n) if self._rng is not None else None
         full = math.ceil(self._n / self._batch_size)
         for step in range(self.steps):
             start = (step % full) * self._batch_size
