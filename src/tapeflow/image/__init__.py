@@ -1,13 +1,70 @@
-"""`tf.image`: decoding/encoding through Pillow, resize and simple geometric helpers."""
+"""`tf.image`: decoding and encoding (Pillow), resizing, colour spaces, photometric and geometric
+transforms, window sampling and quality measures.
 
+Everything but decoding, encoding and `resize` is written in tapeflow ops (or is a primitive op
+with a gradient), so it traces in `tf.function`, runs in `Dataset.map` and differentiates.
+"""
+
+from tapeflow.image.adjust import (
+    adjust_brightness,
+    adjust_contrast,
+    adjust_gamma,
+    adjust_hue,
+    adjust_saturation,
+    per_image_standardization,
+    random_brightness,
+    random_contrast,
+    random_hue,
+    random_saturation,
+)
+from tapeflow.image.color import (
+    grayscale_to_rgb,
+    hsv_to_rgb,
+    rgb_to_grayscale,
+    rgb_to_hsv,
+    rgb_to_yiq,
+    rgb_to_yuv,
+    yiq_to_rgb,
+    yuv_to_rgb,
+)
 from tapeflow.image.decode import decode_image, decode_jpeg, decode_png, encode_jpeg, encode_png
-from tapeflow.image.resize import (
-    ResizeMethod,
-    convert_image_dtype,
+from tapeflow.image.dtype import convert_image_dtype, saturate_cast
+from tapeflow.image.geometry import (
+    central_crop,
+    crop_to_bounding_box,
     flip_left_right,
     flip_up_down,
-    resize,
+    pad_to_bounding_box,
+    random_crop,
+    random_flip_left_right,
+    random_flip_up_down,
+    resize_with_crop_or_pad,
+    resize_with_pad,
+    rot90,
+    transpose,
 )
+from tapeflow.image.quality import (
+    image_gradients,
+    psnr,
+    sobel_edges,
+    ssim,
+    ssim_multiscale,
+    total_variation,
+)
+from tapeflow.image.resize import ResizeMethod, resize
+from tapeflow.image.sampling import crop_and_resize, extract_patches
 
-__all__ = ["ResizeMethod", "convert_image_dtype", "decode_image", "decode_jpeg", "decode_png",
-           "encode_jpeg", "encode_png", "flip_left_right", "flip_up_down", "resize"]
+resize_image_with_crop_or_pad = resize_with_crop_or_pad
+
+__all__ = [
+    "ResizeMethod", "adjust_brightness", "adjust_contrast", "adjust_gamma", "adjust_hue",
+    "adjust_saturation", "central_crop", "convert_image_dtype", "crop_and_resize",
+    "crop_to_bounding_box", "decode_image", "decode_jpeg", "decode_png", "encode_jpeg",
+    "encode_png", "extract_patches", "flip_left_right", "flip_up_down", "grayscale_to_rgb",
+    "hsv_to_rgb", "image_gradients", "pad_to_bounding_box", "per_image_standardization", "psnr",
+    "random_brightness", "random_contrast", "random_crop", "random_flip_left_right",
+    "random_flip_up_down", "random_hue", "random_saturation", "resize", "resize_with_crop_or_pad",
+    "resize_with_pad", "rgb_to_grayscale", "rgb_to_hsv", "rgb_to_yiq", "rgb_to_yuv", "rot90",
+    "saturate_cast", "sobel_edges", "ssim", "ssim_multiscale", "total_variation", "transpose",
+    "yiq_to_rgb", "yuv_to_rgb",
+]

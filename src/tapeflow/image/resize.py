@@ -1,4 +1,8 @@
-"""`tf.image.resize` (TF2 semantics: half-pixel centres, float32 output) and simple helpers."""
+"""`tf.image.resize` (TF2 semantics: half-pixel centres; float32 output but for nearest).
+
+One op per method, so resizing traces and runs in graphs; bilinear and nearest-neighbour have
+gradients (their adjoints scatter the output gradient back through the same weights).
+"""
 
 from __future__ import annotations
 
@@ -6,10 +10,12 @@ from typing import Any
 
 import numpy as np
 
-from tapeflow.data import structure
 from tapeflow.framework import dtypes as _dtypes
 from tapeflow.framework import errors
-from tapeflow.framework.tensor import EagerTensor, wrap
+from tapeflow.framework.constant import convert_to_tensor
+from tapeflow.framework.dispatch import apply, op
+from tapeflow.framework.tensor import Tensor
+from tapeflow.ops import array_ops
 
 
 class ResizeMethod:
@@ -36,10 +42,12 @@ def _bilinear(x: np.ndarray, h: int, w: int) -> np.ndarray:
     return top[:, :, x0] * (1 - wx)[None, None, :, None] + top[:, :, x1] * wx[None, None, :, None]
 
 
+def _nearest_index(n_in: int, n_out: int) -> np.ndarray:
+    return np.minimum(np.floor((np.arange(n_out) + 0.5) * n_in / n_out), n_in - 1).astype(int)
+
+
 def _nearest(x: np.ndarray, h: int, w: int) -> np.ndarray:
-    ys = np.minimum(np.floor((np.arange(h) + 0.5) * x.shape[1] / h), x.shape[1] - 1).astype(int)
-    xs = np.minimum(np.floor((np.arange(w) + 0.5) * x.shape[2] / w), x.shape[2] - 1).astype(int)
-    return x[:, ys][:, :, xs]
+    return x[:, _nearest_index(x.shape[1], h)][:, :, _nearest_index(x.shape[2], w)]
 
 
 def _pillow(x: np.ndarray, h: int, w: int, method: str) -> np.ndarray:
@@ -54,54 +62,73 @@ def _pillow(x: np.ndarray, h: int, w: int, method: str) -> np.ndarray:
     return out
 
 
+
+def _resized_rule(images, *, size, method):
+    shape, dtype = images
+    batch, depth = (None, None) if shape is None else (shape[0], shape[3])
+    return (batch, size[0], size[1], depth), (dtype if method == "nearest" else _dtypes.float32)
+
+
+@op("ResizeImages", shape=_resized_rule)
+def _resize(images, *, size, method):
+    h, w = size
+    if method == "nearest":
+        return _nearest(images, h, w)
+    if method == "bilinear":
+        return _bilinear(images.astype(np.float32), h, w).astype(np.float32)
+    return _pillow(images, h, w, method)
+
+
+@op("ResizeImagesGrad", shape=lambda g, like, *, size, method: (like[0], g[1]))
+def _resize_grad(g, like, *, size, method):
+    """The adjoint of the linear resize: each output gradient goes back to its sources."""
+    _, h_in, w_in, _ = like.shape
+    out = np.zeros((like.shape[0], h_in, w_in, like.shape[3]), np.float64)
+    if method == "nearest":
+        ys, xs = _nearest_index(h_in, size[0]), _nearest_index(w_in, size[1])
+        np.add.at(out, (slice(None), ys[:, None], xs[None, :]), g)
+        return out.astype(g.dtype)
+    y0, y1, wy = _axis_weights(h_in, size[0])
+    x0, x1, wx = _axis_weights(w_in, size[1])
+    for ys, fy in ((y0, 1 - wy), (y1, wy)):
+        for xs, fx in ((x0, 1 - wx), (x1, wx)):
+            part = g * (fy[:, None] * fx[None, :])[None, :, :, None]
+            np.add.at(out, (slice(None), ys[:, None], xs[None, :]), part)
+    return out.astype(g.dtype)
+
+
+@_resize.def_grad
+def _(g, out, images, *, size, method):
+    if method not in ("bilinear", "nearest"):
+        return None   # as in TF 2: no gradient through the Pillow-backed filters
+    return apply(_resize_grad, g, images, size=size, method=method)
+
+
+@_resize_grad.def_grad
+def _(gg, out, g, like, *, size, method):
+    return apply(_resize, gg, size=size, method=method), None
+
+
 def resize(images: Any, size: Any, method: str = ResizeMethod.BILINEAR,
            preserve_aspect_ratio: bool = False, antialias: bool = False,
-           name: str | None = None) -> EagerTensor:
+           name: str | None = None) -> Tensor:
     """Resize [h, w, c] or [batch, h, w, c] images to `size` = (height, width)."""
-    x = structure.to_array(images)
-    if x.ndim not in (3, 4):
+    x = convert_to_tensor(images)
+    rank = x.shape.rank
+    if rank not in (3, 4):
         raise errors.InvalidArgumentError(
-            f"resize: images must be [h, w, c] or [batch, h, w, c], got {list(x.shape)}\n"
-            f"{errors.user_line()}")
-    h, w = (int(v) for v in structure.to_array(size).ravel())
-    batched = x if x.ndim == 4 else x[None]
+            None, "resize", f"resize: images must be [h, w, c] or [batch, h, w, c], got shape "
+                            f"{x.shape.as_list() if rank is not None else None}\n"
+                            f"{errors.user_line()}")
+    h, w = (int(v) for v in np.asarray(size.numpy() if hasattr(size, "numpy") else size).ravel())
     if preserve_aspect_ratio:
-        scale = min(h / batched.shape[1], w / batched.shape[2])
-        h, w = max(1, round(batched.shape[1] * scale)), max(1, round(batched.shape[2] * scale))
+        in_h, in_w = x.shape.as_list()[-3:-1]
+        scale = min(h / in_h, w / in_w)
+        h, w = max(1, round(in_h * scale)), max(1, round(in_w * scale))
     method = str(method).lower()
-    if method == ResizeMethod.NEAREST_NEIGHBOR:
-        out = _nearest(batched, h, w)
-    elif method == ResizeMethod.BILINEAR:
-        out = _bilinear(batched.astype(np.float32), h, w).astype(np.float32)
-    elif method in ("bicubic", "area", "lanczos3"):
-        out = _pillow(batched, h, w, method)
-    else:
-        raise errors.InvalidArgumentError(f"resize: unknown method {method!r}")
-    return wrap(out if x.ndim == 4 else out[0])
-
-
-def convert_image_dtype(image: Any, dtype: Any, saturate: bool = False,
-                        name: str | None = None) -> EagerTensor:
-    """Scale between integer ranges and [0, 1] floats, as TF does."""
-    x = structure.to_array(image)
-    target = _dtypes.as_dtype(dtype)
-    src_int, dst_int = x.dtype.kind in "iu", target.is_integer
-    if src_int and not dst_int:
-        out = x.astype(target._np) / np.iinfo(x.dtype).max
-    elif not src_int and dst_int:
-        out = np.clip(x * (np.iinfo(target._np).max + 0.5), 0, np.iinfo(target._np).max)
-    elif src_int and dst_int:
-        out = x.astype(np.float64) * (np.iinfo(target._np).max / np.iinfo(x.dtype).max)
-    else:
-        out = x
-    return wrap(np.asarray(out).astype(target._np))
-
-
-def flip_left_right(image: Any) -> EagerTensor:
-    """Mirror the width axis."""
-    return wrap(np.ascontiguousarray(np.flip(structure.to_array(image), axis=-2)))
-
-
-def flip_up_down(image: Any) -> EagerTensor:
-    """Mirror the height axis."""
-    return wrap(np.ascontiguousarray(np.flip(structure.to_array(image), axis=-3)))
+    if method not in ("bilinear", "nearest", "bicubic", "area", "lanczos3"):
+        raise errors.InvalidArgumentError(
+            None, "resize", f"resize: unknown method {method!r}\n{errors.user_line()}")
+    batched = x if rank == 4 else array_ops.expand_dims(x, 0)
+    out = apply(_resize, batched, size=(h, w), method=method)
+    return out if rank == 4 else array_ops.squeeze(out, [0])

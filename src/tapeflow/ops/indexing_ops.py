@@ -8,8 +8,10 @@ import numpy as np
 
 from tapeflow._api import export
 from tapeflow.framework import errors
+from tapeflow.framework.constant import convert_to_tensor
 from tapeflow.framework.dispatch import apply, op
 from tapeflow.ops.array_ops import _axis, _is_symbolic, _python_int, _shape_arg, _tensor
+from tapeflow.ops.dynamic_slice_ops import dynamic_slice
 from tapeflow.ops.gather_ops import gather
 
 # --- boolean_mask -----------------------------------------------------------------------------
@@ -230,6 +232,9 @@ def strided_slice(input_: Any, begin: Any, end: Any, strides: Any = None, begin_
 @export("slice")
 def slice_(input_: Any, begin: Any, size: Any, name: str | None = None):
     """The block starting at `begin` with extent `size` (-1: to the end of that dim)."""
+    if _is_symbolic(begin) or (isinstance(begin, (list, tuple))
+                               and any(_is_symbolic(b) for b in begin)):
+        return dynamic_slice(_tensor(input_), convert_to_tensor(begin), _shape_arg(size))
     begin, size = _shape_arg(begin), _shape_arg(size)
     spec = tuple(("s", b, None if n == -1 else b + n, 1) for b, n in zip(begin, size))
     return apply(_strided_slice, _tensor(input_), spec=spec)
