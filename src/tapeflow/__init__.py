@@ -33,6 +33,7 @@ from tapeflow import (
     keras,
     ops,  # registers every op under tf.*, tf.math.*, tf.nn.*, ...
     ragged,  # after ops: dispatch_for_api wraps the exported op functions
+    sparse,
     sysconfig,
     train,
 )
@@ -68,7 +69,6 @@ from tapeflow.framework.tensor_spec import TensorSpec
 from tapeflow.framework.variable import Variable, VariableAggregation, VariableSynchronization
 from tapeflow.graph import function as _function_module  # tf.function, tf.config.*
 from tapeflow.io import example_pb as _example_pb
-from tapeflow.io.sparse_tensor import SparseTensor
 from tapeflow.kernels import heap as _heap  # noqa: F401  (keeps activation buffers mapped)
 
 # tf.train.Example and friends are protobuf messages defined with the TFRecord reader

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from tapeflow.data import structure, vectorize
+from tapeflow.data import composite, structure, vectorize
 from tapeflow.data.dataset import INFINITE, Dataset
 from tapeflow.framework import errors
 from tapeflow.framework.shapes import as_shape
@@ -32,6 +32,8 @@ def stack(elements: list, what: str = "batch") -> Any:
 
 
 def _stack_leaf(arrays: list, component: int, what: str) -> np.ndarray:
+    if composite.is_composite(arrays[0]):  # RaggedTensor / SparseTensor components
+        return composite.stack(arrays)
     try:
         return np.stack(arrays)
     except ValueError:

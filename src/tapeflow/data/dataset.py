@@ -238,6 +238,13 @@ class Dataset:
         return PaddedBatchDataset(self, positive(batch_size, "batch_size"), padded_shapes,
                                   padding_values, bool(drop_remainder))
 
+    def ragged_batch(self, batch_size: int, drop_remainder: bool = False,
+                     row_splits_dtype: Any = None, name: str | None = None) -> Dataset:
+        """Batch elements of different lengths into RaggedTensors (ragged first dim)."""
+        from tapeflow.data.composite import RaggedBatchDataset
+        return RaggedBatchDataset(self, positive(batch_size, "batch_size"), bool(drop_remainder),
+                                  row_splits_dtype or "int64")
+
     def unbatch(self, name: str | None = None) -> Dataset:
         """Split each element along its first dimension (inverse of batch)."""
         from tapeflow.data.batching import UnbatchDataset

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from tapeflow.data import structure
+from tapeflow.data import composite, structure
 from tapeflow.data.dataset import INFINITE, UNKNOWN, Dataset
 from tapeflow.framework import dtypes as _dtypes
 from tapeflow.framework import errors
@@ -23,7 +23,8 @@ class TensorSliceDataset(Dataset):
         value = structure.normalize(tensors)
         self._struct = value
         self._leaves = structure.flatten(value)
-        sizes = {a.shape[0] if a.ndim else None for a in self._leaves}
+        sizes = {composite.nrows(a) if composite.is_composite(a) else
+                 a.shape[0] if a.ndim else None for a in self._leaves}
         if None in sizes:
             raise errors.InvalidArgumentError(
                 "from_tensor_slices(): every component needs at least one dimension to slice\n"
@@ -36,6 +37,12 @@ class TensorSliceDataset(Dataset):
         self._n = sizes.pop()
 
     def _iterate(self, ctx: Any) -> Iterator[Any]:
+        if any(composite.is_composite(a) for a in self._leaves):
+            for i in range(self._n):
+                yield structure.pack_like(self._struct, [
+                    composite.row(a, i) if composite.is_composite(a) else a[i, ...]
+                    for a in self._leaves])
+            return
         if len(self._leaves) == 1 and not structure.is_nested(self._struct):
             leaf = self._leaves[0]
             for i in range(self._n):
@@ -47,7 +54,8 @@ class TensorSliceDataset(Dataset):
 
     def _compute_spec(self) -> Any:
         return structure.map_structure(
-            lambda a: TensorSpec(a.shape[1:], _dtypes.from_numpy(a.dtype)), self._struct)
+            lambda a: composite.element_spec(a) if composite.is_composite(a) else
+            TensorSpec(a.shape[1:], _dtypes.from_numpy(a.dtype)), self._struct)
 
     def _cardinality(self) -> int:
         return self._n

@@ -161,8 +161,14 @@ def relax_specs(a: Any, b: Any) -> Any:
 
 def batched_spec(spec: Any, batch: int | None) -> Any:
     """Add a leading dimension (None when unknown) to every spec in the structure."""
-    return map_structure(lambda s: TensorSpec(TensorShape([batch]).concatenate(s.shape), s.dtype),
-                         spec)
+    from tapeflow.data import composite
+
+    def one(s: Any) -> Any:
+        if composite.is_composite_spec(s):
+            return composite.batched_spec(s, batch)
+        return TensorSpec(TensorShape([batch]).concatenate(s.shape), s.dtype)
+
+    return map_structure(one, spec)
 
 
 def unbatched_spec(spec: Any) -> Any:

@@ -10,8 +10,8 @@ from tapeflow.io.parsing import (
     parse_example,
     parse_single_example,
 )
-from tapeflow.io.sparse_tensor import SparseTensor
 from tapeflow.io.tfrecord import TFRecordOptions, TFRecordWriter, tf_record_iterator
+from tapeflow.sparse.tensor import SparseTensor
 
 __all__ = ["FixedLenFeature", "FixedLenSequenceFeature", "SparseTensor", "TFRecordOptions",
            "TFRecordWriter", "VarLenFeature", "decode_image", "decode_jpeg", "decode_png",

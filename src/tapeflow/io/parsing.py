@@ -12,7 +12,7 @@ from tapeflow.framework import errors
 from tapeflow.framework.tensor import EagerTensor, wrap
 from tapeflow.io import example_scan
 from tapeflow.io.example_pb import Example
-from tapeflow.io.sparse_tensor import SparseTensor
+from tapeflow.sparse.tensor import SparseTensor
 
 
 class FixedLenFeature(NamedTuple):

@@ -14,6 +14,7 @@ from tapeflow.ops import (
     operators,
     random_ops,
     reduce_ops,
+    scatter_ops,
     script_ops,
     segment_ops,
     state_ops,

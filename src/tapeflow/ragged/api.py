@@ -124,7 +124,7 @@ def segment_ids_to_row_splits(segment_ids: Any, num_segments: Any = None,
 
 
 for _name, _fn in operators._OPERATORS.items():
-    if _name != "__getitem__":
+    if _name not in ("__getitem__", "__truediv__", "__rtruediv__"):  # see dispatch.truediv
         setattr(RaggedTensor, _name, _fn)
 RaggedTensor.__eq__ = operators._eq
 RaggedTensor.__ne__ = operators._ne

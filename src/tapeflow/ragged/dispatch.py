@@ -327,3 +327,20 @@ def size(input: Any, out_type: Any = _dtypes.int32, name: str | None = None) -> 
 @dispatch_for_api(array_ops.rank, RaggedTensor)
 def rank(input: Any, name: str | None = None) -> Tensor:  # noqa: A002
     return convert_to_tensor(input.shape.rank, _dtypes.int32)
+
+
+@dispatch_for_api(math_ops.truediv, RaggedTensor)
+def truediv(x: Any, y: Any, name: str | None = None) -> RaggedTensor:
+    """x / y on ragged operands; integers are cast to float first, as for dense tensors."""
+    def as_float(v: Any) -> Any:
+        if isinstance(v, RaggedTensor) and v.dtype.is_integer:
+            return v.with_flat_values(math_ops.cast(
+                v.flat_values, _dtypes.float32 if v.dtype.size <= 2 else _dtypes.float64))
+        return v
+
+    return apply(math_ops._div, as_float(x), as_float(y))
+
+
+dispatch_for_api(math_ops.divide, RaggedTensor)(truediv)
+RaggedTensor.__truediv__ = truediv
+RaggedTensor.__rtruediv__ = lambda x, y: truediv(y, x)

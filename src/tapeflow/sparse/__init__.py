@@ -1,0 +1,32 @@
+"""``tf.sparse``: SparseTensor and the ops on it (see sparse/tensor.py, sparse/ops.py)."""
+
+from tapeflow.sparse.ops import (
+    add,
+    concat,
+    expand_dims,
+    eye,
+    fill_empty_rows,
+    from_dense,
+    map_values,
+    reduce_max,
+    reduce_sum,
+    reorder,
+    reshape,
+    retain,
+    segment_mean,
+    segment_sqrt_n,
+    segment_sum,
+    slice,
+    sparse_dense_matmul,
+    to_dense,
+    to_indicator,
+    transpose,
+)
+from tapeflow.sparse.tensor import SparseTensor, SparseTensorSpec
+
+matmul = sparse_dense_matmul
+
+__all__ = ["SparseTensor", "SparseTensorSpec", "add", "concat", "expand_dims", "eye",
+           "fill_empty_rows", "from_dense", "map_values", "matmul", "reduce_max", "reduce_sum",
+           "reorder", "reshape", "retain", "segment_mean", "segment_sqrt_n", "segment_sum",
+           "slice", "sparse_dense_matmul", "to_dense", "to_indicator", "transpose"]
