@@ -11,9 +11,20 @@ import numpy as np
 from tapeflow.keras.callbacks import Progbar
 from tapeflow.keras.engine.data_adapter import unpack_x_y_sample_weight
 from tapeflow.keras.engine.sequence import Sequence
+from tapeflow.keras.saving.object_registration import (
+    CustomObjectScope,
+    custom_object_scope,
+    get_custom_objects,
+    get_registered_name,
+    get_registered_object,
+    register_keras_serializable,
+)
 
-__all__ = ["Progbar", "Sequence", "is_keras_tensor", "normalize", "pack_x_y_sample_weight",
-           "set_random_seed", "to_categorical", "unpack_x_y_sample_weight"]
+__all__ = ["CustomObjectScope", "Progbar", "Sequence", "custom_object_scope",
+           "get_custom_objects", "get_registered_name", "get_registered_object",
+           "is_keras_tensor", "normalize", "pack_x_y_sample_weight",
+           "register_keras_serializable", "set_random_seed", "to_categorical",
+           "unpack_x_y_sample_weight"]
 
 
 def set_random_seed(seed: int) -> None:

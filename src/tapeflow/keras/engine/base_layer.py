@@ -192,6 +192,8 @@ class Layer:
         if self.built:
             return
         shapes = nest.map_structure(_shape_of, inputs)
+        self._build_input_shape = nest.map_structure(  # recorded for saving (build_config)
+            lambda s: s.as_list() if s.rank is not None else None, shapes)
         previous = _state.name_scope
         _state.name_scope = f"{previous}/{self._name}" if previous else self._name
         try:

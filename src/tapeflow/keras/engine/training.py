@@ -88,6 +88,8 @@ class Model(Layer):
     def _maybe_build(self, inputs: Any) -> None:
         if type(self).build is Model.build:
             self.built = True  # sub-layers build themselves inside call
+            self._build_input_shape = nest.map_structure(  # saving's build_config
+                lambda x: list(x.shape) if x.shape.rank is not None else None, inputs)
             return
         super()._maybe_build(inputs)
 
@@ -99,7 +101,8 @@ class Model(Layer):
                 isinstance(s, (list, tuple)) or hasattr(s, "as_list") for s in input_shape)):
             raise ValueError("Model.build: only a single input shape is supported for "
                              "subclassed models; call the model on data instead.")
-        dims = [1 if d is None else d for d in as_shape(input_shape).as_list()]
+        self._build_input_shape = as_shape(input_shape).as_list()  # saving's build_config
+        dims = [1 if d is None else d for d in self._build_input_shape]
         zeros = tf.zeros(dims, dtype=self._dtype)
         self.built = True
         self(zeros)
@@ -381,18 +384,40 @@ class Model(Layer):
         return values[0] if len(values) == 1 else values
 
     # --- weights on disk --------------------------------------------------------------
+    def save(self, filepath: Any, overwrite: bool = True, include_optimizer: bool = True,
+             save_format: str | None = None, signatures: Any = None, options: Any = None,
+             **kwargs: Any) -> None:
+        """Save the model: ``.keras`` (zip), ``.h5`` (Keras 2 HDF5) or a SavedModel directory."""
+        from tapeflow.keras.saving import saving_api
+
+        saving_api.save_model(self, filepath, overwrite, include_optimizer, save_format,
+                              signatures=signatures)
+
+    def to_json(self, **kwargs: Any) -> str:
+        """The model's architecture as Keras JSON (``tf.keras.models.model_from_json``)."""
+        from tapeflow.keras.saving import saving_api
+
+        return saving_api.model_to_json(self, **kwargs)
+
     def save_weights(self, filepath: str, overwrite: bool = True, save_format: Any = None,
                      options: Any = None) -> str:
-        """Write every variable of the model (and its optimizer) to a checkpoint."""
+        """Write every variable: HDF5 for ``*.h5`` paths, else a tapeflow checkpoint."""
+        from tapeflow.keras.saving import saving_api
         from tapeflow.train import checkpoint
 
+        if saving_api.save_weights(self, filepath, save_format):
+            return str(filepath)
         return checkpoint.save_object(self, str(filepath))
 
     def load_weights(self, filepath: str, by_name: bool = False, skip_mismatch: bool = False,
                      options: Any = None) -> Any:
-        """Restore variables saved by ``save_weights`` (deferred into unbuilt layers)."""
+        """Restore variables saved by ``save_weights`` (HDF5 from tapeflow or Keras, or a
+        checkpoint, deferred into unbuilt layers)."""
+        from tapeflow.keras.saving import saving_api
         from tapeflow.train import checkpoint
 
+        if saving_api.load_weights(self, filepath, by_name, skip_mismatch):
+            return None
         return checkpoint.restore_into(self, str(filepath))
 
     def get_config(self) -> dict:

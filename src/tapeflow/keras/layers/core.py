@@ -237,6 +237,36 @@ class Lambda(Layer):
     def call(self, inputs: Any):
         return self.function(inputs, **self.arguments)
 
+    def get_config(self) -> dict:
+        """The function goes by its registered name: a file never holds code to run."""
+        from tapeflow.keras.saving import object_registration
+
+        name = object_registration._GLOBAL_CUSTOM_NAMES.get(self.function)
+        if name is None:
+            raise ValueError(f"Lambda layer {self.name!r}: its function {self.function!r} is "
+                             "not registered, so the layer cannot be saved (tapeflow never "
+                             "stores Python code). Register it with "
+                             "@tf.keras.utils.register_keras_serializable() or use a layer.")
+        return {**super().get_config(), "function": name, "arguments": self.arguments}
+
+    @classmethod
+    def from_config(cls, config: dict) -> Lambda:
+        from tapeflow.keras.saving import object_registration
+
+        config = dict(config)
+        name = config.pop("function", None)
+        function = object_registration.get_registered_object(name) \
+            if isinstance(name, str) else None
+        if function is None:
+            kind = "Python bytecode" if isinstance(name, dict) else repr(name)
+            raise ValueError(f"Lambda layer {config.get('name')!r}: the saved function is "
+                             f"{kind}, which tapeflow does not run; register the function "
+                             "(register_keras_serializable) or pass it in custom_objects "
+                             "under its name.")
+        for key in ("output_shape_type", "function_type", "module", "output_shape_module"):
+            config.pop(key, None)
+        return cls(function, **config)
+
     def compute_output_shape(self, input_shape: Any) -> tf.TensorShape:
         if self._output_shape is None:
             raise NotImplementedError(f"Lambda {self.name!r}: pass output_shape= to compute "

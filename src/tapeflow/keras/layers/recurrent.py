@@ -346,11 +346,21 @@ class RNN(Layer):
         config = {**super().get_config(), "return_sequences": self.return_sequences,
                   "return_state": self.return_state, "go_backwards": self.go_backwards}
         if type(self) is RNN:
-            return config
+            from tapeflow.keras.saving.serialization import serialize_keras_object
+
+            return {**config, "cell": serialize_keras_object(self.cell)}
         # LSTM/GRU/SimpleRNN make their own cell: its arguments are theirs (as in Keras)
         cell = {k: v for k, v in self.cell.get_config().items()
                 if k not in ("name", "trainable", "dtype")}
         return {**config, **cell}
+
+    @classmethod
+    def from_config(cls, config: dict) -> RNN:
+        if cls is RNN and isinstance(config.get("cell"), dict):
+            from tapeflow.keras.saving.serialization import deserialize_keras_object
+
+            config = {**config, "cell": deserialize_keras_object(config["cell"], kind="layers")}
+        return cls(**config)
 
 
 class SimpleRNN(RNN):

@@ -1,0 +1,161 @@
+"""tapeflow's own model files: save, load, predict the same, train on exactly as before."""
+
+import json
+import zipfile
+
+import numpy as np
+import pytest
+import saving_fixtures
+
+import tapeflow as tf
+
+pytest.importorskip("h5py")
+L = tf.keras.layers
+
+
+def _functional():
+    a = tf.keras.Input((6,), name="a")
+    b = tf.keras.Input((4,), name="b")
+    h = L.Dense(8, activation="relu")(a)
+    h = L.Concatenate()([h, b])
+    h = saving_fixtures.Scaled(5)(h)
+    h = L.BatchNormalization()(h)
+    return tf.keras.Model([a, b], L.Dense(2)(h), name="f")
+
+
+def _sequential():
+    return tf.keras.Sequential([L.Conv2D(4, 3, input_shape=(8, 8, 2)), L.MaxPooling2D(),
+                                L.Flatten(), L.Dense(3, activation="softmax")], name="s")
+
+
+def _data(model, n=16):
+    rs = np.random.RandomState(0)
+    xs = [rs.randn(n, *x.shape.as_list()[1:]).astype("float32") for x in model.inputs]
+    return (xs if len(xs) > 1 else xs[0]), rs.randint(0, 2, (n,))
+
+
+@pytest.mark.parametrize("ext", [".keras", ".h5"])
+@pytest.mark.parametrize("make", [_functional, _sequential])
+def test_save_load_predicts_the_same(tmp_path, ext, make):
+    model = make()
+    x, _ = _data(model)
+    path = str(tmp_path / f"m{ext}")
+    model.save(path)
+    loaded = tf.keras.models.load_model(path)
+    assert [type(layer) for layer in loaded.layers] == [type(layer) for layer in model.layers]
+    assert [w.name for w in loaded.weights] == [w.name for w in model.weights]
+    np.testing.assert_array_equal(loaded(x, training=False).numpy(),
+                                  model(x, training=False).numpy())
+
+
+@pytest.mark.parametrize("ext", [".keras", ".h5"])
+def test_fit_resumes_exactly(tmp_path, ext):
+    """2 epochs in one go == 1 epoch, save, load (optimizer slots too), 1 more epoch."""
+    def make():
+        tf.random.set_seed(1)
+        model = _functional()
+        model.compile(tf.keras.optimizers.Adam(0.01),
+                      tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                      metrics=["accuracy"])
+        return model
+
+    x, y = _data(_functional())
+    straight = make()
+    straight.fit(x, y, batch_size=4, epochs=2, shuffle=False, verbose=0)
+    first = make()
+    first.fit(x, y, batch_size=4, epochs=1, shuffle=False, verbose=0)
+    first.save(str(tmp_path / f"m{ext}"))
+    resumed = tf.keras.models.load_model(str(tmp_path / f"m{ext}"))
+    assert int(resumed.optimizer.iterations.numpy()) == 4
+    assert resumed.optimizer.get_config() == first.optimizer.get_config()
+    resumed.fit(x, y, batch_size=4, epochs=1, shuffle=False, verbose=0)
+    for a, b in zip(resumed.weights, straight.weights):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-6, atol=1e-7, err_msg=a.name)
+
+
+def test_subclassed_model_round_trip(tmp_path):
+    model = saving_fixtures.TwoLayer(4, 2)
+    x = np.random.RandomState(0).randn(3, 5).astype("float32")
+    model(x)
+    model.save(str(tmp_path / "m.keras"))
+    loaded = tf.keras.models.load_model(str(tmp_path / "m.keras"))
+    assert isinstance(loaded, saving_fixtures.TwoLayer) and loaded.hidden == 4
+    np.testing.assert_array_equal(loaded(x).numpy(), model(x).numpy())
+
+
+@pytest.mark.parametrize("name", ["w.h5", "w.weights.h5"])
+def test_save_weights_h5(tmp_path, name):
+    model, other = _sequential(), _sequential()
+    model.save_weights(str(tmp_path / name))
+    other.load_weights(str(tmp_path / name))
+    x, _ = _data(model)
+    np.testing.assert_array_equal(other(x).numpy(), model(x).numpy())
+
+
+def test_load_weights_by_name(tmp_path):
+    model = _sequential()
+    model.save_weights(str(tmp_path / "w.h5"))
+    other = tf.keras.Sequential([L.Conv2D(4, 3, input_shape=(8, 8, 2), name=model.layers[0].name),
+                                 L.Flatten(), L.Dense(5)])
+    other.load_weights(str(tmp_path / "w.h5"), by_name=True, skip_mismatch=True)
+    np.testing.assert_array_equal(other.layers[0].kernel.numpy(), model.layers[0].kernel.numpy())
+
+
+def test_clone_model_and_json():
+    model = _functional()
+    clone = tf.keras.models.clone_model(model)
+    assert clone is not model and [layer.name for layer in clone.layers] == \
+        [layer.name for layer in model.layers]
+    assert not np.array_equal(clone.layers[2].kernel.numpy(), model.layers[2].kernel.numpy())
+    clone.set_weights(model.get_weights())
+    x, _ = _data(model)
+    np.testing.assert_array_equal(clone(x, training=False).numpy(),
+                                  model(x, training=False).numpy())
+    text = model.to_json()
+    assert json.loads(text)["config"]["layers"][4]["class_name"] == "fixtures>Scaled"
+    again = tf.keras.models.model_from_json(text)
+    assert again.count_params() == model.count_params()
+    seq = tf.keras.models.clone_model(_sequential(), clone_function=lambda layer: layer.__class__
+                                      .from_config(layer.get_config()))
+    assert len(seq.layers) == 4
+
+
+def test_shared_layer_called_twice(tmp_path):
+    a, b = tf.keras.Input((3,)), tf.keras.Input((3,))
+    shared = L.Dense(2)
+    model = tf.keras.Model([a, b], L.Add()([shared(a), shared(b)]))
+    model.save(str(tmp_path / "m.keras"))
+    loaded = tf.keras.models.load_model(str(tmp_path / "m.keras"))
+    assert len(loaded.weights) == 2
+    x = [np.ones((2, 3), "float32"), np.arange(6, dtype="float32").reshape(2, 3)]
+    np.testing.assert_allclose(loaded(x).numpy(), model(x).numpy(), rtol=1e-6)
+
+
+def test_corrupt_files_give_clear_errors(tmp_path):
+    model = _sequential()
+    good = str(tmp_path / "m.keras")
+    model.save(good)
+    bad = tmp_path / "bad.keras"
+    bad.write_bytes(b"PK\x03\x04 not really a zip")
+    with pytest.raises(ValueError, match="not a .keras file"):
+        tf.keras.models.load_model(str(bad))
+    with zipfile.ZipFile(good) as zf, zipfile.ZipFile(tmp_path / "nojson.keras", "w") as out:
+        out.writestr("config.json", "{not json")
+        out.writestr("model.weights.h5", zf.read("model.weights.h5"))
+    with pytest.raises(ValueError, match="config.json is not valid JSON"):
+        tf.keras.models.load_model(str(tmp_path / "nojson.keras"))
+    with zipfile.ZipFile(good) as zf, zipfile.ZipFile(tmp_path / "evil.keras", "w") as out:
+        config = json.loads(zf.read("config.json"))
+        config["config"]["layers"][1] = {"module": "os", "class_name": "system",
+                                         "config": {"command": "touch pwned"}}
+        out.writestr("config.json", json.dumps(config))
+        out.writestr("model.weights.h5", zf.read("model.weights.h5"))
+    with pytest.raises(ValueError, match="Unknown layers: 'system'"):
+        tf.keras.models.load_model(str(tmp_path / "evil.keras"))
+    other = tf.keras.Sequential([L.Dense(3, input_shape=(4,))])
+    other.save_weights(str(tmp_path / "w.weights.h5"))
+    with pytest.raises(ValueError, match="expects 2 variables, but the file holds 0"):
+        model.load_weights(str(tmp_path / "w.weights.h5"))
+    (tmp_path / "x.keras").write_bytes(b"hello")
+    with pytest.raises(ValueError, match="neither a .keras"):
+        tf.keras.models.load_model(str(tmp_path / "x.keras"))
