@@ -86,10 +86,7 @@ _MERGES = {
 def _copy_rnn(layer: RNN, name: str, go_backwards: bool) -> RNN:
     """A fresh, unbuilt copy of a recurrent layer (with a fresh copy of its cell)."""
     config = {**layer.get_config(), "name": name, "go_backwards": go_backwards}
-    if type(layer) is not RNN:
-        return type(layer).from_config(config)
-    cell = type(layer.cell).from_config(layer.cell.get_config())
-    return RNN(cell, **config)
+    return type(layer).from_config(config)  # a plain RNN's config holds its cell's config
 
 
 class Bidirectional(Layer):
