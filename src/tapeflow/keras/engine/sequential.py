@@ -29,7 +29,8 @@ class Sequential(Model):
 
     @property
     def layers(self) -> list:
-        return list(self._layers)
+        """The distinct layers, in order: one added twice (weights shared) is listed once."""
+        return list(dict.fromkeys(self._layers))
 
     def add(self, layer: Any) -> None:
         """Append a layer (or an ``Input``); builds it now when the input shape is known."""
@@ -38,7 +39,8 @@ class Sequential(Model):
         if not isinstance(layer, Layer):
             raise TypeError("The added layer must be an instance of class Layer. Received: "
                             f"layer={layer!r} of type {type(layer)}.")
-        if any(existing.name == layer.name for existing in self._layers):
+        if any(existing.name == layer.name and existing is not layer
+               for existing in self._layers):
             raise ValueError(f'All layers added to a Sequential model should have unique names. '
                              f'Name "{layer.name}" is already the name of a layer in this model. '
                              'Update the `name` argument to pass a unique name.')
