@@ -87,3 +87,8 @@ def __getattr__(name: str):
         globals()[name] = module
         return module
     raise AttributeError(f"module 'tapeflow' has no attribute {name!r}")
+
+# tf.distribute's names that live in other namespaces
+train.ClusterSpec = distribute.ClusterSpec
+if not hasattr(data.experimental, "AutoShardPolicy"):
+    data.experimental.AutoShardPolicy = distribute.AutoShardPolicy

@@ -3,8 +3,8 @@
 On one CPU there is one replica: ``run`` calls the function once in a replica context,
 ``reduce`` over replicas is the identity (then reduces along ``axis`` if one is given), and a
 distributed dataset is the dataset itself. Code written for several replicas (scaling the batch
-by ``num_replicas_in_sync``, ``strategy.reduce(SUM, ...)``) runs unchanged. Multi-process
-all-reduce strategies (MPI) will subclass ``Strategy``.
+by ``num_replicas_in_sync``, ``strategy.reduce(SUM, ...)``) runs unchanged. The multi-process
+strategies subclass ``Strategy`` (``multi_worker.py``, ``parameter_server.py``).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from tapeflow._api import export
 from tapeflow.framework import errors, nest
 
 
@@ -83,6 +84,10 @@ class ReplicaContext:
         """Combine `value` across replicas; every replica gets the result."""
         _reduce_op(reduce_op)
         return value
+
+    def _aggregate_gradients(self, grads: list) -> list:
+        """What ``apply_gradients`` does to gradients in this context (one replica: none)."""
+        return grads
 
     def merge_call(self, merge_fn: Callable, args: tuple = (), kwargs: dict | None = None) -> Any:
         """Run `merge_fn(strategy, *args)` once in cross-replica context."""
@@ -215,3 +220,31 @@ def get_replica_context() -> ReplicaContext | None:
     if _stack.replica:
         return _stack.replica[-1]
     return None if _stack.strategies else ReplicaContext(_default, 0)
+
+
+def scale_loss_for_distribution(loss: Any) -> Any:
+    """`loss` divided by the replicas in sync inside a replica context (gradients are then
+    summed over replicas, giving the mean over the global batch); otherwise unchanged."""
+    ctx = _stack.replica[-1] if _stack.replica else None
+    n = ctx.num_replicas_in_sync if ctx is not None else 1
+    return loss if n == 1 else loss / n
+
+
+@export("nn.compute_average_loss")
+def compute_average_loss(per_example_loss: Any, sample_weight: Any = None,
+                         global_batch_size: int | None = None) -> Any:
+    """Per-example losses summed and divided by the global batch size
+    (``tf.nn.compute_average_loss``): the loss to use in ``strategy.run`` training steps."""
+    from tapeflow.ops import array_ops, math_ops, reduce_ops
+
+    loss = math_ops.cast(per_example_loss, "float32") if not hasattr(
+        per_example_loss, "dtype") else per_example_loss
+    if sample_weight is not None:
+        loss = loss * math_ops.cast(sample_weight, loss.dtype)
+    total = reduce_ops.reduce_sum(loss)
+    if global_batch_size is None:
+        ctx = get_replica_context()
+        n = ctx.num_replicas_in_sync if ctx is not None else 1
+        per_replica = array_ops.shape(loss)[0]
+        return total / math_ops.cast(per_replica * n, loss.dtype)
+    return total / float(global_batch_size)

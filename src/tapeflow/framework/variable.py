@@ -20,6 +20,10 @@ from tapeflow.framework.tensor import EagerTensor, Tensor, wrap
 
 _uid = itertools.count()
 
+# Called with each new eager Variable; tf.distribute uses it to give variables created under a
+# multi-worker strategy's scope the chief's initial value.
+creation_hooks: list = []
+
 
 class VariableSynchronization:
     AUTO, NONE, ON_WRITE, ON_READ = range(4)
@@ -89,6 +93,8 @@ class Variable:
         self._shape = as_shape(shape) if shape is not None else TensorShape(self._value.shape)
         if graph is not None and hasattr(graph, "on_variable_created"):
             graph.on_variable_created(self)
+        for hook in creation_hooks:
+            hook(self)
 
     # --- identity -----------------------------------------------------------------------
     @property

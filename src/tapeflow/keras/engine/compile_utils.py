@@ -107,7 +107,8 @@ class LossesContainer:
         if regularization_losses:
             total = total + tf.add_n([tf.cast(r, total.dtype) for r in regularization_losses])
         self.loss_metric.update_state(total, sample_weight=batch)
-        return total
+        # several replicas: their gradients are summed, so each contributes loss / replicas
+        return tf.distribute.scale_loss_for_distribution(total)
 
     def reset_state(self) -> None:
         for m in self.metrics:

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 import tapeflow as tf
+from tapeflow import distribute
 from tapeflow.framework import nest
 from tapeflow.framework.shapes import as_shape
 from tapeflow.keras import callbacks as callbacks_mod
@@ -64,6 +65,7 @@ class Model(Layer):
         self._train_fn = None
         self._test_fn = None
         self._predict_fn = None
+        self._distribution_strategy = distribute.keras_fit.strategy_for_new_model()
 
     # --- structure --------------------------------------------------------------------
     @property
@@ -137,6 +139,8 @@ class Model(Layer):
         self._run_eagerly = bool(run_eagerly)
         self._train_fn = self._test_fn = self._predict_fn = None
         self.stop_training = False
+        self._distribution_strategy = (distribute.keras_fit.strategy_for_new_model()
+                                       or self._distribution_strategy)
 
     @property
     def run_eagerly(self) -> bool:
@@ -251,12 +255,16 @@ class Model(Layer):
         if validation_split and validation_data is None:
             (x, y, sample_weight), validation_data = data_adapter.train_validation_split(
                 (x, y, sample_weight), validation_split)
-        data = data_adapter.DataHandler(x, y, sample_weight, batch_size, steps_per_epoch,
-                                        shuffle=shuffle, class_weight=class_weight, model=self)
+        dist = distribute.keras_fit.training_hooks(self)  # multi-worker: shards, chief logs
+        data = dist.data(data_adapter.DataHandler(x, y, sample_weight, batch_size,
+                                                  steps_per_epoch, shuffle=shuffle,
+                                                  class_weight=class_weight, model=self))
+        callbacks, verbose = dist.callbacks(callbacks, verbose)
         cbs = self._callback_list(callbacks, verbose, True, epochs=epochs, steps=data.steps)
-        train_fn = self.make_train_function()
+        train_fn = dist.step(self.make_train_function())
         self.stop_training = False
         cbs.on_train_begin()
+        initial_epoch = self.__dict__.pop("_resume_at_epoch", initial_epoch)  # BackupAndRestore
         logs: dict = {}
         for epoch in range(initial_epoch, epochs):
             self.reset_metrics()
@@ -264,7 +272,7 @@ class Model(Layer):
             step = -1
             for step, batch in enumerate(data.epoch()):
                 cbs.on_train_batch_begin(step)
-                logs = {k: _to_float(v) for k, v in _run_step(train_fn, batch).items()}
+                logs = dist.logs({k: _to_float(v) for k, v in _run_step(train_fn, batch).items()})
                 cbs.on_train_batch_end(step, logs)
                 if self.stop_training:
                     break
@@ -292,13 +300,15 @@ class Model(Layer):
         return self._test_loop(data, cbs)
 
     def _test_loop(self, data: data_adapter.DataHandler, cbs: Any) -> dict:
-        test_fn = self.make_test_function()
+        dist = distribute.keras_fit.training_hooks(self)
+        data = dist.data(data)
+        test_fn = dist.step(self.make_test_function())
         self.reset_metrics()
         cbs.on_test_begin()
         logs: dict = {}
         for step, batch in enumerate(data.epoch()):
             cbs.on_test_batch_begin(step)
-            logs = {k: _to_float(v) for k, v in _run_step(test_fn, batch).items()}
+            logs = dist.logs({k: _to_float(v) for k, v in _run_step(test_fn, batch).items()})
             cbs.on_test_batch_end(step, logs)
         cbs.on_test_end(logs)
         return logs
@@ -311,6 +321,8 @@ class Model(Layer):
         self._assert_compiled("training/testing")
         verbose = 1 if verbose == "auto" else int(verbose)
         data = data_adapter.DataHandler(x, y, sample_weight, batch_size, steps, model=self)
+        callbacks, verbose = distribute.keras_fit.training_hooks(self).callbacks(callbacks,
+                                                                                 verbose)
         cbs = self._callback_list(callbacks, verbose, False, steps=data.steps, is_evaluate=True)
         logs = self._test_loop(data, cbs)
         if return_dict:

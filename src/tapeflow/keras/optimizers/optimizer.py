@@ -78,6 +78,15 @@ def bias_corrected_rate(lr: Any, step: Any, beta_1: float, beta_2: float,
     return kind(lr) * np.sqrt(one - b2 ** t) / (one - b1 ** t)
 
 
+def _aggregate_over_replicas(grads: list) -> list:
+    """Inside ``strategy.run`` of a multi-worker strategy: the gradients summed over every
+    replica (before clipping, as TensorFlow does); elsewhere: unchanged."""
+    from tapeflow.distribute import strategy
+
+    ctx = strategy.get_replica_context()
+    return grads if ctx is None else ctx._aggregate_gradients(grads)
+
+
 def check_update(op_name: str, grad: np.ndarray, var: Variable) -> None:
     """Refuse a gradient whose shape differs from its variable (NumPy would broadcast it)."""
     if grad.shape != var._value.shape:
@@ -322,6 +331,8 @@ class Optimizer:
             skipped = [v.name for g, v in pairs if g is None]
             warnings.warn(f"Gradients do not exist for variables {skipped} when minimizing the "
                           f"loss.", stacklevel=2)
+        if experimental_aggregate_gradients:
+            grads = _aggregate_over_replicas(grads)
         grads = clipping.clip_gradients(grads, self.clipnorm, self.global_clipnorm,
                                         self.clipvalue)
         lr = self._lr_tensor()

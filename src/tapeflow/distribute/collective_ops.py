@@ -1,0 +1,122 @@
+"""Collectives as tapeflow ops, so they run the same eagerly and inside a traced step.
+
+- ``CollectiveAllReduce``: one tensor, differentiable (the gradient of a sum over ranks is the
+  sum over ranks of the upstream gradients), used by ``ReplicaContext.all_reduce`` and the mesh.
+- ``CollectiveBucketStart`` / ``CollectiveBucketWait``: the gradient path. A bucket packs
+  several gradients into one contiguous buffer of a few MB and posts one non-blocking
+  all-reduce (``MPI_Iallreduce``) for it; the wait op unpacks the summed buffer. All buckets
+  are posted before the first wait, so one bucket's reduction overlaps the packing of the next;
+  inside a traced step each start op depends only on its own gradients, so the scheduler is free
+  to post it as soon as those are computed, while the rest of the backward pass runs.
+
+All are stateful: never folded, merged or reordered, run on the calling thread in program
+order, which keeps every rank's sequence of collectives identical.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+
+from tapeflow.distribute.communicator import Communicator, Pending
+from tapeflow.framework import dtypes as _dtypes
+from tapeflow.framework.dispatch import apply, op
+from tapeflow.framework.shape_rules import same_as_first
+
+
+@op("CollectiveAllReduce", stateful=True, shape=same_as_first)
+def _all_reduce(x, *, comm, reduction, what):
+    out = comm.allreduce(x, "sum" if reduction == "mean" else reduction, what)
+    if reduction == "mean":
+        out = (out / comm.size).astype(x.dtype, copy=False)
+    return out.reshape(np.shape(x))
+
+
+@_all_reduce.def_grad
+def _(g, out, x, *, comm, reduction, what):
+    if reduction not in ("sum", "mean"):
+        raise NotImplementedError(f"no gradient for a {reduction} all-reduce")
+    return apply(_all_reduce, g, comm=comm, reduction=reduction, what=f"gradient of {what}")
+
+
+def all_reduce(x: Any, comm: Communicator, reduction: str = "sum",
+               what: str = "all-reduce") -> Any:
+    """`x` reduced over every rank of `comm` (sum, mean, max, min)."""
+    return apply(_all_reduce, x, comm=comm, reduction=reduction, what=what)
+
+
+_pending: dict[int, Pending] = {}
+_tokens = itertools.count(1)
+
+
+@op("CollectiveBucketStart", stateful=True,
+    shape=lambda *specs, **attrs: ((), _dtypes.int64))
+def _bucket_start(*grads, comm, what):
+    buf = np.concatenate([np.ravel(g) for g in grads]) if len(grads) > 1 else \
+        np.array(np.ravel(grads[0]), copy=True)
+    token = next(_tokens)
+    _pending[token] = comm.iallreduce(buf, "sum", what, out=buf)
+    return np.asarray(token, np.int64)
+
+
+def _wait_shapes(token, *, comm, shapes, dtype, what):
+    return [(s, dtype) for s in shapes]
+
+
+@op("CollectiveBucketWait", stateful=True, multi_output=True, shape=_wait_shapes)
+def _bucket_wait(token, *, comm, shapes, dtype, what):
+    buf = _pending.pop(int(token)).wait()
+    outs, start = [], 0
+    for shape in shapes:
+        n = int(np.prod(shape, dtype=np.int64))
+        outs.append(buf[start:start + n].reshape(shape))
+        start += n
+    return tuple(outs)
+
+
+def plan_buckets(sizes: list[tuple[int, Any]], bytes_per_pack: int) -> list[list[int]]:
+    """Group gradient indices into buckets of at most `bytes_per_pack` bytes (a larger
+    gradient gets a bucket of its own), last variables first (the backward pass makes their
+    gradients first), never mixing dtypes."""
+    buckets: list[list[int]] = []
+    open_by_dtype: dict[Any, tuple[list[int], int]] = {}
+    for i in reversed(range(len(sizes))):
+        nbytes, dtype = sizes[i]
+        current, used = open_by_dtype.get(dtype, (None, 0))
+        if current is None or used + nbytes > bytes_per_pack:
+            current, used = [], 0
+            buckets.append(current)
+        current.append(i)
+        open_by_dtype[dtype] = (current, used + nbytes)
+    return buckets
+
+
+def all_reduce_gradients(grads: list, comm: Communicator, bytes_per_pack: int) -> list:
+    """Sum every gradient over the ranks of `comm`, packed in buckets (None stays None)."""
+    present = [i for i, g in enumerate(grads) if g is not None]
+    sizes = []
+    for i in present:
+        g = grads[i]
+        shape = tuple(g.shape.as_list()) if g.shape.rank is not None else None
+        if shape is None or any(d is None for d in shape):
+            raise ValueError(f"all-reduce of gradients: gradient {i} has an unknown shape "
+                             f"{g.shape}; all-reduced gradients need static shapes")
+        sizes.append((int(np.prod(shape, dtype=np.int64)) * g.dtype.size, g.dtype))
+    buckets = plan_buckets(sizes, bytes_per_pack)
+    started = []
+    for b, bucket in enumerate(buckets):
+        members = [present[j] for j in bucket]
+        what = (f"gradient all-reduce (bucket {b + 1} of {len(buckets)}, "
+                f"{sum(sizes[j][0] for j in bucket) / 2**20:.2f} MB)")
+        token = apply(_bucket_start, *[grads[i] for i in members], comm=comm, what=what)
+        started.append((members, token, what))
+    out = list(grads)
+    for members, token, what in started:
+        shapes = tuple(tuple(grads[i].shape.as_list()) for i in members)
+        reduced = apply(_bucket_wait, token, comm=comm, shapes=shapes,
+                        dtype=grads[members[0]].dtype, what=what)
+        for i, r in zip(members, reduced):
+            out[i] = r
+    return out

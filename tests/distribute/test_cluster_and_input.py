@@ -1,0 +1,95 @@
+"""Cluster resolvers, dataset sharding between workers, gradient buckets: no processes."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import tapeflow as tf
+from tapeflow.distribute import collective_ops, input_lib
+
+
+def test_tf_config_resolver(monkeypatch):
+    monkeypatch.setenv("TF_CONFIG", json.dumps({
+        "cluster": {"chief": ["h0:1"], "worker": ["h1:2", "h2:3"], "ps": ["h3:4"]},
+        "task": {"type": "worker", "index": 1}}))
+    r = tf.distribute.cluster_resolver.TFConfigClusterResolver()
+    assert (r.task_type, r.task_id) == ("worker", 1)
+    assert r.cluster_spec().as_dict()["worker"] == ["h1:2", "h2:3"]
+    assert r.worker_tasks() == [("chief", 0), ("worker", 0), ("worker", 1)]
+    assert r.num_workers == 3 and r.master() == "h2:3"
+    assert r.master("ps", 0, rpc_layer="grpc") == "grpc://h3:4"
+    monkeypatch.setenv("TF_CONFIG", "{not json")
+    with pytest.raises(ValueError, match="TF_CONFIG is not valid JSON"):
+        tf.distribute.cluster_resolver.TFConfigClusterResolver()
+    monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": {"worker": ["a:1"]},
+                                                "task": {"type": "worker", "index": 3}}))
+    with pytest.raises(ValueError, match="worker:3 is not in the cluster"):
+        tf.distribute.cluster_resolver.TFConfigClusterResolver()
+
+
+def test_cluster_spec_and_simple_resolver():
+    spec = tf.train.ClusterSpec({"worker": {1: "b:2", 0: "a:1"}, "ps": ["p:3"]})
+    assert spec.job_tasks("worker") == ["a:1", "b:2"] and spec.num_tasks("ps") == 1
+    assert tf.train.ClusterSpec(spec) == spec
+    r = tf.distribute.cluster_resolver.SimpleClusterResolver(spec, task_type="ps", task_id=0)
+    assert r.master() == "p:3" and r.cluster_spec() == spec
+
+
+def test_single_process_strategy_needs_no_mpi(monkeypatch):
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    strategy = tf.distribute.experimental.MultiWorkerMirroredStrategy()
+    assert strategy.num_replicas_in_sync == 1 and strategy.is_chief
+    assert strategy.cluster_resolver.task_type == "worker"
+    with strategy.scope():
+        v = tf.Variable([1.0, 2.0])
+    out = strategy.run(lambda: tf.distribute.get_replica_context().all_reduce("SUM", v * 2.0))
+    np.testing.assert_allclose(out.numpy(), [2.0, 4.0])
+    assert float(strategy.reduce("MEAN", tf.constant([1.0, 3.0]), axis=0)) == 2.0
+    with pytest.raises(ValueError, match="timeout_seconds must be > 0"):
+        tf.distribute.experimental.CommunicationOptions(timeout_seconds=0)
+
+
+def _batches(ds) -> list:
+    return [np.asarray(b[0] if isinstance(b, tuple) else b).tolist() for b in ds]
+
+
+def test_data_sharding_splits_each_global_batch():
+    ds = tf.data.Dataset.range(10).batch(4)
+    parts = [_batches(input_lib.DistributedDataset(ds, 2, i)) for i in range(2)]
+    assert parts == [[[0, 1], [4, 5], [8]], [[2, 3], [6, 7], [9]]]
+    options = tf.data.Options()
+    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
+    off = input_lib.DistributedDataset(ds.with_options(options), 2, 1)
+    assert _batches(off) == [[0, 1], [2, 3], [4, 5], [6, 7], [8], [9]]
+    with pytest.raises(ValueError, match="must be batched"):
+        list(input_lib.DistributedDataset(tf.data.Dataset.range(3), 2, 0))
+
+
+def test_file_sharding_gives_each_worker_its_own_files(tmp_path):
+    for i in range(4):
+        with tf.io.TFRecordWriter(str(tmp_path / f"f{i}.tfrecord")) as w:
+            for j in range(3):
+                w.write(f"{i}-{j}".encode())
+    files = tf.data.Dataset.list_files(str(tmp_path / "*.tfrecord"), shuffle=False)
+    ds = tf.data.TFRecordDataset(files).batch(2)
+    seen = []
+    for worker in range(2):
+        dist = input_lib.DistributedDataset(ds, 2, worker)
+        assert dist.policy is tf.data.experimental.AutoShardPolicy.FILE
+        rows = [r.decode() for b in dist for r in np.asarray(b).ravel()]
+        assert {r.split("-")[0] for r in rows} == ({"0", "2"} if worker == 0 else {"1", "3"})
+        seen += rows
+    assert sorted(seen) == sorted(f"{i}-{j}" for i in range(4) for j in range(3))
+    options = tf.data.Options()
+    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.FILE
+    with pytest.raises(ValueError, match="AutoShardPolicy.FILE needs"):
+        input_lib.DistributedDataset(tf.data.Dataset.range(4).batch(2).with_options(options), 2, 0)
+
+
+def test_buckets_pack_small_gradients_last_layer_first():
+    sizes = [(400, "f4"), (4_000_000, "f4"), (400, "f4"), (800, "f8"), (400, "f4")]
+    assert collective_ops.plan_buckets(sizes, 1 << 20) == [[4, 2], [3], [1], [0]]
+    assert collective_ops.plan_buckets(sizes, 8 << 20) == [[4, 2, 1, 0], [3]]

@@ -1,0 +1,63 @@
+"""Run under `mpiexec -n N` (or alone): trains a small MLP with MultiWorkerMirroredStrategy and
+writes what the tests compare to OUT (an .npz, from the chief).
+
+usage: mwms_train.py OUT {fit,loop} {sgd,adam} GLOBAL_BATCH STEPS
+"""
+
+import sys
+
+import numpy as np
+
+import tapeflow as tf
+
+out, mode, opt_name, global_batch, steps = sys.argv[1], sys.argv[2], sys.argv[3], \
+    int(sys.argv[4]), int(sys.argv[5])
+strategy = tf.distribute.MultiWorkerMirroredStrategy()
+rank = strategy.cluster_resolver.task_id
+rng = np.random.default_rng(0)
+x = rng.normal(size=(global_batch * steps, 12)).astype(np.float32)
+y = np.tanh(x @ rng.normal(size=(12, 3))).astype(np.float32)
+
+
+def make_optimizer():
+    if opt_name == "sgd":
+        return tf.keras.optimizers.SGD(0.1, momentum=0.9)
+    return tf.keras.optimizers.Adam(0.01)
+
+
+with strategy.scope():
+    tf.random.set_seed(100 + rank)  # a different draw on each rank: the broadcast must fix it
+    model = tf.keras.Sequential([tf.keras.layers.Dense(32, activation="relu", input_shape=(12,)),
+                                 tf.keras.layers.Dense(3)])
+    model.compile(optimizer=make_optimizer(), loss="mse", metrics=["mae"])
+
+results = {}
+if mode == "fit":
+    log = tf.keras.callbacks.CSVLogger(f"{out}.rank{rank}.csv")  # written by the chief only
+    history = model.fit(x, y, batch_size=global_batch, epochs=1, shuffle=False, verbose=0,
+                        callbacks=[log])
+    results["loss"] = np.array(history.history["loss"])
+    results["mae"] = np.array(history.history["mae"])
+else:
+    dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(global_batch)
+    optimizer = model.optimizer
+
+    def step(xb, yb):
+        with tf.GradientTape() as tape:
+            per_example = tf.reduce_mean(tf.square(model(xb) - yb), axis=1)
+            loss = tf.nn.compute_average_loss(per_example, global_batch_size=global_batch)
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        return loss
+
+    traced = tf.function(lambda xb, yb: strategy.run(step, args=(xb, yb)))
+    losses = []
+    for xb, yb in strategy.experimental_distribute_dataset(dataset):
+        losses.append(strategy.reduce("SUM", traced(xb, yb), axis=None).numpy())
+    results["loss"] = np.array(losses)
+    results["gathered"] = strategy.gather(tf.constant([[float(rank)] * 2]), axis=0).numpy()
+    results["mean_axis"] = strategy.reduce("MEAN", tf.constant([rank, rank + 2.0]), axis=0).numpy()
+for i, w in enumerate(model.get_weights()):
+    results[f"w{i}"] = w
+if strategy.is_chief:
+    np.savez(out, replicas=strategy.num_replicas_in_sync, **results)
