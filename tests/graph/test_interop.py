@@ -54,7 +54,7 @@ def test_concurrent_nodes_train_exactly_like_in_order(restore_threads, monkeypat
         np.testing.assert_array_equal(a, b)
 
 
-@op("FailsOnNegativeForTest")
+@op("FailsOnNegativeForTest", worker=True)
 def _fails_on_negative(x):
     if (x < 0).any():
         raise ValueError("negative input")
@@ -89,8 +89,7 @@ def test_errors_on_the_worker_name_the_node_and_user_line(restore_threads, monke
     assert "test_interop.py" in str(info.value)
 
 
-def test_a_chain_stays_on_the_calling_thread(restore_threads, monkeypatch):
-    monkeypatch.setattr(schedule, "WORKER_OPS", schedule.WORKER_OPS | {"FailsOnNegativeForTest"})
+def test_a_chain_stays_on_the_calling_thread(restore_threads):
     tf.config.threading.set_inter_op_parallelism_threads(2)
     f = tf.function(lambda x: tf.matmul(apply(_fails_on_negative, x), x) + 1.0)
     assert ".get()" not in f.get_concrete_function(tf.ones([300, 300])).code

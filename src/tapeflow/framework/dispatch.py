@@ -28,29 +28,81 @@ symbolic_apply: Callable[..., Any] | None = None
 
 
 class Op:
-    """A primitive: kernel + shape/dtype rule + gradient rule + flags the compiler reads.
+    """A primitive: kernel + shape/dtype rule + gradient rule + facts the compiler reads.
 
     kernel(*arrays, **attrs) -> array | tuple of arrays      (plain NumPy, never sees Tensors)
     shape(*specs, **attrs) -> spec | list of specs           spec = (shape tuple|None, DType)
     grad(g, out, *inputs, **attrs) -> grad per input         (written in tapeflow ops)
+
+    Compiler facts (set where the op is defined; ``graph/`` reads them and names no op):
+
+    - ``elementwise``: pointwise over broadcast inputs (fusible; implies ``same_dtype``).
+    - ``stateful`` / ``random``: never folded, CSE'd or reordered; run even when unused.
+    - ``variable``: ``"read"`` or ``"write"`` when the op reads or replaces ``attrs["var"]``
+      (effects ordered per variable; an unused read has no effect and may be dropped).
+    - ``output``: the output buffer. ``"fresh"``: a new array the executor may overwrite once
+      dead; ``"fresh_float"``: fresh when input 0 is floating; ``"input"``: input 0 itself
+      (no line is emitted); ``"unknown"`` (default): may be a view, never overwritten.
+      Ops lowered to a single ufunc call (below) are fresh on their own.
+    - ``worker``: a pure kernel heavy enough to hand to the inter-op worker thread.
+    - ``foldable``: may be computed at compile time from constant inputs (default: not
+      stateful). ``shape_only``: input positions read for their static shape/dtype only.
+    - ``flops(node) -> float``: the cost estimate's arithmetic (multiply-adds x 2); without it
+      the scheduler estimates from the bytes moved.
+    - ``ufunc``: ``(np.ufunc, extra constant operands)``: on float inputs the op is this one
+      ufunc call (no kernel frame, and it may write into a dying input's buffer). A kernel that
+      is itself a single-output ufunc gets this for every dtype without saying so.
+    - ``emit(node, args, bind) -> str | None``: how the executor calls it inline, as a Python
+      expression over the argument names `args` and ``bind(value)`` (a name for a constant);
+      None falls back to the kernel call. ``emit_into`` is the same for writing into input 0's
+      buffer when that input dies at the op (a fresh array no one else reads).
+    - ``neutral``: ``(value, positions)``: an operand at one of `positions` equal to `value`
+      everywhere makes the op return its other operand (``x * 1``, ``x - 0``).
+    - ``passthrough``: ``True`` or ``fn(attrs) -> bool``: the op returns input 0 unchanged when
+      input and output specs are equal (Reshape, Cast; Transpose with the identity perm).
+    - ``inverse``: the Op this one undoes along the same ``axis`` attribute (a split of a
+      concatenation into the concatenated pieces).
     """
 
     __slots__ = ("name", "kernel", "shape_fn", "grad_fn", "elementwise", "stateful", "random",
-                 "same_dtype", "multi_output", "__dict__")
+                 "same_dtype", "multi_output", "variable", "output", "worker", "foldable",
+                 "shape_only", "flops", "ufunc", "emit", "emit_into", "neutral", "passthrough",
+                 "inverse", "__dict__")
 
     def __init__(self, name: str, kernel: Callable, *, shape: ShapeRule | None = None,
                  grad: Callable | None = None, elementwise: bool = False,
                  stateful: bool = False, random: bool = False, same_dtype: bool | None = None,
-                 multi_output: bool = False):
+                 multi_output: bool = False, variable: str | None = None,
+                 output: str = "unknown", worker: bool = False, foldable: bool | None = None,
+                 shape_only: tuple[int, ...] = (), flops: Callable | None = None,
+                 ufunc: tuple | None = None, emit: Callable | None = None,
+                 emit_into: Callable | None = None, neutral: tuple | None = None,
+                 passthrough: bool | Callable = False, inverse: Op | None = None):
+        if variable not in (None, "read", "write"):
+            raise ValueError(f"Op {name}: variable must be None, 'read' or 'write'")
+        if output not in _OUTPUTS:
+            raise ValueError(f"Op {name}: output must be one of {_OUTPUTS}, got {output!r}")
         self.name = name
         self.kernel = kernel
         self.shape_fn = shape
         self.grad_fn = grad
         self.elementwise = elementwise
-        self.stateful = stateful or random
+        self.variable = variable
+        self.stateful = stateful or random or variable is not None
         self.random = random
         self.same_dtype = elementwise if same_dtype is None else same_dtype
         self.multi_output = multi_output
+        self.output = output
+        self.worker = worker
+        self.foldable = not self.stateful if foldable is None else foldable
+        self.shape_only = frozenset(shape_only)
+        self.flops = flops
+        self.ufunc = ufunc
+        self.emit = emit
+        self.emit_into = emit_into
+        self.neutral = neutral
+        self.passthrough = passthrough
+        self.inverse = inverse
 
     def def_grad(self, fn: Callable) -> Callable:
         """Decorator: attach the gradient rule (VJP) to this op."""
@@ -69,6 +121,8 @@ class Op:
         return f"<Op {self.name}>"
 
 
+_OUTPUTS = ("unknown", "fresh", "fresh_float", "input")
+
 REGISTRY: dict[str, Op] = {}
 
 
@@ -76,6 +130,7 @@ def op(name: str, **flags) -> Callable[[Callable], Op]:
     """Decorator turning a NumPy kernel into a registered primitive ``Op``.
 
     Positional parameters of the kernel are tensor inputs; keyword-only ones are attributes.
+    `flags` are the keyword arguments of ``Op`` (shape, grad and the compiler facts).
     """
 
     def wrap_kernel(kernel: Callable) -> Op:

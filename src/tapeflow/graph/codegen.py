@@ -22,138 +22,32 @@ from tapeflow.graph.ir import CONST, Graph, Node, SymbolicTensor
 
 _counter = itertools.count()
 
-# ops whose output is the input itself (no line emitted)
-_ALIASES = {"Identity", "StopGradient"}
-# ops whose output is a fresh array (safe to overwrite once dead)
-_FRESH = {"MatMul"}
-
 
 def _inline(node: Node, args: list[str], bind: Callable[[Any], str], graph: Graph) -> str | None:
-    """A NumPy expression for hot ops (skips the kernel's Python frame), or None."""
-    name, attrs = node.op.name, node.attrs
-    if name == "ReadVariableOp" and not graph._root().defers_variable_init:
-        return f"{bind(attrs['var'])}._value"
-    if name in _ASSIGNS and not graph._root().defers_variable_init:
-        var, value = attrs["var"], node.inputs[0]
-        if (value.dtype is var.dtype and value.shape.is_fully_defined()
-                and value.shape == var.shape):
-            return f"{bind(_ASSIGNS[name])}({bind(var)}, {args[0]})"
-    if name == "MatMul":
-        a, b = args
-        ranks = [t.shape.rank for t in node.inputs]
-        if attrs["transpose_a"]:
-            a = f"{a}.T" if ranks[0] == 2 else f"{a}.swapaxes(-1, -2)"
-        if attrs["transpose_b"]:
-            b = f"{b}.T" if ranks[1] == 2 else f"{b}.swapaxes(-1, -2)"
-        if None in ranks or min(ranks) < 2:
-            return None
-        # np.dot: same BLAS call and result as np.matmul for matrices, less dispatch overhead
-        return f"{bind(np.dot if ranks == [2, 2] else np.matmul)}({a}, {b})"
-    if name == "Reshape":
-        return f"{args[0]}.reshape({bind(tuple(attrs['shape']))})"
-    if name == "Transpose":
-        return f"{args[0]}.transpose({bind(tuple(attrs['perm']))})"
-    if name in ("Sum", "Mean", "SumToShapeOf"):
-        return _reduction(node, args, bind)
-    if name == "SplitV" and isinstance(attrs["sizes"], int):
-        return _split_slices(node, args[0])
-    return None
-
-
-def _reduction(node: Node, args: list[str], bind: Callable[[Any], str]) -> str | None:
-    """Float sums/means over static axes as one ``np.add.reduce`` (np.sum/np.mean minus their
-    Python-level argument handling; Mean divides by the count exactly as np.mean does)."""
-    x, out = node.inputs[0], node.outputs[0]
-    if not x.dtype.is_floating or x.shape.rank is None:
+    """The op's own inline expression (``Op.emit``: skips the kernel's Python frame), or None.
+    Variable ops call their kernels while a graph defers variable initialization."""
+    op = node.op
+    if op.emit is None or (op.variable is not None and graph._root().defers_variable_init):
         return None
-    if node.op.name == "SumToShapeOf":
-        like = node.inputs[1]
-        if not (x.shape.is_fully_defined() and like.shape.is_fully_defined()):
-            return None
-        gs, xs = x.shape.as_tuple(), like.shape.as_tuple()
-        if gs == xs:
-            return args[0]
-        extra = len(gs) - len(xs)
-        axes = tuple(range(extra)) + tuple(i + extra for i, d in enumerate(xs)
-                                           if d == 1 and gs[i + extra] != 1)
-        return f"{bind(np.add.reduce)}({args[0]}, {bind(axes)}).reshape({bind(xs)})"
-    axis, keepdims = node.attrs["axis"], node.attrs["keepdims"]
-    axes = tuple(range(x.shape.rank)) if axis is None else tuple(axis)
-    expr = f"{bind(np.add.reduce)}({args[0]}, {bind(axes)}, None, None, {keepdims})"
-    if node.op.name == "Sum":
-        return expr
-    dims = [x.shape[a] for a in axes]
-    if any(d is None for d in dims) or not out.shape.is_fully_defined():
-        return None
-    count = x.dtype.as_numpy_dtype(int(np.prod(dims, dtype=np.int64)))
-    return f"{bind(np.true_divide)}({expr}, {bind(count)})"
-
-
-def _split_slices(node: Node, x: str) -> str | None:
-    """Equal splits along a static axis as basic slices (views, no kernel call)."""
-    shape, axis = node.inputs[0].shape, node.attrs["axis"]
-    if shape.rank is None or shape[axis] is None or shape[axis] % node.attrs["sizes"]:
-        return None
-    axis %= shape.rank
-    step = shape[axis] // node.attrs["sizes"]
-    lead = ":, " * axis
-    return ", ".join(f"{x}[{lead}{i * step}:{(i + 1) * step}]"
-                     for i in range(node.attrs["sizes"])) + ","
-
-
-def _assign(var: Any, value: np.ndarray) -> np.ndarray:
-    """AssignVariableOp after the trace checked dtype and shape (never aliases a view)."""
-    var._value = value if value.base is None and value.flags.writeable else value.copy()
-    return value
-
-
-def _assign_add(var: Any, delta: np.ndarray) -> np.ndarray:
-    var._value = out = np.add(var._value, delta)
-    return out
-
-
-def _assign_sub(var: Any, delta: np.ndarray) -> np.ndarray:
-    var._value = out = np.subtract(var._value, delta)
-    return out
-
-
-_ASSIGNS = {"AssignVariableOp": _assign, "AssignAddVariableOp": _assign_add,
-            "AssignSubVariableOp": _assign_sub}
-
-
-def _assign_add_into(var: Any, delta: np.ndarray) -> np.ndarray:
-    """AssignAdd writing into `delta`, a dying fresh buffer (the old value stays intact)."""
-    var._value = np.add(var._value, delta, out=delta)
-    return delta
-
-
-def _assign_sub_into(var: Any, delta: np.ndarray) -> np.ndarray:
-    var._value = np.subtract(var._value, delta, out=delta)
-    return delta
-
-
-_ASSIGNS_INTO = {"AssignAddVariableOp": _assign_add_into,
-                 "AssignSubVariableOp": _assign_sub_into}
-
-
-# float ops lowered to one ufunc call (extra constant operands appended): the same math as
-# their kernels minus the Python-level dtype checks, and eligible for buffer reuse
-_UFUNC_LOWERINGS = {"Relu": (np.maximum, (0,)), "RealDiv": (np.true_divide, ()),
-                    "Sqrt": (np.sqrt, ()), "Exp": (np.exp, ()), "Log": (np.log, ()),
-                    "Tanh": (np.tanh, ()), "Log1p": (np.log1p, ()), "Sin": (np.sin, ()),
-                    "Cos": (np.cos, ())}
-# ops whose kernels return a fresh array on float inputs (eligible for buffer reuse)
-_FRESH_FLOAT_KERNELS = {"Sigmoid", "ReluGrad"}
+    return op.emit(node, args, bind)
 
 
 def _ufunc(node: Node) -> tuple[np.ufunc, tuple] | None:
+    """The single ufunc call `node` lowers to (a ufunc kernel, or the op's float lowering)."""
     k = node.op.kernel
     if isinstance(k, np.ufunc) and not node.attrs and k.nout == 1:
         return k, ()
-    low = _UFUNC_LOWERINGS.get(node.op.name)
+    low = node.op.ufunc
     if low is not None and node.inputs and node.inputs[0].dtype.is_floating:
         return low
     return None
+
+
+def _fresh(node: Node) -> bool:
+    """Whether `node`'s outputs are new arrays the executor may overwrite once dead."""
+    out = node.op.output
+    return (out == "fresh" or (out == "fresh_float" and node.inputs[0].dtype.is_floating)
+            or _ufunc(node) is not None)
 
 
 class Executable:
@@ -245,7 +139,7 @@ def compile_graph(graph: Graph, outputs: list | None = None, inputs: list | None
         if node.op is CONST:
             names[id(node.outputs[0])] = bind(node.attrs["value"])
             continue
-        if node.op.name in _ALIASES:
+        if node.op.output == "input":
             names[id(node.outputs[0])] = names[id(node.inputs[0])]
             continue
         outs = []
@@ -295,8 +189,7 @@ def compile_graph(graph: Graph, outputs: list | None = None, inputs: list | None
             wait([a for a in dict.fromkeys(args) if a in pending])
             line = _caller_line(node, args, outs, used_outs, bind, graph, step, last_use, final,
                                 fresh, use_count)
-        if _ufunc(node) is not None or node.op.name in _FRESH or (
-                node.op.name in _FRESH_FLOAT_KERNELS and node.inputs[0].dtype.is_floating):
+        if _fresh(node):
             fresh.update(outs)
         src.append(f"    {line}")
         lines[len(src)] = (node, args)
@@ -327,10 +220,11 @@ def _caller_line(node: Node, args: list[str], outs: list[str], used_outs: list[s
     """The line running `node` on the calling thread: an in-place variable update, an inlined
     NumPy expression, a ufunc (into a dying input's buffer if it can), or the kernel call."""
     expr = None
-    if (node.op.name in _ASSIGNS_INTO and not graph._root().defers_variable_init
-            and node.inputs[0].dtype is node.attrs["var"].dtype
+    into = node.op.emit_into
+    if (into is not None
+            and not (node.op.variable is not None and graph._root().defers_variable_init)
             and _reusable(node, args, last_use, final, fresh, step, use_count) == args[0]):
-        expr = f"{bind(_ASSIGNS_INTO[node.op.name])}({bind(node.attrs['var'])}, {args[0]})"
+        expr = into(node, args, bind)
     expr = expr or _inline(node, args, bind, graph)
     uf = _ufunc(node) if expr is None else None
     if uf is not None:
@@ -383,15 +277,15 @@ def _producers(plan: list[Node], names: dict) -> list[list[int]]:
 
 
 def _worker_ok(plan: list[Node]) -> Callable[[Node], bool]:
-    """Nodes the worker may run: kernels in ``schedule.WORKER_OPS`` and float ufuncs that no
-    node waits for by a control edge alone (``two_threads`` itself keeps stateful nodes,
+    """Nodes the worker may run: ops marked ``worker`` and float ufuncs that no node waits for
+    by a control edge alone (``two_threads`` itself keeps stateful nodes,
     random draws included, on the caller)."""
     controlling = {id(c) for node in plan for c in node.control_inputs}
 
     def ok(node: Node) -> bool:
         if id(node) in controlling:
             return False
-        if node.op.name in schedule.WORKER_OPS:
+        if node.op.worker:
             return True
         uf = _ufunc(node)
         return uf is not None and all(t.dtype.is_floating for t in node.outputs)

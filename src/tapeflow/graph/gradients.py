@@ -26,7 +26,6 @@ from tapeflow.framework.tape import GradientTape
 from tapeflow.graph.codegen import compile_graph
 from tapeflow.graph.ir import CONST, PLACEHOLDER, Graph, SymbolicTensor, clone, replace_uses
 from tapeflow.graph.passes import dce
-from tapeflow.graph.passes.fold import SHAPE_ONLY
 
 
 def replay(graph: Graph, inputs: list, var_map: dict[int, Any] | None = None) -> dict[int, Any]:
@@ -46,7 +45,7 @@ def replay(graph: Graph, inputs: list, var_map: dict[int, Any] | None = None) ->
                                             else _wrap(value))
             continue
         var = node.attrs.get("var")
-        if node.op.name == "ReadVariableOp" and var_map is not None and id(var) in var_map:
+        if node.op.variable == "read" and var_map is not None and id(var) in var_map:
             mapping[id(node.outputs[0])] = var_map[id(var)]
             continue
         outs = apply(node.op, *[mapping[id(t)] for t in node.inputs], **node.attrs)
@@ -69,7 +68,7 @@ def _shape_only_uses(graph: Graph, t, start: int) -> bool:
         return False
     for node in graph.nodes[start:]:
         for i, x in enumerate(node.inputs):
-            if x is t and i not in SHAPE_ONLY.get(node.op.name, ()):
+            if x is t and i not in node.op.shape_only:
                 return False
     return True
 

@@ -37,7 +37,7 @@ def _placeholder_shape(*, shape, dtype, name):
 def _placeholder(*, shape, dtype, name):
     shown = "<unknown>" if shape is None else list(shape)
     raise errors.InvalidArgumentError(
-        None, "Placeholder",
+        None, _placeholder.name,
         f"You must feed a value for placeholder tensor '{name}' with dtype {dtype.name} and "
         f"shape {shown}")
 
@@ -271,7 +271,7 @@ class Graph:
             self._const_cache[key] = (owner, node.outputs[0])
         return node.outputs[0]
 
-    def placeholder(self, shape: Any, dtype: Any, name: str = "Placeholder") -> SymbolicTensor:
+    def placeholder(self, shape: Any, dtype: Any, name: str | None = None) -> SymbolicTensor:
         """A graph input with a (possibly partial) static shape."""
         dtype = _dtypes.as_dtype(dtype)
         dims = as_shape(shape).as_tuple()

@@ -8,12 +8,12 @@ one per thread, each on one core, beats running them one after another with ever
 over both cores: a split pays a hand-over and shares the caches (a 3x3 convolution at
 32x32x16, batch 32: 4.2 core-ms on one thread, 5.7 core-ms split in two).
 
-The schedule comes from a static estimate of each node's cost (``estimate``: FLOPs for
-convolutions and products, bytes moved for everything else) by insertion-based list scheduling
+The schedule comes from a static estimate of each node's cost (``estimate``: the op's FLOPs
+for convolutions and products, bytes moved for everything else) by insertion-based list scheduling
 (HEFT, Topcuoglu et al. 2002): nodes in order of their upward rank (the costliest path from the
 node to the end), each placed where it finishes first, on the calling thread or, if it is a pure
-kernel (``WORKER_OPS`` or a ufunc, no control inputs) estimated at ``MIN_WORKER_S`` or more,
-on the worker. A value crossing threads costs ``HANDOFF`` seconds. A long chain with nothing
+kernel (an op marked ``worker`` or a ufunc, no control inputs) estimated at ``MIN_WORKER_S`` or
+more, on the worker. A value crossing threads costs ``HANDOFF`` seconds. A long chain with nothing
 beside it (a forward pass) stays on the calling thread, whose kernels then split over both idle
 cores as before. Lighter nodes never move: an MLP step's Adam updates on the worker made the
 step 2x slower (hand-over and GIL waits dwarf 50 us kernels).
@@ -46,54 +46,17 @@ HANDOFF = 30e-6  # a value produced on one thread and read on the other (wake-up
 MIN_WORKER_S = 300e-6  # lighter nodes stay on the caller: hand-over and GIL waits cost more
 WINDOW_S = 80e-3  # how far (estimated seconds of work) a node may move from its plan position
 
-# Pure kernels worth a hand-off (beside the ufunc-lowered elementwise ops)
-WORKER_OPS = frozenset({
-    "Conv2D", "_FusedConv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter", "MatMul",
-    "FusedBatchNorm", "_FusedBatchNormEx", "FusedBatchNormGrad", "_FusedBatchNormGradEx",
-    "MaxPool", "MaxPoolGrad", "AvgPool", "AvgPoolGrad", "BiasAdd", "BiasAddGrad", "ReluGrad",
-    "ConcatV2", "_ConcatStart", "_ConcatAppend", "_WinogradConv2D",
-    "_WinogradConv2DBackpropFilter", "_BatchNormReluConv2D"})
-_VARIABLE_OPS = frozenset({"ReadVariableOp", "AssignVariableOp", "AssignAddVariableOp",
-                           "AssignSubVariableOp"})
-
-
-def _flops(node: Node) -> float:
-    """Multiply-adds x 2 of convolutions and matrix products (0 for other ops)."""
-    name = node.op.name
-    if name in ("Conv2D", "_FusedConv2D", "_WinogradConv2D", "_BatchNormReluConv2D",
-                "Conv2DBackpropInput"):
-        # the output side (Conv2D's output, the input gradient's incoming gradient) times the
-        # filter's taps x input channels
-        side = node.outputs[0] if name != "Conv2DBackpropInput" else node.inputs[0]
-        w = node.inputs[1].shape.as_tuple()
-        n = side.shape.num_elements()
-        if n is None or w is None or None in w[:3]:
-            return 0.0
-        return 2.0 * n * w[0] * w[1] * w[2]
-    if name in ("Conv2DBackpropFilter", "_WinogradConv2DBackpropFilter"):
-        # x's channels are the last dimension of x and of the Winograd tiles alike
-        x, g = node.inputs[0].shape.as_tuple(), node.inputs[1].shape.num_elements()
-        kh, kw = node.attrs["filter_hw"]
-        if g is None or x is None or x[-1] is None:
-            return 0.0
-        return 2.0 * g * kh * kw * x[-1]
-    if name == "MatMul":
-        a, out = node.inputs[0].shape.as_tuple(), node.outputs[0].shape.num_elements()
-        if out is None or a is None or len(a) < 2:
-            return 0.0
-        k = a[-2] if node.attrs.get("transpose_a") else a[-1]
-        return 2.0 * out * k if k is not None else 0.0
-    return 0.0
-
 
 def estimate(node: Node) -> float:
-    """Seconds one thread spends on `node`: its FLOPs or its bytes, whichever costs more."""
+    """Seconds one thread spends on `node`: its FLOPs (``Op.flops``) or its bytes, whichever
+    costs more."""
     moved = 0
     for t in list(node.inputs) + list(node.outputs):
         n = t.shape.num_elements()
         if n is not None:
             moved += n * t.dtype.size
-    return NODE_S + max(_flops(node) / FLOPS_PER_S, moved / BYTES_PER_S)
+    flops = node.op.flops(node) if node.op.flops is not None else 0.0
+    return NODE_S + max(flops / FLOPS_PER_S, moved / BYTES_PER_S)
 
 
 def _effect_deps(plan: list[Node]) -> dict[int, list[int]]:
@@ -107,7 +70,7 @@ def _effect_deps(plan: list[Node]) -> dict[int, list[int]]:
         if not node.op.stateful:
             continue
         before = [] if last_global is None else [last_global]
-        var = node.attrs.get("var") if node.op.name in _VARIABLE_OPS else None
+        var = node.attrs.get("var") if node.op.variable is not None else None
         if var is None:  # global: after every stateful node before it
             deps[i] = before + since_global
             last_global, since_global = i, []
@@ -116,7 +79,7 @@ def _effect_deps(plan: list[Node]) -> dict[int, list[int]]:
         key = id(var)
         if key in writes:
             before.append(writes[key])
-        if node.op.name == "ReadVariableOp":
+        if node.op.variable == "read":
             reads.setdefault(key, []).append(i)
         else:
             before += reads.pop(key, [])

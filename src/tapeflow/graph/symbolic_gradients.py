@@ -36,7 +36,7 @@ def gradients(ys: Any, xs: Any, grad_ys: Any = None, name: str = "gradients",
     for i, x in enumerate(xs):
         if isinstance(x, Variable):
             reads = [n.outputs[0] for n in graph.nodes
-                     if n.op.name == "ReadVariableOp" and n.attrs["var"] is x]
+                     if n.op.variable == "read" and n.attrs["var"] is x]
         else:
             reads = [x]
         for r in reads:

@@ -52,7 +52,11 @@ def _reshape_rule(x, *, shape):
     return tuple(total // known if d == -1 and known else d for d in shape), dtype
 
 
-@op("Reshape", shape=_reshape_rule)
+def _reshape_emit(node, args: list[str], bind) -> str:
+    return f"{args[0]}.reshape({bind(tuple(node.attrs['shape']))})"
+
+
+@op("Reshape", shape=_reshape_rule, passthrough=True, emit=_reshape_emit)
 def _reshape(x, *, shape):
     return np.reshape(x, shape)
 
@@ -62,7 +66,7 @@ def _(g, out, x, *, shape):
     return reshape_like(g, x)
 
 
-@op("ReshapeLike", shape=lambda x, like: (like[0], x[1]))
+@op("ReshapeLike", shape=lambda x, like: (like[0], x[1]), shape_only=(1,))
 def _reshape_like(x, like):
     return np.reshape(x, like.shape)
 
@@ -93,8 +97,14 @@ def reshape(tensor: Any, shape: Any, name: str | None = None):
 # --- transpose --------------------------------------------------------------------------------
 
 
+def _transpose_emit(node, args: list[str], bind) -> str:
+    return f"{args[0]}.transpose({bind(tuple(node.attrs['perm']))})"
+
+
 @op("Transpose", shape=lambda x, *, perm: (
-    None if x[0] is None else tuple(x[0][p] for p in perm), x[1]))
+    None if x[0] is None else tuple(x[0][p] for p in perm), x[1]),
+    passthrough=lambda attrs: tuple(attrs["perm"]) == tuple(range(len(attrs["perm"]))),
+    emit=_transpose_emit)
 def _transpose(x, *, perm):
     return np.transpose(x, perm)
 
@@ -122,12 +132,12 @@ def _fill(*dims, shape, value, dtype):
     return np.full(run_time_shape(dims, shape), value, dtype=dtype._np)
 
 
-@op("OnesLike", shape=same_as_first)
+@op("OnesLike", shape=same_as_first, shape_only=(0,))
 def _ones_like(x):
     return np.ones_like(x)
 
 
-@op("ZerosLike", shape=same_as_first)
+@op("ZerosLike", shape=same_as_first, shape_only=(0,))
 def _zeros_like(x):
     return np.zeros_like(x)
 
@@ -249,7 +259,7 @@ def unstack(value: Any, num: int | None = None, axis: int = 0, name: str = "unst
 # --- identity / stop_gradient -----------------------------------------------------------------
 
 
-@op("Identity", shape=same_as_first)
+@op("Identity", shape=same_as_first, output="input")
 def _identity(x):
     return x
 
@@ -259,7 +269,7 @@ def _(g, out, x):
     return g
 
 
-@op("StopGradient", shape=same_as_first)
+@op("StopGradient", shape=same_as_first, output="input")
 def _stop_gradient(x):
     return x
 
@@ -332,12 +342,13 @@ def _concat_rule(*xs, axis):
     return tuple(out), xs[0][1]
 
 
-@op("ConcatV2", same_dtype=True, shape=_concat_rule)
+@op("ConcatV2", same_dtype=True, shape=_concat_rule, worker=True)
 def _concat(*xs, axis):
     return _concat_kernel.concat(xs, axis)
 
 
-@op("SplitLike", multi_output=True, shape=lambda g, *xs, axis: [(s, g[1]) for s, _ in xs])
+@op("SplitLike", multi_output=True, shape=lambda g, *xs, axis: [(s, g[1]) for s, _ in xs],
+    inverse=_concat)
 def _split_like(g, *xs, axis):
     """Cut `g` along `axis` into pieces as long as each x (the gradient of concat)."""
     bounds = np.cumsum([x.shape[axis] for x in xs])[:-1]
@@ -370,7 +381,20 @@ def _split_rule(x, *, sizes, axis):
     return specs
 
 
-@op("SplitV", multi_output=True, shape=_split_rule)
+def _split_emit(node, args: list[str], bind) -> str | None:
+    """Equal splits along a static axis as basic slices (views, no kernel call)."""
+    shape, axis, sizes = node.inputs[0].shape, node.attrs["axis"], node.attrs["sizes"]
+    if not isinstance(sizes, int) or shape.rank is None or shape[axis] is None or (
+            shape[axis] % sizes):
+        return None
+    axis %= shape.rank
+    step = shape[axis] // sizes
+    lead = ":, " * axis
+    return ", ".join(f"{args[0]}[{lead}{i * step}:{(i + 1) * step}]"
+                     for i in range(sizes)) + ","
+
+
+@op("SplitV", multi_output=True, shape=_split_rule, inverse=_concat, emit=_split_emit)
 def _split(x, *, sizes, axis):
     if isinstance(sizes, int):
         if x.shape[axis] % sizes:
@@ -644,17 +668,18 @@ def broadcast_to(input: Any, shape: Any, name: str | None = None):  # noqa: A002
 # --- shape / size / rank ----------------------------------------------------------------------
 
 
-@op("Shape", shape=lambda x, *, out_type: (None if x[0] is None else (len(x[0]),), out_type))
+@op("Shape", shape=lambda x, *, out_type: (None if x[0] is None else (len(x[0]),), out_type),
+    shape_only=(0,))
 def _shape(x, *, out_type):
     return np.array(x.shape, dtype=out_type._np)
 
 
-@op("Size", shape=lambda x, *, out_type: ((), out_type))
+@op("Size", shape=lambda x, *, out_type: ((), out_type), shape_only=(0,))
 def _size(x, *, out_type):
     return np.array(x.size, dtype=out_type._np)
 
 
-@op("Rank", shape=lambda x: ((), _dtypes.int32))
+@op("Rank", shape=lambda x: ((), _dtypes.int32), shape_only=(0,))
 def _rank(x):
     return np.array(x.ndim, dtype=np.int32)
 

@@ -123,7 +123,35 @@ def _conv_rule(x, w, *, strides, dilations, padding):
     return (xs[0], ho, wo, cout), dtype
 
 
-@op("Conv2D", shape=_conv_rule, same_dtype=True)
+def _taps_flops(side, w) -> float:
+    """2 x the elements of `side` (the output, or the incoming gradient) x the filter's taps x
+    input channels: a convolution's or its input gradient's multiply-adds, doubled."""
+    ws, n = w.shape.as_tuple(), side.shape.num_elements()
+    if n is None or ws is None or None in ws[:3]:
+        return 0.0
+    return 2.0 * n * ws[0] * ws[1] * ws[2]
+
+
+def conv_flops(node) -> float:
+    """Cost estimate of a convolution node whose filter is input 1."""
+    return _taps_flops(node.outputs[0], node.inputs[1])
+
+
+def _input_grad_flops(node) -> float:
+    return _taps_flops(node.inputs[0], node.inputs[1])
+
+
+def filter_grad_flops(node) -> float:
+    """Cost estimate of a filter gradient (x's channels are the last dim of x and of the
+    Winograd tiles alike; the incoming gradient is input 1)."""
+    x, g = node.inputs[0].shape.as_tuple(), node.inputs[1].shape.num_elements()
+    kh, kw = node.attrs["filter_hw"]
+    if g is None or x is None or x[-1] is None:
+        return 0.0
+    return 2.0 * g * kh * kw * x[-1]
+
+
+@op("Conv2D", shape=_conv_rule, same_dtype=True, worker=True, flops=conv_flops)
 def _conv2d(x, w, *, strides, dilations, padding):
     if x.shape[3] != w.shape[2]:
         raise ValueError(f"input has {x.shape[3]} channels but the filter expects {w.shape[2]}")
@@ -135,7 +163,8 @@ def _backprop_input_rule(g, w, *, input_hw, strides, dilations, padding):
     return ((None if gs is None else gs[0], *input_hw, None if ws is None else ws[2]), dtype)
 
 
-@op("Conv2DBackpropInput", shape=_backprop_input_rule, same_dtype=True)
+@op("Conv2DBackpropInput", shape=_backprop_input_rule, same_dtype=True, worker=True,
+    flops=_input_grad_flops)
 def _conv2d_backprop_input(g, w, *, input_hw, strides, dilations, padding):
     """Gradient of Conv2D w.r.t. its input, for an input of spatial size `input_hw`."""
     geo = _geometry(input_hw, w.shape[:2], strides, dilations, padding)
@@ -150,7 +179,8 @@ def _backprop_filter_rule(x, g, *, filter_hw, strides, dilations, padding):
     return ((*filter_hw, None if xs is None else xs[3], None if gs is None else gs[3]), dtype)
 
 
-@op("Conv2DBackpropFilter", shape=_backprop_filter_rule, same_dtype=True)
+@op("Conv2DBackpropFilter", shape=_backprop_filter_rule, same_dtype=True, worker=True,
+    flops=filter_grad_flops)
 def _conv2d_backprop_filter(x, g, *, filter_hw, strides, dilations, padding):
     """Gradient of Conv2D w.r.t. its filter of spatial size `filter_hw`."""
     geo = _geometry(x.shape[1:3], filter_hw, strides, dilations, padding)
@@ -268,12 +298,12 @@ def _pool_geometry(hw, ksize, strides, padding) -> _conv.Geometry:
     return _geometry(hw, ksize, strides, (1, 1), padding)
 
 
-@op("MaxPool", shape=_pool_rule)
+@op("MaxPool", shape=_pool_rule, worker=True)
 def _max_pool(x, *, ksize, strides, padding):
     return _pool.max_pool(x, _pool_geometry(x.shape[1:3], ksize, strides, padding))
 
 
-@op("MaxPoolGrad", shape=lambda x, out, g, **attrs: x)
+@op("MaxPoolGrad", shape=lambda x, out, g, **attrs: x, worker=True)
 def _max_pool_grad(x, out, g, *, ksize, strides, padding):
     """Gradient of MaxPool: each window's gradient goes to its first maximum."""
     return _pool.max_pool_grad(x, out, g, _pool_geometry(x.shape[1:3], ksize, strides, padding))
@@ -301,7 +331,7 @@ def _(gg, res, x, out, gx, **attrs):
     return None, None, apply(_max_pool_grad, x, out, gg, **attrs)
 
 
-@op("AvgPool", shape=_pool_rule)
+@op("AvgPool", shape=_pool_rule, worker=True)
 def _avg_pool(x, *, ksize, strides, padding):
     return _pool.avg_pool(x, _pool_geometry(x.shape[1:3], ksize, strides, padding))
 
@@ -311,7 +341,7 @@ def _avg_grad_rule(g, *, input_hw, ksize, strides, padding):
     return (None if gs is None else (gs[0], *input_hw, gs[3])), dtype
 
 
-@op("AvgPoolGrad", shape=_avg_grad_rule)
+@op("AvgPoolGrad", shape=_avg_grad_rule, worker=True)
 def _avg_pool_grad(g, *, input_hw, ksize, strides, padding):
     """Gradient of AvgPool: each window's gradient shared evenly by its valid entries."""
     return _pool.avg_pool_grad(g, _pool_geometry(input_hw, ksize, strides, padding))

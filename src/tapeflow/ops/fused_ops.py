@@ -63,7 +63,8 @@ def _fused_conv_rule(x, w, b, *, strides, dilations, padding, activation):
     return conv_ops._conv_rule(x, w, strides=strides, dilations=dilations, padding=padding)
 
 
-@op("_FusedConv2D", shape=_fused_conv_rule, same_dtype=True)
+@op("_FusedConv2D", shape=_fused_conv_rule, same_dtype=True, worker=True,
+    flops=conv_ops.conv_flops)
 def _fused_conv2d(x, w, b, *, strides, dilations, padding, activation):
     """activation(Conv2D(x, w) + b), NHWC."""
     relu = _check_activation(activation)
@@ -106,7 +107,8 @@ def _winograd_conv_rule(x, w, b, *, strides, dilations, padding, activation):
     return [y, ((_winograd.F4.positions, tiles, cin), dtype)]
 
 
-@op("_WinogradConv2D", multi_output=True, shape=_winograd_conv_rule, same_dtype=True)
+@op("_WinogradConv2D", multi_output=True, shape=_winograd_conv_rule, same_dtype=True,
+    worker=True, flops=conv_ops.conv_flops)
 def _winograd_conv2d(x, w, b, *, strides, dilations, padding, activation):
     """(``_FusedConv2D``'s output, the input's Winograd F(4x4, 3x3) tiles)."""
     relu = _check_activation(activation)
@@ -128,7 +130,8 @@ def _tiles_filter_rule(tiles, g, *, input_hw, filter_hw, strides, dilations, pad
     return ((*filter_hw, None if ts is None else ts[2], None if gs is None else gs[3]), dtype)
 
 
-@op("_WinogradConv2DBackpropFilter", shape=_tiles_filter_rule, same_dtype=True)
+@op("_WinogradConv2DBackpropFilter", shape=_tiles_filter_rule, same_dtype=True, worker=True,
+    flops=conv_ops.filter_grad_flops)
 def _winograd_conv2d_backprop_filter(tiles, g, *, input_hw, filter_hw, strides, dilations,
                                      padding):
     """Conv2DBackpropFilter(x, g) from ``_WinogradConv2D``'s tiles of x (`input_hw` its
@@ -146,7 +149,8 @@ def _fused_bn_rule(x, scale, offset, *given, epsilon, activation):
     return specs + [((2,) + specs[1][0], x[1])]
 
 
-@op("_FusedBatchNormEx", multi_output=True, same_dtype=True, shape=_fused_bn_rule)
+@op("_FusedBatchNormEx", multi_output=True, same_dtype=True, shape=_fused_bn_rule,
+    worker=True)
 def _fused_batch_norm_ex(x, scale, offset, *given, epsilon, activation):
     """FusedBatchNorm's four outputs, y passed through the activation, and [a, b]."""
     relu = _check_activation(activation)
@@ -170,7 +174,8 @@ def _fused_bn_grad_rule(g, mask, x, scale, mean, inv, *addend, mask_from="output
     return [x, scale, scale]
 
 
-@op("_FusedBatchNormGradEx", multi_output=True, same_dtype=True, shape=_fused_bn_grad_rule)
+@op("_FusedBatchNormGradEx", multi_output=True, same_dtype=True, shape=_fused_bn_grad_rule,
+    worker=True)
 def _fused_batch_norm_grad_ex(g, mask, x, scale, mean, inv, *addend, mask_from="output"):
     """FusedBatchNormGrad(ReluGrad(g, y), x, scale, mean, inv), dx plus the addend if given;
     `mask` is y, or the forward's [a, b] with y = relu(x*a + b)."""
@@ -219,7 +224,8 @@ def _bn_relu_conv_rule(x, w, b, scale, offset, mean, var, inv, ab, *, strides, d
     return [conv_ops._conv_rule(x, w, strides=strides, dilations=dilations, padding=padding)]
 
 
-@op("_BatchNormReluConv2D", multi_output=True, same_dtype=True, shape=_bn_relu_conv_rule)
+@op("_BatchNormReluConv2D", multi_output=True, same_dtype=True, shape=_bn_relu_conv_rule,
+    worker=True, flops=conv_ops.conv_flops)
 def _batch_norm_relu_conv2d(x, w, b, scale, offset, mean, var, inv, ab, *, strides, dilations,
                             padding, activation, keep_tiles, epsilon):
     """[``_FusedConv2D`` (``_WinogradConv2D`` with `keep_tiles`) of y = max(x*a + b, 0)], y
@@ -286,7 +292,7 @@ def _last_axis_concat_rule(*xs, **_):
     return array_ops._concat_rule(*xs, axis=-1)
 
 
-@op("_ConcatStart", same_dtype=True, shape=_last_axis_concat_rule)
+@op("_ConcatStart", same_dtype=True, shape=_last_axis_concat_rule, worker=True)
 def _concat_start(*xs, width):
     """ConcatV2(*xs, axis=-1), the channel prefix of a buffer `width` channels wide."""
     return _concat.start(xs, width)
@@ -302,7 +308,7 @@ def _(g, out, *xs, width):
     return _split_last(g, *xs)
 
 
-@op("_ConcatAppend", same_dtype=True, shape=_last_axis_concat_rule)
+@op("_ConcatAppend", same_dtype=True, shape=_last_axis_concat_rule, worker=True)
 def _concat_append(prev, *ys):
     """ConcatV2(prev, *ys, axis=-1), written into the buffer `prev` is a prefix of."""
     return _concat.append(prev, ys)

@@ -83,7 +83,8 @@ def _gather(params, indices, *, axis, batch_dims=0):
     return layout.to_output(np.take(layout.flat(params), layout.rows, axis=0))
 
 
-@op("ScatterAddLike", shape=lambda g, indices, like, *, axis, batch_dims=0: like)
+@op("ScatterAddLike", shape=lambda g, indices, like, *, axis, batch_dims=0: like,
+    shape_only=(2,))
 def _scatter_add_like(g, indices, like, *, axis, batch_dims=0):
     """Gradient of gather: add slices of `g` back into zeros shaped like `params`."""
     if batch_dims:

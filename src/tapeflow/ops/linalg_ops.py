@@ -33,7 +33,30 @@ def _matmul_rule(a, b, *, transpose_a, transpose_b):
     return tuple(batch) + (m, n), dt
 
 
-@op("MatMul", same_dtype=True, shape=_matmul_rule)
+def _matmul_emit(node, args: list[str], bind) -> str | None:
+    """Matrices through ``np.dot`` (same BLAS call and result as np.matmul, less dispatch),
+    transposes as views."""
+    a, b = args
+    ranks = [t.shape.rank for t in node.inputs]
+    if None in ranks or min(ranks) < 2:
+        return None
+    if node.attrs["transpose_a"]:
+        a = f"{a}.T" if ranks[0] == 2 else f"{a}.swapaxes(-1, -2)"
+    if node.attrs["transpose_b"]:
+        b = f"{b}.T" if ranks[1] == 2 else f"{b}.swapaxes(-1, -2)"
+    return f"{bind(np.dot if ranks == [2, 2] else np.matmul)}({a}, {b})"
+
+
+def _matmul_flops(node) -> float:
+    a, out = node.inputs[0].shape.as_tuple(), node.outputs[0].shape.num_elements()
+    if out is None or a is None or len(a) < 2:
+        return 0.0
+    k = a[-2] if node.attrs.get("transpose_a") else a[-1]
+    return 2.0 * out * k if k is not None else 0.0
+
+
+@op("MatMul", same_dtype=True, shape=_matmul_rule, output="fresh", worker=True,
+    flops=_matmul_flops, emit=_matmul_emit)
 def _matmul(a, b, *, transpose_a, transpose_b):
     if transpose_a:
         a = np.swapaxes(a, -1, -2)

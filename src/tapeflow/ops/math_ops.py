@@ -18,7 +18,22 @@ from tapeflow.ops.array_ops import _tensor, ones_like, zeros_like
 # --- gradient plumbing: reduce a broadcast gradient back to an input's shape -------------------
 
 
-@op("SumToShapeOf", shape=lambda g, x: x)
+def _sum_to_shape_emit(node, args: list[str], bind) -> str | None:
+    """With static float shapes: nothing, or one ``np.add.reduce`` and a reshape."""
+    g, like = node.inputs
+    if not (g.dtype.is_floating and g.shape.is_fully_defined()
+            and like.shape.is_fully_defined()):
+        return None
+    gs, xs = g.shape.as_tuple(), like.shape.as_tuple()
+    if gs == xs:
+        return args[0]
+    extra = len(gs) - len(xs)
+    axes = tuple(range(extra)) + tuple(i + extra for i, d in enumerate(xs)
+                                       if d == 1 and gs[i + extra] != 1)
+    return f"{bind(np.add.reduce)}({args[0]}, {bind(axes)}).reshape({bind(xs)})"
+
+
+@op("SumToShapeOf", shape=lambda g, x: x, shape_only=(1,), emit=_sum_to_shape_emit)
 def _sum_to_shape_of(g, x):
     """Sum `g` over the axes along which `x` was broadcast (runtime shapes: works in graphs)."""
     if g.shape == x.shape:
@@ -29,7 +44,7 @@ def _sum_to_shape_of(g, x):
     return np.sum(g, axis=axes, keepdims=False).reshape(x.shape) if axes else g.reshape(x.shape)
 
 
-@op("BroadcastLike", shape=lambda g, x: x)
+@op("BroadcastLike", shape=lambda g, x: x, shape_only=(1,))
 def _broadcast_like(g, x):
     return np.broadcast_to(g, x.shape)
 
@@ -55,7 +70,7 @@ def unbroadcast(g, x):
 # --- binary arithmetic ------------------------------------------------------------------------
 
 
-_add = op("AddV2", elementwise=True, shape=elementwise)(np.add)
+_add = op("AddV2", elementwise=True, shape=elementwise, neutral=(0, (0, 1)))(np.add)
 
 
 @_add.def_grad
@@ -63,7 +78,7 @@ def _(g, out, x, y):
     return unbroadcast(g, x), unbroadcast(g, y)
 
 
-_sub = op("Sub", elementwise=True, shape=elementwise)(np.subtract)
+_sub = op("Sub", elementwise=True, shape=elementwise, neutral=(0, (1,)))(np.subtract)
 
 
 @_sub.def_grad
@@ -71,7 +86,7 @@ def _(g, out, x, y):
     return unbroadcast(g, x), unbroadcast(-g, y)
 
 
-_mul = op("Mul", elementwise=True, shape=elementwise)(np.multiply)
+_mul = op("Mul", elementwise=True, shape=elementwise, neutral=(1, (0, 1)))(np.multiply)
 
 
 @_mul.def_grad
@@ -79,7 +94,8 @@ def _(g, out, x, y):
     return unbroadcast(g * y, x), unbroadcast(g * x, y)
 
 
-@op("RealDiv", elementwise=True, shape=elementwise)
+@op("RealDiv", elementwise=True, shape=elementwise, neutral=(1, (1,)),
+    ufunc=(np.true_divide, ()))
 def _div(x, y):
     if x.dtype.kind in "iu":  # integer division truncating toward zero, as TF's Div
         return np.trunc(np.true_divide(x, y)).astype(x.dtype)
@@ -99,7 +115,7 @@ def _(g, out, x):
     return -g
 
 
-@op("Cast", shape=lambda x, *, dtype: (x[0], dtype))
+@op("Cast", shape=lambda x, *, dtype: (x[0], dtype), passthrough=True)
 def _cast(x, *, dtype):
     if dtype is _dtypes.string:
         raise TypeError("Cast to string is not supported; use tf.strings.as_string")
@@ -168,7 +184,7 @@ def divide(x: Any, y: Any, name: str | None = None):
     return truediv(x, y)
 
 
-@op("SizeRatio", shape=lambda out, x: ((), out[1]))
+@op("SizeRatio", shape=lambda out, x: ((), out[1]), shape_only=(0, 1))
 def _size_ratio_op(out, x):
     """size(out) / size(x) as a scalar of out's dtype (the mean's gradient scale)."""
     return np.asarray(out.size / max(x.size, 1), dtype=out.dtype)
@@ -265,23 +281,30 @@ def _(g, out, x, y):
 _abs = op("Abs", elementwise=True, shape=same_as_first)(np.abs)
 _sign = op("Sign", elementwise=True, shape=same_as_first)(np.sign)
 _square = op("Square", elementwise=True, shape=same_as_first)(np.square)
-_sqrt = op("Sqrt", elementwise=True, shape=same_as_first)(_float_kernel(np.sqrt))
+_sqrt = op("Sqrt", elementwise=True, shape=same_as_first, ufunc=(np.sqrt, ()))(
+    _float_kernel(np.sqrt))
 _rsqrt = op("Rsqrt", elementwise=True, shape=same_as_first)(
     _float_kernel(lambda x: 1 / np.sqrt(x)))
 _reciprocal = op("Reciprocal", elementwise=True, shape=same_as_first)(
     _float_kernel(np.reciprocal))
-_exp = op("Exp", elementwise=True, shape=same_as_first)(_float_kernel(np.exp))
-_log = op("Log", elementwise=True, shape=same_as_first)(_float_kernel(np.log))
-_log1p = op("Log1p", elementwise=True, shape=same_as_first)(_float_kernel(np.log1p))
-_sin = op("Sin", elementwise=True, shape=same_as_first)(_float_kernel(np.sin))
-_cos = op("Cos", elementwise=True, shape=same_as_first)(_float_kernel(np.cos))
-_tanh = op("Tanh", elementwise=True, shape=same_as_first)(_float_kernel(np.tanh))
+_exp = op("Exp", elementwise=True, shape=same_as_first, ufunc=(np.exp, ()))(
+    _float_kernel(np.exp))
+_log = op("Log", elementwise=True, shape=same_as_first, ufunc=(np.log, ()))(
+    _float_kernel(np.log))
+_log1p = op("Log1p", elementwise=True, shape=same_as_first, ufunc=(np.log1p, ()))(
+    _float_kernel(np.log1p))
+_sin = op("Sin", elementwise=True, shape=same_as_first, ufunc=(np.sin, ()))(
+    _float_kernel(np.sin))
+_cos = op("Cos", elementwise=True, shape=same_as_first, ufunc=(np.cos, ()))(
+    _float_kernel(np.cos))
+_tanh = op("Tanh", elementwise=True, shape=same_as_first, ufunc=(np.tanh, ()))(
+    _float_kernel(np.tanh))
 _floor = op("Floor", elementwise=True, shape=same_as_first)(_float_kernel(np.floor))
 _ceil = op("Ceil", elementwise=True, shape=same_as_first)(_float_kernel(np.ceil))
 _round = op("Round", elementwise=True, shape=same_as_first)(np.round)  # half to even, as TF
 
 
-@op("Sigmoid", elementwise=True, shape=same_as_first)
+@op("Sigmoid", elementwise=True, shape=same_as_first, output="fresh_float")
 def _sigmoid(x):
     if x.dtype.kind not in "fc":
         raise TypeError(f"expects a floating point input, got {x.dtype}; use tf.cast first")

@@ -29,12 +29,12 @@ from tapeflow.ops.reduce_ops import reduce_sum
 # --- ReLU family -------------------------------------------------------------------------------
 
 
-@op("Relu", elementwise=True, shape=same_as_first)
+@op("Relu", elementwise=True, shape=same_as_first, ufunc=(np.maximum, (0,)))
 def _relu(x):
     return np.maximum(x, 0)
 
 
-@op("ReluGrad", elementwise=True, shape=same_as_first)
+@op("ReluGrad", elementwise=True, shape=same_as_first, output="fresh_float", worker=True)
 def _relu_grad(g, out):
     """g where the ReLU's output is positive, else 0 (the derivative at 0 is 0, as TF)."""
     return _activations.relu_grad(g, out)
@@ -424,7 +424,7 @@ def _channel_axis(ndim: int, data_format: str) -> int:
     return 1 if data_format.startswith("NC") else ndim - 1
 
 
-@op("BiasAdd", same_dtype=True, shape=lambda x, b, *, data_format: x)
+@op("BiasAdd", same_dtype=True, shape=lambda x, b, *, data_format: x, worker=True)
 def _bias_add(x, b, *, data_format):
     axis = _channel_axis(x.ndim, data_format)
     if b.ndim != 1 or b.shape[0] != x.shape[axis]:
@@ -438,7 +438,7 @@ def _bias_grad_rule(g, *, data_format):
     return (None if gs is None else (gs[_channel_axis(len(gs), data_format)],)), dtype
 
 
-@op("BiasAddGrad", shape=_bias_grad_rule)
+@op("BiasAddGrad", shape=_bias_grad_rule, worker=True)
 def _bias_add_grad(g, *, data_format):
     """Sum of the gradient over every axis but the channel axis."""
     axis = _channel_axis(g.ndim, data_format)

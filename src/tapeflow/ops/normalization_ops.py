@@ -82,7 +82,7 @@ def check_parameters(x, scale, offset, given) -> None:
                          f"count {c}, got shapes {[list(v.shape) for v in given]}")
 
 
-@op("FusedBatchNorm", multi_output=True, same_dtype=True, shape=_fused_rule)
+@op("FusedBatchNorm", multi_output=True, same_dtype=True, shape=_fused_rule, worker=True)
 def _fused_batch_norm(x, scale, offset, *given, epsilon):
     """(y, batch mean, batch variance with Bessel's correction, 1/sqrt(biased var + eps)).
 
@@ -97,7 +97,8 @@ def _fused_grad_rule(g, x, scale, mean, inv):
     return [x, scale, scale]
 
 
-@op("FusedBatchNormGrad", multi_output=True, same_dtype=True, shape=_fused_grad_rule)
+@op("FusedBatchNormGrad", multi_output=True, same_dtype=True, shape=_fused_grad_rule,
+    worker=True)
 def _fused_batch_norm_grad(g, x, scale, mean, inv):
     """(dx, dscale, doffset) of FusedBatchNorm's y."""
     return _bn.backward(g, x, scale, mean, inv)

@@ -54,7 +54,25 @@ def expand_reduced(g, x, axis, keepdims):
     return apply(_broadcast_like, g, x)
 
 
-@op("Sum", shape=reduced_shape_rule)
+def _reduce_emit(node, args: list[str], bind) -> str | None:
+    """Float sums/means over static axes as one ``np.add.reduce`` (np.sum/np.mean minus their
+    Python-level argument handling; Mean divides by the count exactly as np.mean does)."""
+    x, out = node.inputs[0], node.outputs[0]
+    if not x.dtype.is_floating or x.shape.rank is None:
+        return None
+    axis, keepdims = node.attrs["axis"], node.attrs["keepdims"]
+    axes = tuple(range(x.shape.rank)) if axis is None else tuple(axis)
+    expr = f"{bind(np.add.reduce)}({args[0]}, {bind(axes)}, None, None, {bool(keepdims)})"
+    if node.op is _sum:
+        return expr
+    dims = [x.shape[a] for a in axes]
+    if any(d is None for d in dims) or not out.shape.is_fully_defined():
+        return None
+    count = x.dtype.as_numpy_dtype(int(np.prod(dims, dtype=np.int64)))
+    return f"{bind(np.true_divide)}({expr}, {bind(count)})"
+
+
+@op("Sum", shape=reduced_shape_rule, emit=_reduce_emit)
 def _sum(x, *, axis, keepdims):
     # dtype=x.dtype: NumPy would widen int32 sums to int64; TF keeps the input dtype
     return np.add.reduce(x, axis=axis, dtype=x.dtype, keepdims=keepdims)
@@ -65,7 +83,7 @@ def _(g, out, x, *, axis, keepdims):
     return expand_reduced(g, x, axis, keepdims)
 
 
-@op("Mean", shape=reduced_shape_rule)
+@op("Mean", shape=reduced_shape_rule, emit=_reduce_emit)
 def _mean(x, *, axis, keepdims):
     r = np.mean(x, axis=axis, keepdims=keepdims)
     return r.astype(x.dtype) if x.dtype.kind in "iu" else r.astype(x.dtype, copy=False)

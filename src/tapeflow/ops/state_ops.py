@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from tapeflow.framework import errors
 from tapeflow.framework.dispatch import apply, op
 
@@ -12,7 +14,12 @@ def _var_spec(*, var):
     return tuple(var.shape.as_tuple()) if var.shape.rank is not None else None, var.dtype
 
 
-@op("ReadVariableOp", stateful=True, shape=lambda *, var: _var_spec(var=var))
+def _emit_read(node, args: list[str], bind) -> str:
+    """Graphs read the variable's array directly (no kernel frame)."""
+    return f"{bind(node.attrs['var'])}._value"
+
+
+@op("ReadVariableOp", variable="read", shape=lambda *, var: _var_spec(var=var), emit=_emit_read)
 def _read(*, var):
     value = var._value
     if value is None:
@@ -22,7 +29,57 @@ def _read(*, var):
     return value
 
 
-@op("AssignVariableOp", stateful=True, shape=lambda v, *, var: _var_spec(var=var))
+def _set(var: Any, value: np.ndarray) -> np.ndarray:
+    """AssignVariableOp after the trace checked dtype and shape (never aliases a view)."""
+    var._value = value if value.base is None and value.flags.writeable else value.copy()
+    return value
+
+
+def _add(var: Any, delta: np.ndarray) -> np.ndarray:
+    var._value = out = np.add(var._value, delta)
+    return out
+
+
+def _subtract(var: Any, delta: np.ndarray) -> np.ndarray:
+    var._value = out = np.subtract(var._value, delta)
+    return out
+
+
+def _assign_add_into(var: Any, delta: np.ndarray) -> np.ndarray:
+    """AssignAdd writing into `delta`, a dying fresh buffer (the old value stays intact)."""
+    var._value = np.add(var._value, delta, out=delta)
+    return delta
+
+
+def _assign_sub_into(var: Any, delta: np.ndarray) -> np.ndarray:
+    var._value = np.subtract(var._value, delta, out=delta)
+    return delta
+
+
+def _emit_write(fast):
+    """Graphs call `fast` directly when the traced value matches the variable's spec."""
+
+    def emit(node, args: list[str], bind) -> str | None:
+        var, value = node.attrs["var"], node.inputs[0]
+        if (value.dtype is var.dtype and value.shape.is_fully_defined()
+                and value.shape == var.shape):
+            return f"{bind(fast)}({bind(var)}, {args[0]})"
+        return None
+
+    return emit
+
+
+def _emit_write_into(fast):
+    def emit(node, args: list[str], bind) -> str | None:
+        if node.inputs[0].dtype is not node.attrs["var"].dtype:
+            return None
+        return f"{bind(fast)}({bind(node.attrs['var'])}, {args[0]})"
+
+    return emit
+
+
+@op("AssignVariableOp", variable="write", shape=lambda v, *, var: _var_spec(var=var),
+    emit=_emit_write(_set))
 def _assign(value, *, var):
     if value.dtype != var.dtype._np:
         raise errors.InvalidArgumentError(
@@ -38,13 +95,15 @@ def _assign(value, *, var):
     return value
 
 
-@op("AssignAddVariableOp", stateful=True, shape=lambda v, *, var: _var_spec(var=var))
+@op("AssignAddVariableOp", variable="write", shape=lambda v, *, var: _var_spec(var=var),
+    emit=_emit_write(_add), emit_into=_emit_write_into(_assign_add_into))
 def _assign_add(delta, *, var):
     var._value = _read.kernel(var=var) + delta
     return var._value
 
 
-@op("AssignSubVariableOp", stateful=True, shape=lambda v, *, var: _var_spec(var=var))
+@op("AssignSubVariableOp", variable="write", shape=lambda v, *, var: _var_spec(var=var),
+    emit=_emit_write(_subtract), emit_into=_emit_write_into(_assign_sub_into))
 def _assign_sub(delta, *, var):
     var._value = _read.kernel(var=var) - delta
     return var._value

@@ -11,7 +11,7 @@ from tapeflow.graph.ir import PLACEHOLDER, Graph, SymbolicTensor, clone, remove_
 
 def has_effect(node) -> bool:
     """True for nodes that must run even when nothing uses their outputs."""
-    return node.op.stateful and node.op is not PLACEHOLDER and node.op.name != "ReadVariableOp"
+    return node.op.stateful and node.op is not PLACEHOLDER and node.op.variable != "read"
 
 
 def run(graph: Graph, keep_stateful: bool = True) -> tuple[Graph, str]:

@@ -9,20 +9,14 @@ from tapeflow.graph.ir import CONST, Graph, clone, remove_nodes, replace_uses
 MAX_ELEMENTS = 1 << 20  # larger results stay as ops (folding would bloat the graph's memory)
 MAX_SHAPE_DERIVED = 1 << 16  # cap for values made from static shapes (zeros_like, broadcasts)
 
-# inputs that ops read only for their shape/dtype ("like" tensors of gradient plumbing): with a
-# static shape they are known at compile time whatever their values
-SHAPE_ONLY = {"BroadcastLike": {1}, "SumToShapeOf": {1}, "ReshapeLike": {1}, "ZerosLike": {0},
-              "OnesLike": {0}, "SizeRatio": {0, 1}, "ScatterAddLike": {2}, "Shape": {0},
-              "Size": {0}, "Rank": {0}}
-
-
 def _known_inputs(node) -> list | None:
-    """Input values for compile-time evaluation (dummies for static shape-only inputs)."""
+    """Input values for compile-time evaluation (dummies for static inputs the op reads for
+    their shape only, ``Op.shape_only``: "like" tensors of gradient plumbing)."""
     values = []
     for i, t in enumerate(node.inputs):
         if t.node.op is CONST:
             values.append(t.node.attrs["value"])
-        elif (i in SHAPE_ONLY.get(node.op.name, ()) and t.shape.is_fully_defined()
+        elif (i in node.op.shape_only and t.shape.is_fully_defined()
               and t.dtype.name != "string"):
             values.append(np.broadcast_to(np.zeros((), t.dtype.as_numpy_dtype),
                                           t.shape.as_tuple()))
@@ -38,7 +32,8 @@ def run(graph: Graph) -> tuple[Graph, str]:
     dead: set[int] = set()
     for node in list(g.nodes):
         result.append(node)
-        if node.op is CONST or node.op.stateful or not node.inputs or node.control_inputs:
+        if (node.op is CONST or not node.op.foldable or node.op.stateful or not node.inputs
+                or node.control_inputs):
             continue
         values = _known_inputs(node)
         if values is None:

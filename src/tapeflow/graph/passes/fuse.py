@@ -21,6 +21,7 @@ from tapeflow.graph.ir import Graph, Node, SymbolicTensor, clone, readers
 from tapeflow.ops import conv_ops, fused_ops, math_ops, nn_ops, normalization_ops
 
 _FLOATS = ("float32", "float64")
+_RELU = nn_ops._relu.name  # the fused ops' activation attribute names the op it applies
 
 # build(producer, consumer) -> (op, inputs, attrs, outputs) or None to skip; each output is a
 # tensor of the pair whose readers the fused node takes over, or a (shape, dtype) for a new one
@@ -45,7 +46,7 @@ def _conv_bias(p: Node, c: Node):
 def _conv_relu(p: Node, c: Node):
     if p.attrs["activation"] is not None:
         return None
-    return fused_ops._fused_conv2d, list(p.inputs), {**p.attrs, "activation": "Relu"}, \
+    return fused_ops._fused_conv2d, list(p.inputs), {**p.attrs, "activation": _RELU}, \
         list(c.outputs)
 
 
@@ -54,7 +55,7 @@ def _bn_relu(p: Node, c: Node):
         return None
     x = p.inputs[0]
     coefficients = ((2, x.shape[-1] if x.shape.rank else None), x.dtype)  # a fresh output
-    return (fused_ops._fused_batch_norm_ex, list(p.inputs), {**p.attrs, "activation": "Relu"},
+    return (fused_ops._fused_batch_norm_ex, list(p.inputs), {**p.attrs, "activation": _RELU},
             [c.outputs[0], *p.outputs[1:], coefficients])
 
 
@@ -62,7 +63,7 @@ def _relu_grad_bn_grad(p: Node, c: Node):
     g, y = p.inputs
     forward = y.node
     if (forward.op is fused_ops._fused_batch_norm_ex and y is forward.outputs[0]
-            and forward.attrs["activation"] == "Relu" and c.inputs[1] is forward.inputs[0]):
+            and forward.attrs["activation"] == _RELU and c.inputs[1] is forward.inputs[0]):
         # the mask from the forward's coefficients and the x read anyway, not from y
         return (fused_ops._fused_batch_norm_grad_ex, [g, forward.outputs[4], *c.inputs[1:]],
                 {"mask_from": "coefficients"}, list(c.outputs))

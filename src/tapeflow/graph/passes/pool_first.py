@@ -27,7 +27,7 @@ _FLOATS = ("float32", "float64")
 
 def _pointwise(node: Node) -> bool:
     """A 1x1, stride-1, undilated NHWC convolution (or one of its gradients) in float."""
-    if node.op.name == "Conv2DBackpropFilter":
+    if node.op is conv_ops._conv2d_backprop_filter:
         hw = tuple(node.attrs["filter_hw"])
     else:  # Conv2D, Conv2DBackpropInput: the filter is the second input
         w_shape = node.inputs[1].shape
@@ -75,25 +75,26 @@ class _Rewriter:
         """The replacement for `node`'s output, or None to keep the node."""
         if node.op.stateful or node.control_inputs:
             return None
-        name = node.op.name
-        if name == "AvgPool":
+        op = node.op
+        if op is conv_ops._avg_pool:
             return self._forward(node)
-        source = node.inputs[0] if name in ("Conv2DBackpropInput", "BiasAddGrad") else (
-            node.inputs[1] if name == "Conv2DBackpropFilter" else None)
-        if source is None or source.node.op.name != "AvgPoolGrad":
+        source = node.inputs[0] if op in (conv_ops._conv2d_backprop_input,
+                                          nn_ops._bias_add_grad) else (
+            node.inputs[1] if op is conv_ops._conv2d_backprop_filter else None)
+        if source is None or source.node.op is not conv_ops._avg_pool_grad:
             return None
         pool_grad = source.node
         attrs = _pool_attrs(pool_grad)
         gp = pool_grad.inputs[0]
         if attrs is None or _static_hw(gp) is None:
             return None
-        if name == "BiasAddGrad":
+        if op is nn_ops._bias_add_grad:
             if node.attrs["data_format"].startswith("NC"):
                 return None
             return self.emit(nn_ops._bias_add_grad, [gp], dict(node.attrs), node, node.name)
         if not _pointwise(node):
             return None
-        if name == "Conv2DBackpropFilter":
+        if op is conv_ops._conv2d_backprop_filter:
             y = node.inputs[0]
             pooled = self.emit(conv_ops._avg_pool, [y], attrs, node, pool_grad.name + "/input")
             return self.emit(conv_ops._conv2d_backprop_filter, [pooled, gp], dict(node.attrs),
@@ -110,12 +111,12 @@ class _Rewriter:
         if attrs is None or not self.only_reader(t):
             return None
         bias = None
-        if t.node.op.name == "BiasAdd" and not t.node.attrs["data_format"].startswith("NC"):
+        if t.node.op is nn_ops._bias_add and not t.node.attrs["data_format"].startswith("NC"):
             bias, t = t.node, t.node.inputs[0]
             if not self.only_reader(t) or bias.op.stateful or bias.control_inputs:
                 return None
         conv = t.node
-        if conv.op.name != "Conv2D" or not _pointwise(conv) or conv.control_inputs:
+        if conv.op is not conv_ops._conv2d or not _pointwise(conv) or conv.control_inputs:
             return None
         pooled = self.emit(conv_ops._avg_pool, [conv.inputs[0]], attrs, pool, pool.name)
         out = self.emit(conv_ops._conv2d, [pooled, conv.inputs[1]], dict(conv.attrs), pool,

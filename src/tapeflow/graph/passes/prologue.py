@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from tapeflow.graph.ir import Graph, clone, readers, substitute
 from tapeflow.graph.passes.share_tiles import takes_winograd
-from tapeflow.ops import fused_ops
+from tapeflow.ops import fused_ops, nn_ops
 
 _CONVS = (fused_ops._fused_conv2d, fused_ops._winograd_conv2d)
 
@@ -26,7 +26,7 @@ def run(graph: Graph) -> tuple[Graph, str]:
     ordered = {id(c) for n in g.nodes for c in n.control_inputs}
     folded = 0
     for pi, p in enumerate(list(g.nodes)):
-        if (p.op is not fused_ops._fused_batch_norm_ex or p.attrs["activation"] != "Relu"
+        if (p.op is not fused_ops._fused_batch_norm_ex or p.attrs["activation"] != nn_ops._relu.name
                 or p.control_inputs or id(p) in ordered):
             continue
         uses = found.get(id(p.outputs[0]), [])

@@ -19,13 +19,12 @@ last convolutions qualify, so its peak memory does not grow with depth).
 
 from __future__ import annotations
 
-from tapeflow.graph.ir import Graph, Node, clone, readers, substitute
+from tapeflow.graph.ir import CONST, Graph, Node, clone, readers, substitute
 from tapeflow.kernels import winograd
 from tapeflow.ops import conv_ops, fused_ops
 
 MAX_CONVS_BETWEEN = 1
-_FORWARD_CONVS = frozenset({conv_ops._conv2d.name, fused_ops._fused_conv2d.name,
-                            fused_ops._winograd_conv2d.name})
+_FORWARD_CONVS = (conv_ops._conv2d, fused_ops._fused_conv2d, fused_ops._winograd_conv2d)
 _GEOMETRY = ("strides", "dilations", "padding")
 
 
@@ -51,14 +50,11 @@ def _winograd_pair(f: Node, b: Node) -> bool:
             and takes_winograd(f))
 
 
-_HELD_ANYWAY = frozenset({"Const", "ReadVariableOp"})
-
-
 def _takes_place(x_readers: list[int], f: int, b: int, inputs: set[int], x) -> bool:
     """Whether the tiles replace x: x is computed in the graph (not an input, constant or
     variable value) and only forward `f` and gradient `b` read it."""
-    return (id(x) not in inputs and x.node.op.name not in _HELD_ANYWAY
-            and set(x_readers) == {f, b})
+    held = x.node.op is CONST or x.node.op.variable == "read"  # held by the graph anyway
+    return id(x) not in inputs and not held and set(x_readers) == {f, b}
 
 
 def run(graph: Graph) -> tuple[Graph, str]:
@@ -66,7 +62,7 @@ def run(graph: Graph) -> tuple[Graph, str]:
     tiles take x's place or the two run close together."""
     g, _ = clone(graph)
     found = readers(g)
-    convs = [i for i, n in enumerate(g.nodes) if n.op.name in _FORWARD_CONVS]
+    convs = [i for i, n in enumerate(g.nodes) if n.op in _FORWARD_CONVS]
     ordered = {id(c) for n in g.nodes for c in n.control_inputs}
     inputs = {id(t) for t in g.inputs}
     kept: dict[int, Node] = {}  # position of a rewritten forward -> its _WinogradConv2D

@@ -1,5 +1,5 @@
 """Algebraic simplification: x*1, x+0, x-0, x/1, identity reshapes/casts, Identity nodes, and a
-split of a concatenation back into the same pieces."""
+split of a concatenation back into the same pieces; each rule reads facts of the op."""
 
 from __future__ import annotations
 
@@ -16,8 +16,9 @@ def _const_equal(t, value: float) -> bool:
 
 
 def _forwarded(node):
-    """The input that `node` merely passes through unchanged, or None."""
-    name, ins = node.op.name, node.inputs
+    """The input that `node` merely passes through unchanged, or None (from the op's facts:
+    ``output="input"``, a ``neutral`` operand, ``passthrough`` at equal specs)."""
+    op, ins = node.op, node.inputs
     out = node.outputs[0] if len(node.outputs) == 1 else None
     if out is None:
         return None
@@ -25,30 +26,25 @@ def _forwarded(node):
     def same_spec(t):
         return t.dtype is out.dtype and t.shape.is_fully_defined() and t.shape == out.shape
 
-    if name in ("Identity",):
+    if op.output == "input":
         return ins[0]
-    if name in ("Mul",) and len(ins) == 2:
-        for a, b in ((ins[0], ins[1]), (ins[1], ins[0])):
-            if _const_equal(b, 1) and same_spec(a):
-                return a
-    if name == "AddV2" and len(ins) == 2:
-        for a, b in ((ins[0], ins[1]), (ins[1], ins[0])):
-            if _const_equal(b, 0) and same_spec(a):
-                return a
-    if name in ("Sub", "RealDiv") and len(ins) == 2:
-        if _const_equal(ins[1], 0 if name == "Sub" else 1) and same_spec(ins[0]):
-            return ins[0]
-    if name in ("Reshape", "Cast", "Transpose") and same_spec(ins[0]):
-        if name == "Transpose" and tuple(node.attrs["perm"]) != tuple(range(out.shape.rank)):
-            return None
+    if op.neutral is not None and len(ins) == 2:
+        value, positions = op.neutral
+        for i in positions:
+            other = ins[1 - i]
+            if _const_equal(ins[i], value) and same_spec(other):
+                return other
+    passthrough = op.passthrough
+    if passthrough and ins and same_spec(ins[0]) and (
+            passthrough is True or passthrough(node.attrs)):
         return ins[0]
     return None
 
 
 def _split_of_concat(node):
-    """The pieces a SplitV/SplitLike cuts from a ConcatV2 of exactly those pieces, or None
-    (RevNet's blocks concatenate their halves and the next block splits them again)."""
-    if node.op.name not in ("SplitV", "SplitLike") or node.inputs[0].node.op.name != "ConcatV2":
+    """The pieces a split cuts from a concatenation of exactly those pieces (``Op.inverse``),
+    or None (RevNet's blocks concatenate their halves and the next block splits them again)."""
+    if node.op.inverse is None or node.inputs[0].node.op is not node.op.inverse:
         return None
     concat = node.inputs[0].node
     if concat.attrs["axis"] != node.attrs["axis"] or len(concat.inputs) != len(node.outputs):
