@@ -11,35 +11,18 @@ import math
 
 import numpy as np
 import pytest
+from optimizer_cases import CASES, FTRL_ALL
+from optimizer_cases import X0 as X032
+from optimizer_cases import A as A32
+from optimizer_cases import B as B32
 
 import tapeflow as tf
 from tapeflow.keras import optimizers
 
-A = np.array([[1.0, 0.5, -2.0], [3.0, -0.25, 0.75]])
-B = np.array([[0.3, -1.2, 0.1], [-0.5, 0.8, 2.0]])
-X0 = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]])
+A, B, X0 = (a.astype(np.float64) for a in (A32, B32, X032))
 STEPS = 5
 LR = float(np.float32(0.1))   # the learning rate is a float32 variable, as in Keras
-FTRL_ALL = dict(learning_rate_power=-0.7, l1_regularization_strength=0.05,
-                l2_regularization_strength=0.1, l2_shrinkage_regularization_strength=0.02,
-                beta=0.3, initial_accumulator_value=0.2)
-CASES = {  # as in reference/make_optimizer_values.py
-    "legacy_nadam": ("legacy", "Nadam", dict(learning_rate=0.1)),
-    "legacy_adamax": ("legacy", "Adamax", dict(learning_rate=0.1)),
-    "legacy_adadelta": ("legacy", "Adadelta", dict(learning_rate=1.0)),
-    "legacy_ftrl": ("legacy", "Ftrl", dict(learning_rate=0.1)),
-    "legacy_ftrl_all": ("legacy", "Ftrl", dict(learning_rate=0.1, **FTRL_ALL)),
-    "nadam": ("", "Nadam", dict(learning_rate=0.1)),
-    "adamax": ("", "Adamax", dict(learning_rate=0.1)),
-    "adadelta": ("", "Adadelta", dict(learning_rate=1.0)),
-    "ftrl": ("", "Ftrl", dict(learning_rate=0.1)),
-    "adamw": ("", "AdamW", dict(learning_rate=0.1, weight_decay=0.05)),
-    "adamw_amsgrad": ("", "AdamW", dict(learning_rate=0.1, weight_decay=0.05, amsgrad=True)),
-    "adam": ("", "Adam", dict(learning_rate=0.1)),
-    "rmsprop": ("", "RMSprop", dict(learning_rate=0.05, momentum=0.5, centered=True)),
-    "adagrad": ("", "Adagrad", dict(learning_rate=0.1)),
-    "sgd": ("", "SGD", dict(learning_rate=0.1, momentum=0.9, nesterov=True)),
-}
+
 # tf-keras 2.21, float32. tapeflow's optimizers are Keras 2's with the moments' (1 - beta) taken in
 # float64 as tf.keras.optimizers' are; the legacy classes of tf-keras take them in float32 and end
 # up to 4e-6 away from these after five steps at these rates (measured for Adam).

@@ -11,6 +11,7 @@ from tapeflow.framework.tensor import Tensor
 from tapeflow.framework.variable import Variable
 from tapeflow.keras.optimizers.optimizer import (
     Optimizer,
+    adam_moments,
     bias_corrected_rate,
     check_update,
     scalar_safe,
@@ -28,13 +29,7 @@ def _apply_adam(grad, lr, step, *, var, m, v, vhat, beta_1, beta_2, epsilon):
     """
     check_update("KerasApplyAdam", grad, var)
     lr_t = bias_corrected_rate(lr, step, beta_1, beta_2, var._value.dtype)
-    new_m = np.subtract(grad, m._value)
-    new_m *= 1.0 - beta_1
-    new_m += m._value
-    new_v = np.square(grad)
-    new_v -= v._value
-    new_v *= 1.0 - beta_2
-    new_v += v._value
+    new_m, new_v = adam_moments(grad, m, v, beta_1, beta_2)
     if vhat is not None:
         new_vhat = np.maximum(vhat._value, new_v)
         vhat._value = new_vhat

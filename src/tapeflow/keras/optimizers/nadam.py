@@ -16,7 +16,13 @@ from tapeflow.framework.context import eager_scope
 from tapeflow.framework.dispatch import apply, op
 from tapeflow.framework.tensor import Tensor
 from tapeflow.framework.variable import Variable
-from tapeflow.keras.optimizers.optimizer import Optimizer, check_update, scalar_safe, var_spec
+from tapeflow.keras.optimizers.optimizer import (
+    Optimizer,
+    adam_moments,
+    check_update,
+    scalar_safe,
+    var_spec,
+)
 
 
 def _momentum(beta_1: float, exponent: float, t: float) -> float:
@@ -45,13 +51,7 @@ def _apply_nadam(grad, lr, step, product, *, var, m, v, beta_1, beta_2, epsilon,
     t = float(step) + 1.0
     mu_t, mu_next = _momentum(beta_1, exponent, t), _momentum(beta_1, exponent, t + 1.0)
     prod = float(product)
-    new_m = np.subtract(grad, m._value)
-    new_m *= 1.0 - beta_1
-    new_m += m._value
-    new_v = np.square(grad)
-    new_v -= v._value
-    new_v *= 1.0 - beta_2
-    new_v += v._value
+    new_m, new_v = adam_moments(grad, m, v, beta_1, beta_2)
     m_hat = np.multiply(new_m, mu_next / (1.0 - prod * mu_next))
     m_hat += np.multiply(grad, (1.0 - mu_t) / (1.0 - prod))
     denom = np.divide(new_v, 1.0 - beta_2 ** t)

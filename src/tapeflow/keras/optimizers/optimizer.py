@@ -87,6 +87,19 @@ def _aggregate_over_replicas(grads: list) -> list:
     return grads if ctx is None else ctx._aggregate_gradients(grads)
 
 
+def adam_moments(grad: np.ndarray, m: Variable, v: Variable, beta_1: float,
+                 beta_2: float) -> tuple[np.ndarray, np.ndarray]:
+    """Adam's new moments: m + (g - m)(1 - b1) and v + (g^2 - v)(1 - b2), as Keras orders them."""
+    new_m = np.subtract(grad, m._value)
+    new_m *= 1.0 - beta_1
+    new_m += m._value
+    new_v = np.square(grad)
+    new_v -= v._value
+    new_v *= 1.0 - beta_2
+    new_v += v._value
+    return new_m, new_v
+
+
 def check_update(op_name: str, grad: np.ndarray, var: Variable) -> None:
     """Refuse a gradient whose shape differs from its variable (NumPy would broadcast it)."""
     if grad.shape != var._value.shape:
