@@ -16,8 +16,8 @@ ROOT = Path(__file__).resolve().parents[2]
 WORKERS = Path(__file__).resolve().parent / "workers"
 
 
-def env() -> dict:
-    e = dict(os.environ)
+def env(**extra: str) -> dict:
+    e = dict(os.environ, **extra)
     e["PYTHONPATH"] = str(ROOT / "src") + os.pathsep + e.get("PYTHONPATH", "")
     e["OMP_NUM_THREADS"] = e["OPENBLAS_NUM_THREADS"] = "1"
     return e
@@ -31,15 +31,17 @@ def need_mpi() -> str:
     return exe
 
 
-def mpiexec(n: int, script: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+def mpiexec(n: int, script: str, *args: str, timeout: float = 120,
+            **extra_env: str) -> subprocess.CompletedProcess:
     exe = need_mpi()
     return subprocess.run([exe, "-n", str(n), sys.executable, str(WORKERS / script), *args],
-                          env=env(), capture_output=True, text=True, timeout=timeout)
+                          env=env(**extra_env), capture_output=True, text=True, timeout=timeout)
 
 
-def python(script: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(WORKERS / script), *args], env=env(),
-                          capture_output=True, text=True, timeout=timeout)
+def python(script: str, *args: str, timeout: float = 120,
+           **extra_env: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(WORKERS / script), *args],
+                          env=env(**extra_env), capture_output=True, text=True, timeout=timeout)
 
 
 def free_ports(n: int) -> list[int]:

@@ -93,3 +93,26 @@ def test_buckets_pack_small_gradients_last_layer_first():
     sizes = [(400, "f4"), (4_000_000, "f4"), (400, "f4"), (800, "f8"), (400, "f4")]
     assert collective_ops.plan_buckets(sizes, 1 << 20) == [[4, 2], [3], [1], [0]]
     assert collective_ops.plan_buckets(sizes, 8 << 20) == [[4, 2, 1, 0], [3]]
+
+
+def test_sync_batch_norm_on_one_replica_is_batch_norm():
+    x = np.random.default_rng(0).normal(1.0, 2.0, size=(6, 3, 3, 4)).astype(np.float32)
+    bn = tf.keras.layers.BatchNormalization(momentum=0.5)
+    sync = tf.keras.layers.experimental.SyncBatchNormalization(momentum=0.5)
+
+    def run(layer, traced):
+        def step(t):
+            with tf.GradientTape() as tape:
+                tape.watch(t)
+                y = layer(t, training=True)
+                loss = tf.reduce_sum(y * y * tf.range(4, dtype=tf.float32))
+            return y, tape.gradient(loss, [t] + layer.trainable_variables)
+        return (tf.function(step) if traced else step)(tf.constant(x))
+
+    for traced in (False, True):
+        (y0, g0), (y1, g1) = run(bn, traced), run(sync, traced)
+        np.testing.assert_allclose(y1.numpy(), y0.numpy(), atol=2e-6)
+        for a, b in zip(g1, g0):
+            np.testing.assert_allclose(a.numpy(), b.numpy(), atol=2e-5)
+    np.testing.assert_allclose(sync.moving_variance.numpy(), bn.moving_variance.numpy(),
+                               rtol=1e-6)

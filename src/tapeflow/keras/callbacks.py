@@ -551,4 +551,8 @@ def __getattr__(name: str) -> Any:
         from tapeflow.keras.tensorboard import TensorBoard
 
         return TensorBoard
+    if name == "BackupAndRestore":
+        from tapeflow.keras.backup_and_restore import BackupAndRestore
+
+        return BackupAndRestore
     raise AttributeError(f"module 'tapeflow.keras.callbacks' has no attribute {name!r}")

@@ -1,9 +1,11 @@
 """Run under `mpiexec -n N` (or alone): trains a small MLP with MultiWorkerMirroredStrategy and
 writes what the tests compare to OUT (an .npz, from the chief).
 
-usage: mwms_train.py OUT {fit,loop} {sgd,adam} GLOBAL_BATCH STEPS
+usage: mwms_train.py OUT {fit,loop,backup} {sgd,adam} GLOBAL_BATCH STEPS [DIE_AT_EPOCH]
+backup: 4 epochs of fit with BackupAndRestore in OUT.backup; rank 1 exits at DIE_AT_EPOCH.
 """
 
+import os
 import sys
 
 import numpy as np
@@ -14,9 +16,13 @@ out, mode, opt_name, global_batch, steps = sys.argv[1], sys.argv[2], sys.argv[3]
     int(sys.argv[4]), int(sys.argv[5])
 strategy = tf.distribute.MultiWorkerMirroredStrategy()
 rank = strategy.cluster_resolver.task_id
+densenet = os.environ.get("MWMS_MODEL") == "densenet"
 rng = np.random.default_rng(0)
 x = rng.normal(size=(global_batch * steps, 12)).astype(np.float32)
 y = np.tanh(x @ rng.normal(size=(12, 3))).astype(np.float32)
+if densenet:  # the model zoo's DenseNet, small, with batch statistics over the global batch
+    x = rng.normal(size=(global_batch * steps, 8, 8, 3)).astype(np.float32)
+    tf.keras.layers.BatchNormalization = tf.keras.layers.experimental.SyncBatchNormalization
 
 
 def make_optimizer():
@@ -29,10 +35,29 @@ with strategy.scope():
     tf.random.set_seed(100 + rank)  # a different draw on each rank: the broadcast must fix it
     model = tf.keras.Sequential([tf.keras.layers.Dense(32, activation="relu", input_shape=(12,)),
                                  tf.keras.layers.Dense(3)])
+    if densenet:
+        from tapeflow.models import DenseNet
+
+        model = DenseNet((8, 8, 3), 3, growth_rate=4, num_blocks=2,
+                                   layers_per_block=2, initial_filters=8)
     model.compile(optimizer=make_optimizer(), loss="mse", metrics=["mae"])
 
 results = {}
-if mode == "fit":
+if mode == "backup":
+    die_at = int(sys.argv[6]) if len(sys.argv) > 6 else -1
+
+    def maybe_die(epoch, logs=None):
+        if epoch == die_at and strategy.worker_index == strategy.num_replicas_in_sync - 1:
+            os._exit(3)  # a worker dies: under mpiexec the whole job goes down
+
+    epochs_run = []
+    model.fit(x, y, batch_size=global_batch, epochs=4, shuffle=False, verbose=0, callbacks=[
+        tf.keras.callbacks.BackupAndRestore(out + ".backup"),
+        tf.keras.callbacks.LambdaCallback(on_epoch_begin=maybe_die),
+        tf.keras.callbacks.LambdaCallback(
+            on_epoch_begin=lambda e, logs=None: epochs_run.append(e))])
+    results["epochs_run"] = np.array(epochs_run)
+elif mode == "fit":
     log = tf.keras.callbacks.CSVLogger(f"{out}.rank{rank}.csv")  # written by the chief only
     history = model.fit(x, y, batch_size=global_batch, epochs=1, shuffle=False, verbose=0,
                         callbacks=[log])
@@ -57,7 +82,7 @@ else:
     results["loss"] = np.array(losses)
     results["gathered"] = strategy.gather(tf.constant([[float(rank)] * 2]), axis=0).numpy()
     results["mean_axis"] = strategy.reduce("MEAN", tf.constant([rank, rank + 2.0]), axis=0).numpy()
-for i, w in enumerate(model.get_weights()):
+for i, w in enumerate(model.get_weights()):  # Dense: w0..w3
     results[f"w{i}"] = w
 if strategy.is_chief:
     np.savez(out, replicas=strategy.num_replicas_in_sync, **results)

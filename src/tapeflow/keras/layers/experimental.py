@@ -1,5 +1,6 @@
 """``tf.keras.layers.experimental``: where TF 2.4-2.8 first published EinsumDense."""
 
 from tapeflow.keras.layers.einsum_dense import EinsumDense
+from tapeflow.keras.layers.sync_batch_norm import SyncBatchNormalization
 
-__all__ = ["EinsumDense"]
+__all__ = ["EinsumDense", "SyncBatchNormalization"]
