@@ -3,7 +3,9 @@
 One line per node calls the kernel directly (attributes are pre-bound module globals, hot ops are
 inlined as NumPy calls), each value is deleted after its last use, and an elementwise op whose
 first input dies at that op writes into that input's buffer. The source is registered with
-``linecache`` so tracebacks and debuggers show it; ``Executable.code`` shows it to users.
+``linecache`` so tracebacks and debuggers show it (and released with the function);
+``Executable.code`` shows it to users. Every name in it comes from one checked namespace
+(``graph/names.py``) and every value (attribute, constant, kernel) is bound, never spelled.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import itertools
 import linecache
 import time
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +21,7 @@ import numpy as np
 
 from tapeflow.framework import errors
 from tapeflow.graph import interop, schedule
+from tapeflow.graph import names as names_
 from tapeflow.graph.ir import CONST, Graph, Node, SymbolicTensor
 
 _counter = itertools.count()
@@ -96,8 +100,12 @@ class Executable:
         return err
 
 
-def _name_of(t: SymbolicTensor) -> str:
-    return f"v{t.node.id}_{t.index}"
+def _keywords(attrs: dict, bind: Callable[[Any], str]) -> list[str]:
+    """Attributes as call arguments: ``name=<bound value>`` where the name is a plain
+    identifier, and any other names in one bound dict passed as ``**<bound dict>``."""
+    plain = [f"{k}={bind(v)}" for k, v in attrs.items() if names_.is_keyword_argument(k)]
+    other = {k: v for k, v in attrs.items() if not names_.is_keyword_argument(k)}
+    return plain + ([f"**{bind(other)}"] if other else [])
 
 
 def compile_graph(graph: Graph, outputs: list | None = None, inputs: list | None = None,
@@ -118,19 +126,21 @@ def compile_graph(graph: Graph, outputs: list | None = None, inputs: list | None
 
     env: dict[str, Any] = {}
     bound: dict[int, str] = {}
+    ns = names_.Namespace(reserved=("_clock", "_t0", "_t1"))
+    fn_name = ns.fresh(name or graph.name)
 
     def bind(value: Any) -> str:
         key = id(value)
         if key not in bound:
-            bound[key] = f"g{len(bound)}"
+            bound[key] = ns.fresh(f"g{len(bound)}")
             env[bound[key]] = value
         return bound[key]
 
     names: dict[int, str] = {}
     params = []
     for i, t in enumerate(inputs):
-        names[id(t)] = f"p{i}"
-        params.append(f"p{i}")
+        names[id(t)] = ns.fresh(f"p{i}")
+        params.append(names[id(t)])
     locals_: set[str] = set()
     plan = []  # (node, output names or None for alias/const)
     for node in graph.nodes:
@@ -144,7 +154,7 @@ def compile_graph(graph: Graph, outputs: list | None = None, inputs: list | None
             continue
         outs = []
         for t in node.outputs:
-            n = _name_of(t)
+            n = ns.fresh(f"v{t.node.id}_{t.index}")
             names[id(t)] = n
             outs.append(n)
             locals_.add(n)
@@ -170,7 +180,7 @@ def compile_graph(graph: Graph, outputs: list | None = None, inputs: list | None
             src.append(f"    {a} = {a}.get()")
             lines[len(src)] = pending.pop(a)
 
-    src = [f"def {_ident(name or graph.name)}({', '.join(params)}):"]
+    src = [f"def {fn_name}({', '.join(params)}):"]
     if profile is not None:
         env["_clock"] = time.perf_counter
         src.append("    _t0 = _clock()")
@@ -210,7 +220,8 @@ def compile_graph(graph: Graph, outputs: list | None = None, inputs: list | None
     linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
     env.setdefault("__name__", "tapeflow.graph.generated")  # a module name warning filters see
     exec(compile(code, filename, "exec"), env)  # noqa: S102 - our own generated source
-    fn = env[_ident(name or graph.name)]
+    fn = env[fn_name]
+    weakref.finalize(fn, linecache.cache.pop, filename, None)  # the source lives as long as fn
     return Executable(fn, code, filename, lines)
 
 
@@ -233,11 +244,7 @@ def _caller_line(node: Node, args: list[str], outs: list[str], used_outs: list[s
         extra = "".join(f", {bind(c)}" for c in uf[1])
         expr = f"{bind(uf[0])}({', '.join(args)}{extra}{out_kw})"
     if expr is None:
-        kw = "".join(f", {k}={bind(v)}" for k, v in node.attrs.items())
-        call_args = ", ".join(args)
-        if kw and not call_args:
-            kw = kw[2:]
-        expr = f"{bind(node.op.kernel)}({call_args}{kw})"
+        expr = f"{bind(node.op.kernel)}({', '.join(args + _keywords(node.attrs, bind))})"
     return _assignment(node, outs, used_outs, expr)
 
 
@@ -251,7 +258,7 @@ def _worker_line(node: Node, args: list[str], outs: list[str], used_outs: list[s
         kw = f", out={target}" if target else ""
     else:
         fn, extra = node.op.kernel, []
-        kw = "".join(f", {k}={bind(v)}" for k, v in node.attrs.items())
+        kw = "".join(f", {k}" for k in _keywords(node.attrs, bind))
     spec = bind((line, fn, len(outs) if node.op.multi_output else None))
     expr = f"{bind(interop.launch)}({', '.join([spec] + args + extra)}{kw})"
     return _assignment(node, outs, used_outs, expr)
@@ -327,11 +334,6 @@ def _needed_nodes(graph: Graph, outputs: list, fed: set, keep_stateful: bool,
         stack.extend(t.node for t in node.inputs if id(t) not in fed)
         stack.extend(node.control_inputs)
     return needed
-
-
-def _ident(name: str) -> str:
-    out = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
-    return out if out and not out[0].isdigit() else f"f_{out}"
 
 
 def executable(graph: Graph) -> Executable:

@@ -30,6 +30,7 @@ from tapeflow.framework.dispatch import _read_grad
 from tapeflow.framework.tensor import EagerTensor, Tensor, wrap
 from tapeflow.framework.tensor_spec import TensorSpec
 from tapeflow.framework.variable import Variable
+from tapeflow.graph import names as names_
 from tapeflow.graph import signature as sig
 from tapeflow.graph.codegen import compile_graph
 from tapeflow.graph.ir import Graph, SymbolicTensor
@@ -278,34 +279,44 @@ def _wrap_output(o: Any, _new=object.__new__, _nd=np.ndarray, _et=EagerTensor) -
 
 
 def _make_packer(structure: Any):
-    """Compile `outputs tuple -> user structure of EagerTensors` into one expression."""
-    env: dict[str, Any] = {"_w": _wrap_output}
+    """Compile `outputs tuple -> user structure of EagerTensors` into one expression.
+
+    Keys, Python leaves and generic structures are bound as values under issued names (never
+    spelled in the source: an IntEnum or a str subclass with its own ``__repr__`` is a key
+    like any other)."""
+    ns = names_.Namespace(reserved=("o",))
+    env: dict[str, Any] = {}
+
+    def bind(value: Any) -> str:
+        name = ns.fresh(f"c{len(env)}")
+        env[name] = value
+        return name
+
+    wrap = bind(_wrap_output)
 
     def build(s: Any) -> str:
         if isinstance(s, int) and not isinstance(s, bool):
-            return f"_w(o[{s}])"
+            return f"{wrap}(o[{int(s)}])"
         if isinstance(s, _PyLeaf):
-            name = f"c{len(env)}"
-            env[name] = s.value
-            return name
-        if type(s) is dict and all(isinstance(k, (str, int)) for k in s):
-            return "{" + ", ".join(f"{k!r}: {build(v)}" for k, v in s.items()) + "}"
+            return bind(s.value)
+        if type(s) is dict:
+            return "{" + ", ".join(f"{bind(k)}: {build(v)}" for k, v in s.items()) + "}"
         if type(s) is tuple:
             inner = ", ".join(build(e) for e in s)
             return f"({inner}{',' if len(s) == 1 else ''})"
         if type(s) is list:
             return "[" + ", ".join(build(e) for e in s) + "]"
-        return _generic(s)
-
-    def _generic(s: Any) -> str:
-        name = f"c{len(env)}"
-        env[name] = s
-        env["_map"] = nest.map_structure
-        env["_leaf"] = _leaf_value
-        return f"_map(lambda x: _leaf(x, o), {name})"
+        return f"{bind(_generic_packer(s))}(o)"
 
     src = f"lambda o: {build(structure)}"
-    return eval(src, env)  # noqa: S307 - source built above from ints and names
+    return eval(src, env)  # noqa: S307 - source built above from issued names and ints
+
+
+def _generic_packer(structure: Any) -> Callable[[tuple], Any]:
+    def pack(outs: tuple) -> Any:
+        return nest.map_structure(lambda x: _leaf_value(x, outs), structure)
+
+    return pack
 
 
 def _leaf_value(x: Any, outs: tuple) -> Any:
