@@ -2,15 +2,19 @@
 
 A save writes a temporary file in the target directory, flushes and fsyncs it, then
 ``os.replace``s it over the final name: a crash at any point leaves either the old file or the
-new one, never a torn file. A CRC32 of every tensor, kept in the safetensors metadata, catches
-corruption that keeps the file parseable.
+new one, never a torn file. Temporaries are named ``.{final name}.{random}.tmp`` so that the
+next save can recognise and remove the ones a killed process left (``remove_temporaries``). Files
+are created with mode 0666 less the umask, as ``open`` would. A CRC32 over every tensor's key,
+dtype, shape and bytes, kept in the safetensors metadata, catches corruption that keeps the file
+parseable; a file without it is refused.
 """
 
 from __future__ import annotations
 
+import glob
 import json
 import os
-import tempfile
+import secrets
 import zlib
 
 import numpy as np
@@ -21,6 +25,8 @@ from tapeflow.framework import errors
 
 SUFFIX = ".safetensors"
 FORMAT = "tapeflow.checkpoint"
+VERSION = "2"  # version 1 (still read) left dtype and shape out of the checksum
+_TMP = ".tmp"
 
 
 def data_path(prefix: str) -> str:
@@ -33,11 +39,14 @@ def exists(prefix: str) -> bool:
     return os.path.isfile(data_path(prefix)) or os.path.isfile(os.fspath(prefix))
 
 
-def _checksum(tensors: dict[str, np.ndarray]) -> str:
+def _checksum(tensors: dict[str, np.ndarray], version: str = VERSION) -> str:
     crc = 0
     for key in sorted(tensors):
+        value = np.asarray(tensors[key], order="C")
         crc = zlib.crc32(key.encode(), crc)
-        crc = zlib.crc32(np.asarray(tensors[key], order="C").tobytes(), crc)
+        if version != "1":
+            crc = zlib.crc32(f"|{value.dtype.str}|{value.shape}|".encode(), crc)
+        crc = zlib.crc32(value.tobytes(), crc)
     return f"{crc:08x}"
 
 
@@ -45,7 +54,8 @@ def atomic_write(path: str, data: bytes) -> None:
     """Write `data` to `path` so that readers see the old file or the new one, never a part."""
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    tmp = os.path.join(directory, f".{os.path.basename(path)}.{secrets.token_hex(6)}{_TMP}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -57,6 +67,19 @@ def atomic_write(path: str, data: bytes) -> None:
             os.unlink(tmp)
         raise
     _fsync_directory(directory)
+
+
+def remove_temporaries(directory: str, name_prefix: str) -> list[str]:
+    """Delete what killed saves left in `directory`: temporaries of files named `name_prefix`*."""
+    pattern = os.path.join(glob.escape(directory), f".{glob.escape(name_prefix)}*{_TMP}")
+    removed = []
+    for tmp in glob.glob(pattern):
+        try:
+            os.unlink(tmp)
+            removed.append(tmp)
+        except FileNotFoundError:
+            pass
+    return removed
 
 
 def _fsync_directory(directory: str) -> None:
@@ -76,7 +99,7 @@ def _fsync_directory(directory: str) -> None:
 def write_tensors(prefix: str, tensors: dict[str, np.ndarray]) -> str:
     """Save `tensors` under `prefix` atomically; returns the file written."""
     arrays = {k: np.asarray(v, order="C") for k, v in tensors.items()}
-    metadata = {"format": FORMAT, "version": "1", "crc32": _checksum(arrays)}
+    metadata = {"format": FORMAT, "version": VERSION, "crc32": _checksum(arrays)}
     path = data_path(prefix)
     atomic_write(path, _st_save(arrays, metadata=metadata))
     return path
@@ -113,11 +136,25 @@ def read_tensors(prefix: str) -> dict[str, np.ndarray]:
             None, "restore",
             f"Checkpoint file {path!r} is corrupt or truncated ({e}); nothing was restored"
             f"\n{errors.user_line()}") from e
-    metadata = header.get("__metadata__") or {}
-    expected = metadata.get("crc32")
-    if expected is not None and expected != _checksum(tensors):
+    problem = _metadata_problem(header.get("__metadata__"), tensors)
+    if problem:
         raise errors.DataLossError(
             None, "restore",
-            f"Checkpoint file {path!r} is corrupt: checksum mismatch (stored {expected}, "
-            f"computed {_checksum(tensors)}); nothing was restored\n{errors.user_line()}")
+            f"Checkpoint file {path!r} is corrupt: {problem}; nothing was restored"
+            f"\n{errors.user_line()}")
     return tensors
+
+
+def _metadata_problem(metadata: object, tensors: dict[str, np.ndarray]) -> str | None:
+    """What is wrong with a file's format metadata and checksum, or None."""
+    if not isinstance(metadata, dict) or metadata.get("format") != FORMAT:
+        return f"no {FORMAT!r} metadata (not a tapeflow checkpoint, or its header was damaged)"
+    version, expected = metadata.get("version"), metadata.get("crc32")
+    if version not in ("1", VERSION):
+        return f"unknown format version {version!r}"
+    if not isinstance(expected, str):
+        return "no checksum in its metadata"
+    computed = _checksum(tensors, version)
+    if expected != computed:
+        return f"checksum mismatch (stored {expected}, computed {computed})"
+    return None

@@ -16,7 +16,11 @@ from tapeflow.train.checkpoint import Checkpoint, LoadStatus, save_object
 class CheckpointManager:
     """Saves ``{directory}/{checkpoint_name}-{n}``, deleting the oldest beyond `max_to_keep`.
 
-    Picks up the checkpoints an earlier run left in `directory` (from its index file).
+    Picks up the checkpoints an earlier run left in `directory` (from its index file). A save
+    is crash-safe in this order: write the new file (atomically), write the index naming it and
+    the files about to go, then delete those. Killed at any instant, the directory's index names
+    a complete checkpoint at least as new as the last ``save()`` that returned; the next manager
+    finishes interrupted deletions and the next save removes temporaries a killed save left.
     """
 
     def __init__(self, checkpoint: Checkpoint, directory: str, max_to_keep: int | None,
@@ -39,9 +43,10 @@ class CheckpointManager:
         self._interval = checkpoint_interval
         self._init_fn = init_fn
         self._last_step: int | None = None
-        paths, stamps = checkpoint_state.checkpoints_in(self._directory)
+        paths, stamps, deleting = checkpoint_state.checkpoints_in(self._directory)
         self._paths, self._stamps = paths, stamps
         self._last_kept = stamps[0] if stamps else time.time()
+        _remove([p for p in deleting if p not in paths])
 
     @property
     def directory(self) -> str:
@@ -78,27 +83,32 @@ class CheckpointManager:
         number = int(counter.numpy()) if checkpoint_number is None else int(
             np.asarray(checkpoint_number))
         path = os.path.join(self._directory, f"{self._name}-{number}")
+        checkpoint_io.remove_temporaries(self._directory, f"{self._name}-")
+        checkpoint_io.remove_temporaries(self._directory, checkpoint_state.STATE_FILE)
         save_object(self._checkpoint, path)
         if path in self._paths:
             i = self._paths.index(path)
             del self._paths[i], self._stamps[i]
         self._paths.append(path)
         self._stamps.append(time.time())
-        self._sweep()
-        checkpoint_state.write_state(self._directory, path, self._paths, self._stamps)
+        doomed = self._sweep()
+        checkpoint_state.write_state(self._directory, path, self._paths, self._stamps, doomed)
+        _remove(doomed)
         return path
 
-    def _sweep(self) -> None:
-        """Delete the oldest checkpoints beyond max_to_keep (keeping one every n hours)."""
+    def _sweep(self) -> list[str]:
+        """Drop the oldest checkpoints beyond max_to_keep (keeping one every n hours) from the
+        list; returns the paths whose files should go once the new index is written."""
+        doomed: list[str] = []
         if self._max_to_keep is None:
-            return
+            return doomed
         while len(self._paths) > self._max_to_keep:
             path, stamp = self._paths.pop(0), self._stamps.pop(0)
             if self._keep_every_s is not None and stamp - self._last_kept >= self._keep_every_s:
                 self._last_kept = stamp
                 continue
-            if os.path.exists(checkpoint_io.data_path(path)):
-                os.remove(checkpoint_io.data_path(path))
+            doomed.append(path)
+        return doomed
 
     def restore_or_initialize(self) -> str | None:
         """Restore the latest checkpoint, or run `init_fn` when there is none."""
@@ -112,3 +122,11 @@ class CheckpointManager:
 
     def restore_latest(self) -> LoadStatus:
         return self._checkpoint.restore(self.latest_checkpoint)
+
+
+def _remove(paths: list[str]) -> None:
+    for path in paths:
+        try:
+            os.remove(checkpoint_io.data_path(path))
+        except FileNotFoundError:
+            pass
