@@ -225,7 +225,8 @@ class GradientTape:
         for s in flat_sources:
             g = grads.get(id(s))
             if g is None and unconnected is UnconnectedGradients.ZERO:
-                g = array_ops.zeros(s.shape, dtype=s.dtype)
+                g = (array_ops.zeros(s.shape, dtype=s.dtype) if s.shape.is_fully_defined()
+                     else array_ops.zeros_like(s))  # an unknown dim: take it at run time
             out.append(g)
         return pack_sequence_as(sources, out)
 

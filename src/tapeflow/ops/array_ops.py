@@ -595,7 +595,16 @@ def _expand_dims(x, *, axis):
     return np.expand_dims(x, axis)
 
 
-@op("Squeeze")
+def _squeeze_rule(x, *, axis):
+    shape, dtype = x
+    if shape is None or (axis is None and None in shape):
+        return None, dtype  # which unknown dims are 1 is known only at run time: unknown rank
+    if axis is None:
+        return tuple(d for d in shape if d != 1), dtype
+    return tuple(d for i, d in enumerate(shape) if i not in axis), dtype
+
+
+@op("Squeeze", shape=_squeeze_rule)
 def _squeeze(x, *, axis):
     return np.squeeze(x, axis)
 

@@ -187,20 +187,26 @@ def _conv2d_backprop_filter(x, g, *, filter_hw, strides, dilations, padding):
     return _conv.conv2d_backprop_filter(x, g, geo)
 
 
-def _static_hw(t, what: str, op_name: str) -> tuple[int, int]:
+def _static_hw(t, what: str, op_name: str, first: int = 1) -> tuple[int, int]:
+    """Dims `first` and `first + 1` of `t` (its spatial size), which must be static."""
     dims = t.shape.as_list() if t.shape.rank is not None else [None] * 4
-    if dims[1] is None or dims[2] is None:
+    if dims[first] is None or dims[first + 1] is None:
         raise errors.InvalidArgumentError(
             f"{op_name}: the gradient needs the static spatial size of the {what}, got shape "
-            f"{t.shape}\n{errors.user_line()}")
-    return dims[1], dims[2]
+            f"{t.shape}; give it a static shape (e.g. in the input_signature)"
+            f"\n{errors.user_line()}")
+    return dims[first], dims[first + 1]
+
+
+def _filter_hw(w) -> tuple[int, int]:
+    return _static_hw(w, "filter", "Conv2D", first=0)
 
 
 @_conv2d.def_grad
 def _(g, out, x, w, *, strides, dilations, padding):
     conv = dict(strides=strides, dilations=dilations, padding=padding)
     dx = apply(_conv2d_backprop_input, g, w, input_hw=_static_hw(x, "input", "Conv2D"), **conv)
-    dw = apply(_conv2d_backprop_filter, x, g, filter_hw=tuple(w.shape.as_list()[:2]), **conv)
+    dw = apply(_conv2d_backprop_filter, x, g, filter_hw=_filter_hw(w), **conv)
     return dx, dw
 
 
@@ -208,7 +214,7 @@ def _(g, out, x, w, *, strides, dilations, padding):
 def _(gg, out, g, w, *, input_hw, strides, dilations, padding):
     conv = dict(strides=strides, dilations=dilations, padding=padding)
     return (apply(_conv2d, gg, w, **conv),
-            apply(_conv2d_backprop_filter, gg, g, filter_hw=tuple(w.shape.as_list()[:2]),
+            apply(_conv2d_backprop_filter, gg, g, filter_hw=_filter_hw(w),
                   **conv))
 
 

@@ -40,17 +40,12 @@ def reduced_shape_rule(x, *, axis, keepdims):
 
 def expand_reduced(g, x, axis, keepdims):
     """Broadcast gradient `g` of a reduction back over the reduced axes of `x`."""
-    from tapeflow.ops.array_ops import reshape
+    from tapeflow.ops.array_ops import expand_dims
     from tapeflow.ops.math_ops import _broadcast_like
 
-    if not keepdims and axis:
-        rank = x.shape.rank
-        shape = g.shape.as_list() if g.shape.rank is not None else None
-        if shape is not None and rank is not None:
-            kept = [1 if i in axis else None for i in range(rank)]
-            it = iter(shape)
-            new = [1 if k == 1 else next(it) for k in kept]
-            g = reshape(g, [-1 if d is None else d for d in new])
+    if not keepdims and axis and x.shape.rank is not None:
+        for a in sorted(axis):  # ascending: each insert leaves the later positions right
+            g = expand_dims(g, a)  # (a reshape would need every other dim known)
     return apply(_broadcast_like, g, x)
 
 
