@@ -9,6 +9,7 @@ to a temporary name and renamed on completion, so a crash never leaves a half fi
 from __future__ import annotations
 
 import json
+import math
 import os
 import struct
 import threading
@@ -121,23 +122,39 @@ def _write_element(f: BinaryIO, element: Any) -> None:
             f.write(np.ascontiguousarray(a).tobytes())
 
 
-def _read_exact(f: BinaryIO, n: int, path: str) -> bytes:
+_MAX_RANK = 64
+
+
+def _read_exact(f: BinaryIO, n: int, path: str, what: str = "data") -> bytes:
+    """`n` bytes; a length field past the end of the file is refused before allocating."""
+    start = f.tell()
+    left = os.fstat(f.fileno()).st_size - start
+    if n < 0 or n > left:
+        raise errors.DataLossError(
+            None, "cache", f"cache file {path} is corrupt or truncated: {what} at offset "
+            f"{start} claims {n} bytes, but {left} remain")
     data = f.read(n)
     if len(data) != n:
-        raise errors.DataLossError(f"cache file {path} is truncated at offset {f.tell()}")
+        raise errors.DataLossError(None, "cache",
+                                   f"cache file {path} is truncated at offset {f.tell()}")
     return data
 
 
 def read_cache(path: str) -> Iterator[Any]:
-    """Elements stored by a completed file cache."""
+    """Elements stored by a completed file cache; DataLossError for any malformed field."""
     with open(path, "rb") as f:
         if f.read(len(_MAGIC)) != _MAGIC:
-            raise errors.DataLossError(f"{path} is not a tapeflow cache file")
-        (n,) = struct.unpack("<q", _read_exact(f, 8, path))
-        header = json.loads(_read_exact(f, n, path))
-        if header["empty"]:
+            raise errors.DataLossError(None, "cache", f"{path} is not a tapeflow cache file")
+        (n,) = struct.unpack("<q", _read_exact(f, 8, path, "the header length"))
+        try:
+            header = json.loads(_read_exact(f, n, path, "the header"))
+            empty = header["empty"]
+            template = None if empty else _template(header["structure"])
+        except (ValueError, KeyError, TypeError, RecursionError) as e:
+            raise errors.DataLossError(
+                None, "cache", f"cache file {path} has a malformed header ({e!r})") from None
+        if empty:
             return
-        template = _template(header["structure"])
         n_leaves = len(structure.flatten(template))
         while True:
             head = f.read(16)
@@ -146,23 +163,50 @@ def read_cache(path: str) -> Iterator[Any]:
             leaves = []
             for i in range(n_leaves):
                 if i:
-                    head = _read_exact(f, 16, path)
+                    head = _read_exact(f, 16, path, "a value's header")
+                elif len(head) != 16:
+                    raise errors.DataLossError(
+                        None, "cache", f"cache file {path} is truncated at offset {f.tell()}")
                 leaves.append(_read_leaf(f, head, path))
             yield structure.pack_like(template, leaves)
 
 
+def _dtype(name: str, path: str) -> np.dtype:
+    """A plain numeric or bool dtype (never object or structured: those could not be read)."""
+    try:
+        npd = np.dtype(name)
+    except TypeError:
+        npd = None
+    if npd is None or npd.kind not in "biufc" or npd.fields is not None:
+        raise errors.DataLossError(None, "cache",
+                                   f"cache file {path} names an invalid dtype {name!r}")
+    return npd
+
+
 def _read_leaf(f: BinaryIO, head: bytes, path: str) -> np.ndarray:
     n_dtype, ndim = struct.unpack("<qq", head)
-    dtype = _read_exact(f, n_dtype, path).decode()
-    shape = tuple(np.frombuffer(_read_exact(f, 8 * ndim, path), dtype="<i8"))
-    count = int(np.prod(shape)) if shape else 1
+    if not 0 <= ndim <= _MAX_RANK or not 0 < n_dtype <= 16:
+        raise errors.DataLossError(
+            None, "cache", f"cache file {path} is corrupt: a value claims rank {ndim} and a "
+            f"dtype name of {n_dtype} bytes")
+    dtype = _read_exact(f, n_dtype, path, "a dtype name").decode("ascii", "replace")
+    shape = tuple(int(d) for d in np.frombuffer(_read_exact(f, 8 * ndim, path, "a shape"),
+                                                dtype="<i8"))
+    if any(d < 0 for d in shape):
+        raise errors.DataLossError(None, "cache",
+                                   f"cache file {path} is corrupt: negative shape {shape}")
+    count = math.prod(shape)  # Python ints: a hostile shape cannot overflow to a small number
     if dtype == "string":
-        lengths = np.frombuffer(_read_exact(f, 8 * count, path), dtype="<i8")
-        blob = _read_exact(f, int(lengths.sum()), path)
+        lengths = np.frombuffer(_read_exact(f, 8 * count, path, "string lengths"), dtype="<i8")
+        if (lengths < 0).any():
+            raise errors.DataLossError(None, "cache",
+                                       f"cache file {path} is corrupt: a negative string length")
+        blob = _read_exact(f, sum(int(n) for n in lengths), path, "string bytes")
         offsets = np.concatenate([[0], np.cumsum(lengths)])
         out = np.empty(count, dtype=object)
         for i in range(count):
             out[i] = blob[offsets[i]:offsets[i + 1]]
         return out.reshape(shape)
-    npd = np.dtype(dtype)
-    return np.frombuffer(_read_exact(f, count * npd.itemsize, path), dtype=npd).reshape(shape)
+    npd = _dtype(dtype, path)
+    data = _read_exact(f, count * npd.itemsize, path, f"a {dtype}{list(shape)} value")
+    return np.frombuffer(data, dtype=npd).reshape(shape)
