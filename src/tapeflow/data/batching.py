@@ -40,9 +40,10 @@ def _stack_leaf(arrays: list, component: int, what: str) -> np.ndarray:
         shapes = [list(a.shape) for a in arrays]
         bad = next(i for i, s in enumerate(shapes) if s != shapes[0])
         raise errors.InvalidArgumentError(
+            None, what,
             f"Cannot {what} tensors with different shapes in component {component}. First "
-            f"element had shape {shapes[0]} and element {bad} had shape {shapes[bad]}; "
-            f"use padded_batch() for variable-length elements.") from None
+            f"element had shape {shapes[0]} and element {bad} had shape {shapes[bad]} "
+            f"({arrays[0].dtype}); use padded_batch() for variable-length elements.") from None
 
 
 class BatchDataset(Dataset):
@@ -50,8 +51,19 @@ class BatchDataset(Dataset):
         self._inputs = (input_dataset,)
         self._batch_size = batch_size
         self._drop_remainder = drop_remainder
+        self._where = errors.user_line()  # batches are made later, maybe on another thread
 
     def _iterate(self, ctx: Any) -> Iterator[Any]:
+        try:
+            yield from self._batches(ctx)
+        except errors.InvalidArgumentError as e:
+            if e.op != "batch" or not self._where:
+                raise
+            raise errors.InvalidArgumentError(
+                e.node_def, e.op, f"{e.message}\nThe dataset's batch() was called at:\n"
+                f"{self._where}") from None
+
+    def _batches(self, ctx: Any) -> Iterator[Any]:
         fused = vectorize.fused_batches(self, ctx)
         if fused is not None:
             try:

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from tapeflow.framework import errors
 from tapeflow.framework.context import state as _state
 from tapeflow.framework.nest import flatten, pack_sequence_as
 from tapeflow.framework.tensor import EagerTensor, Tensor
@@ -48,6 +49,14 @@ class _Entry:
         self.multi = multi
 
 
+def _used_twice(first_use: str) -> str:
+    return ("A non-persistent GradientTape can only be used to compute one set of gradients "
+            "(or jacobians); its resources were released after the first call"
+            + (f":\n{first_use}\n" if first_use else ". ")
+            + "Create it with tf.GradientTape(persistent=True) to call gradient() more than "
+            f"once. This call:\n{errors.user_line()}")
+
+
 def _differentiable(t) -> bool:
     d = t.dtype
     return d.is_floating or d.is_complex
@@ -65,6 +74,7 @@ class GradientTape:
         self._keep: list = []  # keeps watched objects alive so their ids stay unique
         self._recording = False
         self._used = False
+        self._first_use = ""
 
     # --- context management -------------------------------------------------------------
     def __enter__(self) -> GradientTape:
@@ -157,11 +167,11 @@ class GradientTape:
                  unconnected_gradients: Any = UnconnectedGradients.NONE):
         """d(sum of targets)/d(each source), in the structure of `sources`."""
         if self._used and not self._persistent:
-            raise RuntimeError("A non-persistent GradientTape can only be used to compute one "
-                               "set of gradients (or jacobians)")
+            raise RuntimeError(_used_twice(self._first_use))
         result = self._gradient(target, sources, output_gradients, unconnected_gradients)
         if not self._persistent:
             self._used = True
+            self._first_use = errors.user_line()
             self._entries = []
         return result
 
@@ -249,8 +259,7 @@ class GradientTape:
         from tapeflow.ops import array_ops
 
         if self._used and not self._persistent:
-            raise RuntimeError("A non-persistent GradientTape can only be used to compute one "
-                               "set of gradients (or jacobians)")
+            raise RuntimeError(_used_twice(self._first_use))
         target_shape = [int(d) for d in target.shape]
         n = int(np.prod(target_shape)) if target_shape else 1
         flat_sources = flatten(sources)
@@ -272,6 +281,7 @@ class GradientTape:
             out.append(array_ops.reshape(stacked, target_shape + [int(d) for d in s.shape]))
         if not self._persistent:
             self._used = True
+            self._first_use = errors.user_line()
             self._entries = []
         return pack_sequence_as(sources, out)
 

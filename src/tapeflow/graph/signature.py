@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from tapeflow.framework import dtypes as _dtypes
+from tapeflow.framework import errors
 from tapeflow.framework.composite import CompositeTensor, TypeSpec
 from tapeflow.framework.shapes import TensorShape
 from tapeflow.framework.tensor import Tensor
@@ -163,14 +164,16 @@ def check_against_specs(values: list, specs: list, names: list[str], fn_name: st
         try:
             t = value if isinstance(value, Tensor) else convert_to_tensor(value, spec.dtype)
         except (TypeError, ValueError) as e:
-            raise TypeError(f"{fn_name}: argument '{name}' cannot be converted to {spec}: {e}") \
-                from e
+            raise TypeError(f"{fn_name}: argument '{name}' cannot be converted to {spec}: {e}"
+                            f"\n{errors.user_line()}") from e
         if t.dtype is not spec.dtype:
             raise TypeError(f"{fn_name}: argument '{name}' has dtype {t.dtype.name} but the "
-                            f"input_signature requires {spec.dtype.name} ({spec})")
+                            f"input_signature requires {spec.dtype.name} ({spec})"
+                            f"\n{errors.user_line()}")
         if not spec.shape.is_compatible_with(t.shape):
             raise TypeError(f"{fn_name}: argument '{name}' has shape {_shape(t.shape.as_tuple())}"
                              f" which is incompatible with the input_signature shape "
-                             f"{_shape(spec.shape.as_tuple())} ({spec})")
+                             f"{_shape(spec.shape.as_tuple())} ({spec})"
+                             f"\n{errors.user_line()}")
         out.append(t)
     return out

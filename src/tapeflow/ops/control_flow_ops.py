@@ -448,9 +448,10 @@ def while_loop(cond: Any, body: Any, loop_vars: Any, shape_invariants: Any = Non
     flat = [x if isinstance(x, ir.SymbolicTensor) and x.graph is g else g.convert(x)
             for x in _flatten(structure)]
     specs = [_spec(t) for t in flat]
+    # a TensorArray's buffer grows as the body writes: only its shape may change untold
+    grows = [isinstance(x, TensorArray) for x in nest.flatten(structure)]
     if shape_invariants is not None:
-        inv = nest.flatten(shape_invariants)
-        specs = [(TensorShape(s).as_tuple(), d) for s, (_, d) in zip(inv, specs)]
+        specs = _invariant_specs(nest.flatten(shape_invariants), specs)
     for _ in range(4):
         body_g, out = _trace_subgraph(lambda *a: call(body, a), "while_body", specs, structure)
         try:
@@ -466,6 +467,7 @@ def while_loop(cond: Any, body: Any, loop_vars: Any, shape_invariants: Any = Non
                                 f"body returns {t.dtype.name}\n{errors.user_line()}")
         relaxed = [(TensorShape(s).most_specific_common_supertype([t.shape]).as_tuple(), d)
                    for t, (s, d) in zip(out_flat, specs)]
+        _check_invariants(relaxed, specs, out_flat, grows, shape_invariants is not None)
         if relaxed == specs:
             break
         specs = relaxed
@@ -486,6 +488,36 @@ def while_loop(cond: Any, body: Any, loop_vars: Any, shape_invariants: Any = Non
                  maximum_iterations=maximum_iterations)
     result = _pack(structure, list(outs))
     return result[0] if single else result
+
+
+def _invariant_specs(invariants: list, specs: list) -> list:
+    """Loop-variable specs from `shape_invariants`, each checked against the entering shape."""
+    if len(invariants) != len(specs):
+        raise ValueError(f"tf.while_loop: shape_invariants has {len(invariants)} entries for "
+                         f"{len(specs)} loop variables\n{errors.user_line()}")
+    out = []
+    for i, (inv, (shape, dtype)) in enumerate(zip(invariants, specs)):
+        inv = TensorShape(inv)
+        if not inv.is_compatible_with(TensorShape(shape)):
+            raise ValueError(f"tf.while_loop: the shape invariant {inv} of loop variable {i} is "
+                             f"not compatible with the shape it enters the loop with, "
+                             f"{TensorShape(shape)}\n{errors.user_line()}")
+        out.append((inv.as_tuple(), dtype))
+    return out
+
+
+def _check_invariants(relaxed: list, specs: list, outs: list, grows: list,
+                      given: bool) -> None:
+    """The body must keep each loop variable's shape (or its invariant), as in TensorFlow."""
+    for i, ((new, _), (old, _), out, ta) in enumerate(zip(relaxed, specs, outs, grows)):
+        if new != old and not ta:
+            before = (f"has the shape invariant {TensorShape(old)}" if given
+                      else f"enters the loop with shape {TensorShape(old)}")
+            raise ValueError(
+                f"tf.while_loop: loop variable {i} {before}, but has shape {out.shape} after "
+                f"one iteration. To allow the shape to vary across iterations, use the "
+                f"`shape_invariants` argument of tf.while_loop to specify a less-specific "
+                f"shape (None for the dims that change)\n{errors.user_line()}")
 
 
 # --- TensorArray --------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import numpy as np
 
 from tapeflow._api import export
 from tapeflow.framework import dtypes as _dtypes
+from tapeflow.framework import errors
 from tapeflow.framework.dispatch import apply, op
 from tapeflow.ops.array_ops import _axis, _is_symbolic, _python_int, _tensor
 
@@ -122,7 +123,9 @@ def one_hot(indices: Any, depth: int, on_value: Any = None, off_value: Any = Non
     """A new dim of size `depth`: on_value at each index, off_value elsewhere (float32)."""
     idx = _tensor(indices)
     if not idx.dtype.is_integer:
-        raise TypeError(f"tf.one_hot: indices must be integers, got {idx.dtype.name}")
+        raise TypeError(f"OneHot: indices must be integers (int32, int64, uint8), got a "
+                        f"{idx.dtype.name} tensor of shape {idx.shape}; cast them with "
+                        f"tf.cast(indices, tf.int32)\n{errors.user_line()}")
     if dtype is None:
         given = next((v for v in (on_value, off_value) if v is not None), None)
         dtype = _tensor(given).dtype if given is not None else _dtypes.float32

@@ -7,12 +7,17 @@ from typing import Any
 import numpy as np
 
 from tapeflow._api import export
+from tapeflow.framework import errors
 from tapeflow.framework.dispatch import apply, op
 from tapeflow.ops.array_ops import _tensor
 
 
-def normalize_axes(axis: Any, rank: int | None) -> tuple | None:
-    """Axis argument (None, int, list, tensor) -> sorted tuple of non-negative axes."""
+def normalize_axes(axis: Any, rank: int | None, x: Any = None, op_name: str = "reduce"
+                   ) -> tuple | None:
+    """Axis argument (None, int, list, tensor) -> sorted tuple of non-negative axes.
+
+    An axis out of range names `op_name`, the input `x`'s shape and dtype, and the user's line.
+    """
     if axis is None:
         return None if rank is None else tuple(range(rank))
     if hasattr(axis, "numpy"):
@@ -23,7 +28,11 @@ def normalize_axes(axis: Any, rank: int | None) -> tuple | None:
     out = []
     for a in axes:
         if not -rank <= a < max(rank, 1):
-            raise ValueError(f"axis {a} is out of range for a tensor of rank {rank}")
+            what = "" if x is None else f" (input {x.dtype.name}{x.shape.as_list()})"
+            raise errors.InvalidArgumentError(
+                None, op_name, f"{op_name}: axis {a} is out of range for a tensor of rank "
+                f"{rank}{what}; valid axes are {-rank} to {max(rank - 1, 0)}"
+                f"\n{errors.user_line()}")
         out.append(a % rank if rank else 0)
     return tuple(sorted(set(out)))
 
@@ -94,7 +103,8 @@ def _(g, out, x, *, axis, keepdims):
 def _reduce(kernel_op, input_tensor, axis, keepdims):
     x = _tensor(input_tensor)
     rank = x.ndim
-    axes = tuple(range(rank)) if axis is None and rank is not None else normalize_axes(axis, rank)
+    axes = tuple(range(rank)) if axis is None and rank is not None else normalize_axes(
+        axis, rank, x, kernel_op.name)
     return apply(kernel_op, x, axis=axes, keepdims=bool(keepdims))
 
 

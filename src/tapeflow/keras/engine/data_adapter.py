@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from tapeflow.framework import nest
+from tapeflow.framework import errors, nest
 from tapeflow.framework.constant import convert_to_tensor
 from tapeflow.framework.tensor import EagerTensor
 from tapeflow.keras.engine import structures
@@ -70,11 +70,15 @@ def _to_arrays(structure: Any) -> Any:
 
 
 def _num_samples(structure: Any) -> int:
-    sizes = {len(a) for a in nest.flatten(structure) if a is not None}
+    """The common sample count of (x, y, sample_weight); a clear error naming them otherwise."""
+    parts = structure if isinstance(structure, tuple) and len(structure) == 3 else (structure,)
+    counts = [[len(a) for a in nest.flatten(p) if a is not None] for p in parts]
+    sizes = {n for c in counts for n in c}
     if len(sizes) != 1:
-        raise ValueError(f"Data cardinality is ambiguous: arrays have different numbers of "
-                         f"samples {sorted(sizes)}. Make sure all arrays contain the same "
-                         "number of samples.")
+        named = ", ".join(f"{name} sizes: {c if len(c) > 1 else c[0]}"
+                          for name, c in zip(("x", "y", "sample_weight"), counts) if c)
+        raise ValueError(f"Data cardinality is ambiguous: {named}. Make sure all arrays "
+                         f"contain the same number of samples.\n{errors.user_line()}")
     return sizes.pop()
 
 

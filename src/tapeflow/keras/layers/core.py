@@ -49,6 +49,12 @@ class Dense(KernelAndBias, Layer):
     def call(self, inputs: Any):
         x = tf.convert_to_tensor(inputs)
         shape = static_shape(x)
+        width = self.kernel.shape[0]
+        if shape and shape[-1] is not None and shape[-1] != width:
+            raise layer_error(
+                f"Input 0 of layer {self.name!r} (Dense) is incompatible with the layer: "
+                f"expected axis -1 of input shape to have value {width}, but received input "
+                f"with shape {tuple(shape)} (width {shape[-1]}, {x.dtype.name})")
         if len(shape) == 2:
             out = tf.matmul(x, self.kernel)
         else:  # [..., in] -> [N, in] @ kernel -> [..., units]
