@@ -8,6 +8,7 @@ checkpoint and prints how long one training step takes eagerly and as a graph.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import statistics
 import sys
@@ -80,6 +81,16 @@ def _step_times(tf: Any, model: Any, loss_fn: Any, optimizer: Any, x: Any, y: An
     return timed(train_step, x, y), timed(tf.function(train_step), x, y)
 
 
+def _save(checkpoint: Any, directory: str, keep: int = 5) -> str:
+    """Save as ``ckpt-N``, N one more than the newest earlier run's, keeping the newest `keep`."""
+    from tapeflow.train import CheckpointManager
+
+    manager = CheckpointManager(checkpoint, directory, max_to_keep=keep)
+    latest = manager.latest_checkpoint
+    number = int(latest.rsplit("-", 1)[1]) + 1 if latest else 1
+    return manager.save(checkpoint_number=number)
+
+
 def train(args: argparse.Namespace) -> int:
     import tapeflow as tf
     from tapeflow import keras
@@ -102,7 +113,8 @@ def train(args: argparse.Namespace) -> int:
                   run_eagerly=args.eager)
     mode = "eager" if args.eager else "graph"
     print(f"tapeflow train {args.model} ({model.count_params():,} parameters): "
-          f"{len(x_train)} training / {len(x_test)} held-out MNIST digits, {epochs} epochs, "
+          f"{len(x_train)} training / {len(x_test)} held-out MNIST digits, "
+          f"{epochs} epoch{'' if epochs == 1 else 's'}, "
           f"batch {batch_size}, Adam({learning_rate}, cosine decay), {mode} mode")
     start = time.perf_counter()
     model.fit(x_train, y_train, batch_size=batch_size, epochs=epochs,
@@ -111,8 +123,8 @@ def train(args: argparse.Namespace) -> int:
     _, accuracy = model.evaluate(x_test, y_test, batch_size=256, verbose=0)
     print(f"held-out accuracy: {accuracy:.4f} ({len(x_test)} digits); training took "
           f"{elapsed:.1f} s")
-    prefix = os.path.join(args.checkpoint_dir, args.model, "ckpt")
-    path = Checkpoint(model=model, optimizer=optimizer).save(prefix)
+    path = _save(Checkpoint(model=model, optimizer=optimizer),
+                 os.path.join(args.checkpoint_dir, args.model))
     print(f"checkpoint saved: {path}")
     eager_s, graph_s = _step_times(tf, model, loss_fn, optimizer, x_train[:batch_size],
                                    y_train[:batch_size])
@@ -121,29 +133,80 @@ def train(args: argparse.Namespace) -> int:
     return 0
 
 
+_DESCRIPTION = """\
+Train a model from tapeflow's zoo on the built-in MNIST subset (4,000 training and 1,000
+held-out digits, no network needed) with model.fit in graph mode, report the held-out
+accuracy, save a checkpoint and time one training step eagerly and as a graph."""
+
+
+def _models_table() -> str:
+    rows = [f"  {name:<9} {e:>6} {b:>10} {lr:>13g}{'   (default)' if name == 'densenet' else ''}"
+            for name, (e, b, lr) in DEFAULTS.items()]
+    return "models and their defaults:\n  model     epochs batch size learning rate\n" + \
+        "\n".join(rows)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
+
+
+def _learning_rate(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not (math.isfinite(value) and 0.0 < value <= 1.0):
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 1], got {text}")
+    return value
+
+
+def _writable_dir(text: str) -> str:
+    """A directory we can write into (created now): checked before training starts."""
+    try:
+        os.makedirs(text, exist_ok=True)
+    except OSError as e:
+        raise argparse.ArgumentTypeError(f"cannot create {text!r}: {e.strerror or e}") from None
+    if not os.path.isdir(text) or not os.access(text, os.W_OK | os.X_OK):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a writable directory")
+    return text
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tapeflow", description=__doc__.splitlines()[0])
-    commands = parser.add_subparsers(dest="command", required=True)
-    t = commands.add_parser("train", help="train a zoo model on the built-in MNIST subset")
-    t.add_argument("model", nargs="?", default="densenet", choices=sorted(DEFAULTS))
-    t.add_argument("--epochs", type=int, default=None, help="default: per model")
-    t.add_argument("--batch-size", type=int, default=None, help="default: per model")
-    t.add_argument("--learning-rate", type=float, default=None, help="Adam learning rate")
+    from tapeflow.version import TAPEFLOW_VERSION, VERSION
+
+    parser = argparse.ArgumentParser(prog="tapeflow", description=_DESCRIPTION)
+    parser.add_argument("--version", action="version",
+                        version=f"tapeflow {TAPEFLOW_VERSION} (TensorFlow {VERSION} API)")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    t = commands.add_parser("train", help="train a zoo model on the built-in MNIST subset",
+                            description=_DESCRIPTION, epilog=_models_table(),
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    t.add_argument("model", nargs="?", default="densenet", choices=list(DEFAULTS),
+                   help="which model to train (default: densenet)")
+    t.add_argument("--epochs", type=_positive_int, default=None,
+                   help="passes over the training set (default: per model, below)")
+    t.add_argument("--batch-size", type=_positive_int, default=None,
+                   help="examples per step (default: per model, below)")
+    t.add_argument("--learning-rate", type=_learning_rate, default=None,
+                   help="Adam's initial learning rate, in (0, 1], decayed to zero by a cosine "
+                        "schedule (default: per model, below)")
     t.add_argument("--eager", action="store_true", help="run fit eagerly (no graph)")
-    t.add_argument("--seed", type=int, default=0, help="tf.random.set_seed value")
-    t.add_argument("--checkpoint-dir", default="checkpoints",
-                   help="where the trained weights are saved (default: ./checkpoints)")
+    t.add_argument("--seed", type=int, default=0, help="tf.random.set_seed value (default: 0)")
+    t.add_argument("--checkpoint-dir", type=_writable_dir, default="checkpoints",
+                   help="where the trained weights are saved, as MODEL/ckpt-N with N one more "
+                        "than the last run's (default: ./checkpoints)")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``tapeflow`` console script."""
-    args = _parser().parse_args(argv)
-    for name in ("epochs", "batch_size"):
-        value = getattr(args, name)
-        if value is not None and value < 1:
-            _parser().error(f"--{name.replace('_', '-')} must be a positive integer")
-    return train(args)
+    return train(_parser().parse_args(argv))
 
 
 if __name__ == "__main__":
