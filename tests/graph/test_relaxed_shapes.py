@@ -67,3 +67,25 @@ def test_conv_filter_gradient_needs_a_static_filter_size_and_says_so():
                        match=r"Conv2D: the gradient needs the static spatial size of the filter"
                              r".*\(None, None, None, None\).*input_signature"):
         f(tf.constant(np.ones((1, 5, 5, 2))), tf.constant(np.ones((3, 3, 2, 4))))
+
+
+def test_issue_signature_with_squeeze_of_an_unknown_dim_matches_eager():
+    """Before Squeeze had a shape rule, squeeze(y, 0) of a [None, None, 3] y was a static [1, 3]
+    and the gradient of the broadcast add below failed ("cannot reshape array of size 6 into
+    shape (1,3,1)")."""
+    def value_and_grads(x, y):
+        with tf.GradientTape() as tape:
+            tape.watch([x, y])
+            z = tf.reduce_sum(x * 1.5, axis=2) + tf.squeeze(y, axis=0)  # [1, 3] + [2, 3]
+            out = tf.clip_by_value(z, -2.0, 2.0)
+            loss = tf.reduce_sum(tf.sin(out))
+        return out, tape.gradient(loss, [x, y])
+
+    rng = np.random.default_rng(0)
+    x, y = tf.constant(rng.standard_normal((1, 3, 3))), tf.constant(rng.standard_normal((1, 2, 3)))
+    traced = tf.function(value_and_grads, input_signature=[
+        tf.TensorSpec([1, 3, None], tf.float64), tf.TensorSpec([None, None, 3], tf.float64)])
+    (value, grads), (t_value, t_grads) = value_and_grads(x, y), traced(x, y)
+    np.testing.assert_allclose(t_value.numpy(), value.numpy(), rtol=1e-12)
+    for t, e in zip(t_grads, grads):
+        np.testing.assert_allclose(t.numpy(), e.numpy(), rtol=1e-12)
