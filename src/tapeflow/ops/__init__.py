@@ -12,10 +12,12 @@ from tapeflow.ops import (
     math_ops,
     nn_ops,
     operators,
+    random_generator,
     random_ops,
     reduce_ops,
     scatter_ops,
     script_ops,
     segment_ops,
     state_ops,
+    stateless_random,
 )

@@ -1,0 +1,219 @@
+"""``tf.random.stateless_*``: the same seed gives the same numbers, here and in TensorFlow.
+
+Uniform, normal, truncated normal and integer draws reproduce TensorFlow 2.21's Philox streams
+bit for bit (ops/philox.py documents the algorithm); categorical, binomial, poisson and gamma
+are reproducible functions of the seed but use their own transforms (not TF's bits).
+The ops are pure functions of (seed, shape): no state, so graphs may fold or share them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tapeflow._api import export
+from tapeflow.framework import dtypes as _dtypes
+from tapeflow.framework.constant import convert_to_tensor
+from tapeflow.framework.dispatch import apply, op
+from tapeflow.framework.tensor import Tensor
+from tapeflow.ops import philox
+from tapeflow.ops.shape_args import _filled_rule, run_time_shape, shape_operands
+
+_ALGS = {"philox": 1, "auto_select": 3, "threefry": 2, 1: 1, 3: 3}
+
+
+def _check_alg(alg: Any) -> None:
+    name = getattr(alg, "name", alg)
+    name = name.lower() if isinstance(name, str) else name
+    if name not in _ALGS:
+        raise ValueError(f"unsupported random algorithm {alg!r}")
+    if name in ("threefry", 2):
+        raise NotImplementedError("the ThreeFry algorithm (TPU/XLA only in TensorFlow): use "
+                                  "'philox' or 'auto_select'")
+
+
+def _seed_words(seed: np.ndarray) -> tuple[int, int]:
+    s = np.asarray(seed).reshape(-1)
+    if s.size != 2:
+        raise ValueError(f"a stateless seed must have shape [2], got {list(np.shape(seed))}")
+    return int(s[0]), int(s[1])
+
+
+@op("StatelessRandom", shape=lambda seed, *dims, **attrs: _filled_rule(*dims, **attrs))
+def _stateless(seed, *dims, shape, kind, dtype, lo, hi):
+    """`kind` in uniform / normal / truncated_normal (floats), int (lo + bits % span), full_int."""
+    size_shape = run_time_shape(dims, shape)
+    key, counter = philox.key_counter_from_seed(_seed_words(seed))
+    return draw(key, counter, size_shape, kind, dtype, lo, hi)
+
+
+def draw(key: tuple, counter: tuple, shape: tuple, kind: str, dtype: Any, lo: Any,
+         hi: Any) -> np.ndarray:
+    """`kind` samples of `shape` from the Philox stream at (key, counter)."""
+    n = int(np.prod(shape))
+    np_dtype = dtype._np
+    if kind in ("int", "full_int"):
+        per = philox.words_per_value(np_dtype)
+        words = philox.bits(key, counter, n * per)
+        if kind == "full_int":
+            if per == 2:
+                w = words.reshape(-1, 2).astype(np.uint64)
+                out = (w[:, 0] | (w[:, 1] << np.uint64(32))).view(np.int64)
+            else:
+                out = words.view(np.int32)
+            return out.astype(np_dtype).reshape(shape)
+        return philox.uniform_int(words, int(lo), int(hi), np_dtype).reshape(shape)
+    base = np.float32 if np_dtype == np.float16 else np_dtype
+    values = philox.sample(kind, key, counter, n, base)
+    return values.astype(np_dtype).reshape(shape)
+
+
+def _seed_tensor(seed: Any) -> Tensor:
+    t = seed if isinstance(seed, Tensor) else convert_to_tensor(seed)
+    if not t.dtype.is_integer:
+        raise TypeError(f"a stateless seed must be int32/int64, got {t.dtype.name}")
+    return t
+
+
+def _sample(kind: str, shape: Any, seed: Any, dtype: Any, what: str, lo: Any = None,
+            hi: Any = None, alg: Any = "auto_select") -> Tensor:
+    _check_alg(alg)
+    dims, static = shape_operands(shape, what)
+    return apply(_stateless, _seed_tensor(seed), *dims, shape=static, kind=kind,
+                 dtype=_dtypes.as_dtype(dtype), lo=lo, hi=hi)
+
+
+def _scalar(v: Any) -> Any:
+    return v.numpy() if hasattr(v, "numpy") else v
+
+
+@export("random.stateless_uniform")
+def stateless_uniform(shape: Any, seed: Any, minval: Any = 0, maxval: Any = None,
+                      dtype: Any = _dtypes.float32, name: str | None = None,
+                      alg: Any = "auto_select") -> Tensor:
+    """Uniform in [minval, maxval) (floats default to [0, 1); ints need both bounds, or
+    neither for the full range), deterministic in `seed`."""
+    dtype = _dtypes.as_dtype(dtype)
+    what = "tf.random.stateless_uniform"
+    if dtype.is_integer:
+        if minval is None and maxval is None:
+            return _sample("full_int", shape, seed, dtype, what, alg=alg)
+        if maxval is None:
+            raise ValueError(f"{what}: maxval must be given for integer dtypes")
+        lo, hi = int(_scalar(minval)), int(_scalar(maxval))
+        if not lo < hi:
+            raise ValueError(f"{what}: need minval < maxval, got {lo} and {hi}")
+        return _sample("int", shape, seed, dtype, what, lo, hi, alg)
+    rnd = _sample("uniform", shape, seed, dtype, what, alg=alg)
+    lo = convert_to_tensor(0 if minval is None else minval, dtype)
+    hi = convert_to_tensor(1 if maxval is None else maxval, dtype)
+    return rnd * (hi - lo) + lo  # TF's formula: exact for [0, 1)
+
+
+@export("random.stateless_normal")
+def stateless_normal(shape: Any, seed: Any, mean: Any = 0.0, stddev: Any = 1.0,
+                     dtype: Any = _dtypes.float32, name: str | None = None,
+                     alg: Any = "auto_select") -> Tensor:
+    rnd = _sample("normal", shape, seed, dtype, "tf.random.stateless_normal", alg=alg)
+    return _scale(rnd, mean, stddev)
+
+
+@export("random.stateless_truncated_normal")
+def stateless_truncated_normal(shape: Any, seed: Any, mean: Any = 0.0, stddev: Any = 1.0,
+                               dtype: Any = _dtypes.float32, name: str | None = None,
+                               alg: Any = "auto_select") -> Tensor:
+    """Normal values within two standard deviations of the mean."""
+    rnd = _sample("truncated_normal", shape, seed, dtype, "tf.random.stateless_truncated_normal",
+                  alg=alg)
+    return _scale(rnd, mean, stddev)
+
+
+def _scale(rnd: Tensor, mean: Any, stddev: Any) -> Tensor:
+    if not isinstance(mean, Tensor) and not isinstance(stddev, Tensor) and mean == 0 \
+            and stddev == 1:
+        return rnd
+    return rnd * convert_to_tensor(stddev, rnd.dtype) + convert_to_tensor(mean, rnd.dtype)
+
+
+# --- distributions with their own transforms (reproducible, not TF's bits) --------------------
+
+
+def numpy_generator(seed: np.ndarray) -> np.random.Generator:
+    """A NumPy generator fixed by a stateless seed (through the Philox key and counter)."""
+    key, counter = philox.key_counter_from_seed(_seed_words(seed))
+    return np.random.default_rng([key[0], key[1], counter[1] & 0xFFFFFFFF, counter[1] >> 32])
+
+
+@op("StatelessRandomDistribution", shape=lambda seed, *params, shape, kind, dtype: (shape, dtype))
+def _distribution(seed, *params, shape, kind, dtype):
+    gen = numpy_generator(seed)
+    if kind == "binomial":
+        counts, probs = np.broadcast_arrays(*params)
+        out = gen.binomial(np.broadcast_to(counts, shape).astype(np.int64),
+                           np.broadcast_to(probs, shape), size=shape)
+    elif kind == "poisson":
+        out = gen.poisson(np.broadcast_to(params[0], shape), size=shape)
+    elif kind == "gamma":
+        alpha, beta = params
+        out = gen.gamma(np.broadcast_to(alpha, shape), size=shape) / np.broadcast_to(beta, shape)
+    else:
+        logits = params[0]
+        u = gen.random((logits.shape[0], shape[1], logits.shape[1]))
+        out = np.argmax(logits[:, None, :] - np.log(-np.log(u)), axis=-1)
+    return out.astype(dtype._np)
+
+
+def _static_shape(shape: Any) -> tuple:
+    return tuple(int(d) for d in np.asarray(_scalar(shape)).reshape(-1))
+
+
+@export("random.stateless_binomial")
+def stateless_binomial(shape: Any, seed: Any, counts: Any, probs: Any,
+                       output_dtype: Any = _dtypes.int32, name: str | None = None) -> Tensor:
+    return apply(_distribution, _seed_tensor(seed), convert_to_tensor(counts),
+                 convert_to_tensor(probs), shape=_static_shape(shape), kind="binomial",
+                 dtype=_dtypes.as_dtype(output_dtype))
+
+
+@export("random.stateless_poisson")
+def stateless_poisson(shape: Any, seed: Any, lam: Any, dtype: Any = _dtypes.int32,
+                      name: str | None = None) -> Tensor:
+    return apply(_distribution, _seed_tensor(seed), convert_to_tensor(lam),
+                 shape=_static_shape(shape), kind="poisson", dtype=_dtypes.as_dtype(dtype))
+
+
+@export("random.stateless_gamma")
+def stateless_gamma(shape: Any, seed: Any, alpha: Any, beta: Any = None,
+                    dtype: Any = _dtypes.float32, name: str | None = None) -> Tensor:
+    return apply(_distribution, _seed_tensor(seed), convert_to_tensor(alpha, dtype),
+                 convert_to_tensor(1.0 if beta is None else beta, dtype),
+                 shape=_static_shape(shape), kind="gamma", dtype=_dtypes.as_dtype(dtype))
+
+
+@export("random.stateless_categorical")
+def stateless_categorical(logits: Any, num_samples: int, seed: Any, dtype: Any = _dtypes.int64,
+                          name: str | None = None) -> Tensor:
+    """Class indices drawn from unnormalized log-probabilities (Gumbel-max)."""
+    lg = convert_to_tensor(logits)
+    rows = lg.shape[0]
+    return apply(_distribution, _seed_tensor(seed), lg, shape=(rows, int(num_samples)),
+                 kind="categorical", dtype=_dtypes.as_dtype(dtype))
+
+
+@export("random.experimental.stateless_split", "random.split")
+def stateless_split(seed: Any, num: int = 2, alg: Any = "auto_select") -> Tensor:
+    """`num` new seeds ([num, 2]) from `seed`, as TensorFlow derives them."""
+    s = _seed_tensor(seed)
+    return stateless_uniform([num, 2], s, minval=None, maxval=None, dtype=s.dtype, alg=alg)
+
+
+@export("random.experimental.stateless_fold_in", "random.fold_in")
+def stateless_fold_in(seed: Any, data: Any, alg: Any = "auto_select") -> Tensor:
+    """A new seed from `seed` and an integer `data` (e.g. a step or replica number)."""
+    from tapeflow.ops.array_ops import stack
+
+    d = convert_to_tensor(data) if not isinstance(data, Tensor) else data
+    s = _seed_tensor(seed)
+    first = stateless_uniform([], s, minval=None, maxval=None, dtype=d.dtype, alg=alg)
+    return stack([first, d])
