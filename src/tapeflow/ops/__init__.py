@@ -5,6 +5,7 @@ from tapeflow.ops import (
     control_flow_ops,
     conv_ops,
     creation_ops,
+    functional_ops,
     fused_ops,
     gather_ops,
     indexing_ops,

@@ -224,6 +224,10 @@ def _concat_rows(rts: list) -> RaggedTensor:
 def stack(values: list, axis: int = 0) -> RaggedTensor:
     if axis != 0:
         raise NotImplementedError("tf.ragged.stack on an axis other than 0")
+    if not any(isinstance(v, RaggedTensor) for v in values):  # dense rows of any length
+        dense = [v if isinstance(v, Tensor) else convert_to_tensor(v) for v in values]
+        lengths = array_ops.stack([array_ops.shape(v, out_type=_dtypes.int64)[0] for v in dense])
+        return RaggedTensor.from_row_lengths(array_ops.concat(dense, 0), lengths, validate=False)
     rts = [as_ragged(v) for v in values]
     lengths = array_ops.stack([math_ops.cast(r.nrows(), _dtypes.int64) for r in rts])
     return RaggedTensor.from_row_lengths(_concat_rows(rts), lengths, validate=False)

@@ -1,0 +1,367 @@
+"""Higher-order functions: ``tf.map_fn``, ``tf.scan``, ``tf.foldl/foldr``, ``tf.vectorized_map``,
+``tf.switch_case``, ``tf.case``.
+
+Eagerly they are Python loops and choices. Traced, the loops become one ``tf.while_loop`` over
+TensorArrays (so the leading dim may be known only at run time, and gradients flow through the
+loop), and the choices nested ``tf.cond`` nodes. Ragged or sparse per-element results cannot live
+in a TensorArray; with a static leading dim such loops are unrolled instead (as many nodes as
+elements), otherwise they raise.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from tapeflow._api import export
+from tapeflow.framework import dtypes as _dtypes
+from tapeflow.framework import errors, nest
+from tapeflow.framework.composite import CompositeTensor, TypeSpec
+from tapeflow.framework.constant import convert_to_tensor
+from tapeflow.framework.context import state as _state
+from tapeflow.framework.tensor import Tensor
+from tapeflow.framework.tensor_spec import TensorSpec
+from tapeflow.ops import array_ops, control_flow_ops, gather_ops, math_ops
+
+
+def _as_elem(x: Any) -> Any:
+    if isinstance(x, (Tensor, CompositeTensor)):
+        return x
+    return convert_to_tensor(x)
+
+
+def _leading(flat: list, what: str) -> Any:
+    """The number of elements (an int when static, else a scalar tensor)."""
+    first = flat[0]
+    n = first.shape[0] if first.shape.rank else None
+    if first.shape.rank == 0:
+        raise ValueError(f"{what}: elems must have at least one dimension")
+    if n is None:
+        if isinstance(first, CompositeTensor):
+            return first.nrows()
+        return array_ops.shape(first)[0]
+    return n
+
+
+def _row(x: Any, i: Any) -> Any:
+    if isinstance(x, CompositeTensor):
+        return x[i]
+    return gather_ops.gather(x, i) if isinstance(i, Tensor) else x[i]
+
+
+def _stack(values: list, spec: Any) -> Any:
+    if isinstance(values[0], CompositeTensor) or isinstance(spec, TypeSpec):
+        from tapeflow.ragged.dispatch import stack as ragged_stack
+        from tapeflow.sparse.tensor import SparseTensor
+
+        if isinstance(values[0], SparseTensor):
+            from tapeflow.data.composite import stack as stack_sparse
+
+            return stack_sparse(values)
+        return ragged_stack(values)
+    return array_ops.stack(values)
+
+
+def _is_composite_spec(spec: Any) -> bool:
+    return isinstance(spec, TypeSpec) and not isinstance(spec, TensorSpec)
+
+
+def _specs_from(signature: Any, structure: Any) -> list:
+    if signature is None:
+        return [None] * len(nest.flatten(structure))
+    flat = nest.flatten(signature)
+    return [s if isinstance(s, TypeSpec) or isinstance(s, TensorSpec) else
+            TensorSpec(None, _dtypes.as_dtype(s)) for s in flat]
+
+
+@export("map_fn")
+def map_fn(fn: Callable, elems: Any, dtype: Any = None, parallel_iterations: Any = None,
+           back_prop: bool = True, swap_memory: bool = False, infer_shape: bool = True,
+           name: str | None = None, fn_output_signature: Any = None) -> Any:
+    """Apply `fn` to each element (slice along axis 0) of `elems`; stack the results.
+
+    `elems` may be a nested structure (fn then gets the same structure of slices), ragged or
+    sparse; `fn_output_signature` (or the older `dtype`) gives the result's structure and
+    dtypes, needed when they differ from the input's (a RaggedTensorSpec makes a ragged result).
+    """
+    signature = fn_output_signature if fn_output_signature is not None else dtype
+    flat = [_as_elem(x) for x in nest.flatten(elems)]
+    if not flat:
+        raise ValueError("tf.map_fn: elems must contain at least one tensor")
+    n = _leading(flat, "tf.map_fn")
+
+    def call(i: Any) -> Any:
+        return fn(nest.pack_sequence_as(elems, [_row(x, i) for x in flat]))
+
+    composite_out = signature is not None and any(_is_composite_spec(s)
+                                                  for s in nest.flatten(signature))
+    if _state.graph is None or isinstance(n, int) and (
+            composite_out or any(isinstance(x, CompositeTensor) for x in flat)):
+        if not isinstance(n, int):
+            n = int(n)
+        if n == 0:
+            raise ValueError("tf.map_fn over zero elements needs a traced while_loop; "
+                             "got an empty input eagerly")
+        results = [call(i) for i in range(n)]
+        leaves = [nest.flatten(r) for r in results]
+        specs = _specs_from(signature, results[0])
+        stacked = [_stack([cast_to(leaf[j], specs[j]) for leaf in leaves], specs[j])
+                   for j in range(len(leaves[0]))]
+        return nest.pack_sequence_as(results[0], stacked)
+    if composite_out or any(isinstance(x, CompositeTensor) for x in flat):
+        raise NotImplementedError("tf.map_fn with ragged/sparse elements or results inside "
+                                  "tf.function needs a static number of elements")
+    return _map_loop(call, n, signature)
+
+
+def cast_to(value: Any, spec: Any) -> Any:
+    """A result converted to its declared dtype (python numbers, mismatched dtypes raise)."""
+    if spec is None or isinstance(value, CompositeTensor):
+        return value
+    t = value if isinstance(value, Tensor) else convert_to_tensor(value, spec.dtype)
+    if t.dtype is not spec.dtype:
+        raise TypeError(f"tf.map_fn: fn returned {t.dtype.name} where fn_output_signature "
+                        f"declares {spec.dtype.name}\n{errors.user_line()}")
+    return t
+
+
+def _map_loop(call: Callable, n: Any, signature: Any) -> Any:
+    """The traced form: a while_loop writing each result to a TensorArray."""
+    probe = control_flow_ops  # TensorArray / while_loop live there
+    first = call(0 if isinstance(n, int) else convert_to_tensor(0))
+    leaves = nest.flatten(first)
+    specs = _specs_from(signature, first)
+    leaves = [cast_to(v, s) for v, s in zip(leaves, specs)]
+    arrays = [probe.TensorArray(t.dtype, size=n, element_shape=t.shape).write(0, t)
+              for t in leaves]
+
+    def body(i: Any, *tas: Any) -> Any:
+        out = [cast_to(v, s) for v, s in zip(nest.flatten(call(i)), specs)]
+        return (i + 1,) + tuple(ta.write(i, v) for ta, v in zip(tas, out))
+
+    limit = n if isinstance(n, Tensor) else convert_to_tensor(n)
+    result = probe.while_loop(lambda i, *tas: math_ops.less(i, limit), body,
+                              [convert_to_tensor(1)] + arrays)
+    stacked = [ta.stack() for ta in result[1:]]
+    return nest.pack_sequence_as(first, stacked)
+
+
+@export("scan")
+def scan(fn: Callable, elems: Any, initializer: Any = None, parallel_iterations: int = 10,
+         back_prop: bool = True, swap_memory: bool = False, infer_shape: bool = True,
+         reverse: bool = False, name: str | None = None) -> Any:
+    """Running `acc = fn(acc, elem)` over `elems`; the stacked accumulators.
+
+    Without an initializer the first element starts the accumulator (and is its first output).
+    """
+    flat = [_as_elem(x) for x in nest.flatten(elems)]
+    n = _leading(flat, "tf.scan")
+
+    def elem(i: Any) -> Any:
+        return nest.pack_sequence_as(elems, [_row(x, i) for x in flat])
+
+    order = (lambda k: n - 1 - k) if reverse else (lambda k: k)
+    if _state.graph is None or isinstance(n, int):
+        n_int = int(n)
+        start = 0
+        if initializer is None:
+            acc = elem(order(0))
+            outputs = [acc]
+            start = 1
+        else:
+            acc, outputs = initializer, []
+        for k in range(start, n_int):
+            acc = fn(acc, elem(order(k)))
+            outputs.append(acc)
+        if reverse:
+            outputs = outputs[::-1]
+        leaves = [nest.flatten(o) for o in outputs]
+        stacked = [array_ops.stack([leaf[j] for leaf in leaves]) for j in range(len(leaves[0]))]
+        return nest.pack_sequence_as(outputs[0], stacked)
+    return _scan_loop(fn, elem, n, initializer, reverse)
+
+
+def _scan_loop(fn: Callable, elem: Callable, n: Tensor, initializer: Any,
+               reverse: bool) -> Any:
+    one = convert_to_tensor(1)
+
+    def index(k: Any) -> Any:
+        return n - 1 - k if reverse else k
+
+    if initializer is None:
+        acc0, k0 = elem(index(convert_to_tensor(0))), one
+    else:
+        acc0, k0 = initializer, convert_to_tensor(0)
+    acc_flat = [convert_to_tensor(a) if not isinstance(a, Tensor) else a
+                for a in nest.flatten(acc0)]
+    arrays = [control_flow_ops.TensorArray(a.dtype, size=n, element_shape=a.shape)
+              for a in acc_flat]
+    if initializer is None:
+        arrays = [ta.write(index(convert_to_tensor(0)), a) for ta, a in zip(arrays, acc_flat)]
+    m = len(acc_flat)
+
+    def body(k: Any, *state: Any) -> Any:
+        acc = nest.pack_sequence_as(acc0, list(state[:m]))
+        new = [convert_to_tensor(v) if not isinstance(v, Tensor) else v
+               for v in nest.flatten(fn(acc, elem(index(k))))]
+        tas = [ta.write(index(k), v) for ta, v in zip(state[m:], new)]
+        return (k + 1,) + tuple(new) + tuple(tas)
+
+    result = control_flow_ops.while_loop(lambda k, *s: math_ops.less(k, n), body,
+                                         [k0] + acc_flat + arrays)
+    stacked = [ta.stack() for ta in result[1 + m:]]
+    return nest.pack_sequence_as(acc0, stacked)
+
+
+def _fold(fn: Callable, elems: Any, initializer: Any, reverse: bool, what: str) -> Any:
+    flat = [_as_elem(x) for x in nest.flatten(elems)]
+    n = _leading(flat, what)
+
+    def elem(i: Any) -> Any:
+        return nest.pack_sequence_as(elems, [_row(x, i) for x in flat])
+
+    if _state.graph is None or isinstance(n, int):
+        idx = list(range(int(n)))[::-1] if reverse else list(range(int(n)))
+        if initializer is None:
+            acc, idx = elem(idx[0]), idx[1:]
+        else:
+            acc = initializer
+        for i in idx:
+            acc = fn(acc, elem(i))
+        return acc
+
+    def index(k: Any) -> Any:
+        return n - 1 - k if reverse else k
+
+    if initializer is None:
+        acc0, k0 = elem(index(convert_to_tensor(0))), convert_to_tensor(1)
+    else:
+        acc0, k0 = initializer, convert_to_tensor(0)
+    acc_flat = [convert_to_tensor(a) if not isinstance(a, Tensor) else a
+                for a in nest.flatten(acc0)]
+
+    def body(k: Any, *state: Any) -> Any:
+        acc = nest.pack_sequence_as(acc0, list(state))
+        return (k + 1,) + tuple(nest.flatten(fn(acc, elem(index(k)))))
+
+    result = control_flow_ops.while_loop(lambda k, *s: math_ops.less(k, n), body,
+                                         [k0] + acc_flat)
+    return nest.pack_sequence_as(acc0, list(result[1:]))
+
+
+@export("foldl")
+def foldl(fn: Callable, elems: Any, initializer: Any = None, parallel_iterations: int = 10,
+          back_prop: bool = True, swap_memory: bool = False, name: str | None = None) -> Any:
+    """`acc = fn(acc, elem)` from the first element to the last; the final accumulator."""
+    return _fold(fn, elems, initializer, False, "tf.foldl")
+
+
+@export("foldr")
+def foldr(fn: Callable, elems: Any, initializer: Any = None, parallel_iterations: int = 10,
+          back_prop: bool = True, swap_memory: bool = False, name: str | None = None) -> Any:
+    """`acc = fn(acc, elem)` from the last element to the first."""
+    return _fold(fn, elems, initializer, True, "tf.foldr")
+
+
+@export("vectorized_map")
+def vectorized_map(fn: Callable, elems: Any, fallback_to_while_loop: bool = True,
+                   warn: bool = True) -> Any:
+    """map_fn computed by one call of `fn` on the whole batch when that is the same thing.
+
+    Eagerly, `fn` is run on the first two elements both ways (batched, and one at a time) and
+    must agree; then the whole batch goes through one call. When it does not (fn looks at
+    the batch dimension, or fails on a batch), the result comes from a map_fn loop, with a
+    warning. Traced, it is map_fn's while_loop.
+    """
+    flat = [_as_elem(x) for x in nest.flatten(elems)]
+    n = _leading(flat, "tf.vectorized_map")
+    if _state.graph is None and isinstance(n, int) and n > 0:
+        probe = nest.pack_sequence_as(elems, [x[:min(n, 2)] for x in flat])
+        try:
+            batched = fn(probe)
+            looped = map_fn(fn, probe)
+            agree = _same(batched, looped)
+        except Exception:  # noqa: BLE001 - fn cannot take a batch: the loop is the answer
+            agree = False
+        if agree:
+            return fn(elems)
+        if not fallback_to_while_loop:
+            raise ValueError("tf.vectorized_map: fn does not vectorize over the batch and "
+                             "fallback_to_while_loop is False")
+        if warn:
+            warnings.warn("tf.vectorized_map: fn gives different results on a batch than "
+                          "element by element; falling back to a map_fn loop", stacklevel=2)
+    return map_fn(fn, elems)
+
+
+def _same(a: Any, b: Any) -> bool:
+    fa, fb = nest.flatten(a), nest.flatten(b)
+    if len(fa) != len(fb):
+        return False
+    for x, y in zip(fa, fb):
+        x, y = np.asarray(x), np.asarray(y)
+        if x.shape != y.shape or not np.allclose(x, y, rtol=1e-6, atol=1e-6, equal_nan=True):
+            return False
+    return True
+
+
+@export("switch_case")
+def switch_case(branch_index: Any, branch_fns: Any, default: Callable | None = None,
+                name: str | None = None) -> Any:
+    """Run branch_fns[branch_index] (or `default`, which defaults to the last branch, for an
+    index out of range); nested conds when traced."""
+    if isinstance(branch_fns, dict):
+        pairs = sorted(branch_fns.items())
+    else:
+        pairs = list(enumerate(branch_fns))
+    if not pairs:
+        raise ValueError("tf.switch_case: branch_fns must not be empty")
+    fallback = default if default is not None else pairs[-1][1]
+    index = branch_index
+    if _state.graph is None or not isinstance(index, Tensor):
+        k = int(np.asarray(index.numpy() if hasattr(index, "numpy") else index))
+        return dict(pairs).get(k, fallback)()
+    index = math_ops.cast(index, _dtypes.int32)
+
+    def chain(rest: list) -> Any:
+        if not rest:
+            return fallback()
+        (k, branch), tail = rest[0], rest[1:]
+        return control_flow_ops.cond(math_ops.equal(index, k), branch, lambda: chain(tail))
+
+    return chain(pairs)
+
+
+@export("case")
+def case(pred_fn_pairs: Any, default: Callable | None = None, exclusive: bool = False,
+         strict: bool = False, name: str = "case") -> Any:
+    """The function of the first true predicate (or `default`); nested conds when traced.
+
+    With `exclusive`, more than one true predicate is an error (checked when eager).
+    """
+    pairs = list(pred_fn_pairs.items() if isinstance(pred_fn_pairs, dict) else pred_fn_pairs)
+    if _state.graph is None:
+        truth = [bool(np.asarray(p.numpy() if hasattr(p, "numpy") else p)) for p, _ in pairs]
+        if exclusive and sum(truth) > 1:
+            raise errors.InvalidArgumentError(
+                f"tf.case: exclusive=True but {sum(truth)} predicates are true\n"
+                f"{errors.user_line()}")
+        for t, (_, fn) in zip(truth, pairs):
+            if t:
+                return fn()
+        if default is None:
+            raise errors.InvalidArgumentError("tf.case: no predicate is true and no default")
+        return default()
+
+    def chain(rest: list) -> Any:
+        if not rest:
+            if default is None:
+                return pairs[-1][1]()
+            return default()
+        (pred, fn), tail = rest[0], rest[1:]
+        return control_flow_ops.cond(pred, fn, lambda: chain(tail))
+
+    return chain(pairs)
