@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from tapeflow.data import composite, structure, vectorize
+from tapeflow.data import chunks, composite, structure, vectorize
 from tapeflow.data.dataset import INFINITE, Dataset
 from tapeflow.framework import errors
 from tapeflow.framework.shapes import as_shape
@@ -72,6 +72,13 @@ class BatchDataset(Dataset):
                 fused.close()
             return
         n = self._batch_size
+        source = chunks.chunks_of(self._inputs[0], ctx)
+        if source is not None:
+            try:
+                yield from chunks.rebatch(source, n, self._drop_remainder)
+            finally:
+                source.close()
+            return
         source = self._inputs[0]._iterate(ctx)
         try:
             pending: list = []

@@ -9,13 +9,13 @@ from typing import Any
 
 import numpy as np
 
-from tapeflow.data import structure
+from tapeflow.data import chunks, structure
 from tapeflow.data.autotune import AUTOTUNE
 from tapeflow.data.dataset import Dataset
 from tapeflow.framework import dtypes as _dtypes
 from tapeflow.framework import errors
 from tapeflow.framework.tensor_spec import TensorSpec
-from tapeflow.io import files, tfrecord
+from tapeflow.io import csv_scan, files, tfrecord
 
 
 def _filenames(filenames: Any) -> Dataset:
@@ -155,9 +155,55 @@ def _parse_field(text: str, dtype: _dtypes.DType, default: Any, na_value: str,
         if dtype.is_integer:
             return np.asarray(int(text), dtype=dtype._np)
         return np.asarray(float(text), dtype=dtype._np)
-    except ValueError:
+    except (ValueError, OverflowError):
         raise errors.InvalidArgumentError(
             f"{where}: cannot parse {text!r} as {dtype.name}") from None
+
+
+def _column(values: tuple, dtype: _dtypes.DType, default: Any, na_value: str) -> Any:
+    """The fields of one column as an array of `dtype`; None when one does not parse."""
+    if dtype is _dtypes.string:
+        out = np.empty(len(values), dtype=object)
+        out[:] = [v.encode() for v in values]
+        missing = (out == b"") | (out == na_value.encode())
+        if missing.any():
+            if default is None:
+                return None
+            out[missing] = structure.to_array(default).reshape(()).item()
+        return out
+    text = np.asarray(values, dtype=str)
+    missing = (text == "") | (text == na_value)
+    if missing.any():
+        if default is None:
+            return None
+        text = text.copy()
+        text[missing] = "0"
+    try:
+        parsed = text.astype(np.float64 if dtype.is_floating else np.int64)
+    except (ValueError, OverflowError):
+        return None
+    out = parsed.astype(dtype._np)
+    if dtype.is_integer and (out != parsed).any():
+        return None
+    if missing.any():
+        out[missing] = np.asarray(default, dtype=dtype._np)
+    return out
+
+
+_CSV_READ = 1 << 20
+
+
+class _CsvBlock:
+    """Output arrays of one compiled CSV parse call: `rows` rows of `width` columns."""
+
+    def __init__(self, rows: int, width: int):
+        self.floats = np.zeros((rows, width))
+        self.ints = np.zeros((rows, width), dtype=np.int64)
+        self.spans = np.zeros((rows, width, 2), dtype=np.int64)
+        self.flags = np.zeros((rows, width), dtype=np.int8)
+
+    def arrays(self) -> tuple:
+        return self.floats, self.ints, self.spans, self.flags
 
 
 class CsvDataset(Dataset):
@@ -176,12 +222,139 @@ class CsvDataset(Dataset):
         self._select = None if select_cols is None else [int(c) for c in select_cols]
 
     def _iterate(self, ctx: Any) -> Iterator[Any]:
+        return chunks.elements(self._chunks(ctx))
+
+    def _chunks(self, ctx: Any) -> Iterator[tuple]:
+        """Blocks of rows parsed column by column (csv's C reader, NumPy's number parsing)."""
         names = self._files._iterate(ctx)
         try:
             for name in names:
-                yield from self._rows(_decode(name))
+                yield from self._blocks(_decode(name))
         finally:
             names.close()
+
+    def _blocks(self, path: str) -> Iterator[tuple]:
+        if csv_scan.AVAILABLE and len(self._delim.encode()) == 1:
+            return self._compiled_blocks(path)
+        return self._python_blocks(path)
+
+    def _fail(self, path: str, what: str) -> errors.InvalidArgumentError:
+        """The row-by-row parser's error for this file (it names row and column)."""
+        for _ in self._rows(path):
+            pass
+        return errors.InvalidArgumentError(f"{path}: {what}")
+
+    def _compiled_blocks(self, path: str) -> Iterator[tuple]:
+        """Blocks of rows parsed by the compiled CSV scanner (io/csv_scan.py)."""
+        select = self._select or list(range(len(self._defaults)))
+        width = max(select) + 1
+        kinds = np.zeros(width, dtype=np.int8)
+        for c, (dtype, _) in zip(select, self._defaults):
+            kinds[c] = (csv_scan.STRING if dtype is _dtypes.string else
+                        csv_scan.INT if dtype.is_integer else csv_scan.FLOAT)
+        exact = -1 if self._select is not None else width
+        out = _CsvBlock(chunks.CHUNK, width)
+        args = (ord(self._delim), self._quote, kinds, exact, width,
+                np.frombuffer(self._na.encode(), np.uint8), csv_scan.pow10())
+        with files.open_compressed(path, self._compression) as f:
+            data, eof = f.read(_CSV_READ), False
+            if self._header:
+                head = _CsvBlock(1, 0)
+                while True:
+                    _, used, status, _ = csv_scan.parse(
+                        np.frombuffer(data, np.uint8), eof, args[0], args[1], kinds[:0], -1, 0,
+                        args[5], args[6], *head.arrays())
+                    if status != csv_scan.INCOMPLETE or eof:
+                        break
+                    more = f.read(_CSV_READ)
+                    data, eof = data + more, not more
+                data = data[used:]
+            while True:
+                n, used, status, _ = csv_scan.parse(np.frombuffer(data, np.uint8), eof, *args,
+                                                    *out.arrays())
+                if status == csv_scan.BAD_FIELD_COUNT:
+                    raise self._fail(path, "a row has the wrong number of fields")
+                if status == csv_scan.BAD_QUOTE:
+                    raise errors.InvalidArgumentError(
+                        f"{path}: a quoted field is followed by more text (write a quote "
+                        f"inside a quoted field as two quotes)")
+                if n:
+                    yield self._block_columns(path, data, n, select, out)
+                data = data[used:]
+                if n == chunks.CHUNK:
+                    continue
+                if eof:
+                    if data.strip(b"\r\n"):
+                        raise errors.InvalidArgumentError(
+                            f"{path}: the last quoted field has no closing quote")
+                    return
+                more = f.read(max(_CSV_READ, len(data)))
+                data, eof = data + more, not more
+
+    def _block_columns(self, path: str, data: bytes, n: int, select: list,
+                       out: _CsvBlock) -> tuple:
+        columns = []
+        for c, (dtype, default) in zip(select, self._defaults):
+            flags, spans = out.flags[:n, c], out.spans[:n, c]
+            if dtype is _dtypes.string:
+                column = np.empty(n, dtype=object)
+                column[:] = [data[s:e] for s, e in spans.tolist()]
+                for i in np.flatnonzero(flags == csv_scan.QUOTED).tolist():
+                    column[i] = column[i].replace(b'""', b'"')
+            else:
+                source = out.floats if dtype.is_floating else out.ints
+                column = source[:n, c].astype(dtype._np)
+                convert = float if dtype.is_floating else int
+                for i in np.flatnonzero(flags == csv_scan.PYTHON).tolist():
+                    text = data[spans[i, 0]:spans[i, 1]].decode().replace('""', '"')
+                    try:
+                        column[i] = convert(text)
+                    except (ValueError, OverflowError):
+                        raise self._fail(path, f"cannot parse {text!r}") from None
+                if dtype.is_integer and (column != source[:n, c]).any() and dtype.size < 8:
+                    raise self._fail(path, f"a value is out of range for {dtype.name}")
+            missing = flags == csv_scan.MISSING
+            if missing.any():
+                if default is None:
+                    raise self._fail(path, "a field is empty and has no default")
+                column[missing] = structure.to_array(default).reshape(()).item()
+            columns.append(column)
+        return tuple(columns)
+
+    def _python_blocks(self, path: str) -> Iterator[tuple]:
+        with files.open_compressed(path, self._compression) as f:
+            text = _pyio.TextIOWrapper(f, encoding="utf-8", newline="")
+            reader = csv.reader(text, delimiter=self._delim,
+                                quoting=csv.QUOTE_MINIMAL if self._quote else csv.QUOTE_NONE)
+            if self._header:
+                next(reader, None)
+            while True:
+                block = [row for _, row in zip(range(chunks.CHUNK), reader)]
+                if not block:
+                    return
+                columns = self._columns([row for row in block if row])
+                if columns is None:   # some field is bad: the row-by-row parser names it
+                    for _ in self._rows(path):
+                        pass
+                    raise errors.InvalidArgumentError(f"{path}: cannot parse a CSV field")
+                if len(columns[0]):
+                    yield columns
+
+    def _columns(self, rows: list) -> tuple | None:
+        """One array per column of `rows`, or None if a row or field does not parse."""
+        wanted = len(self._defaults) if self._select is None else max(self._select) + 1
+        if any(len(r) != wanted for r in rows) and (
+                self._select is None or any(len(r) < wanted for r in rows)):
+            return None
+        transposed = list(zip(*rows)) if rows else [()] * wanted
+        picked = transposed if self._select is None else [transposed[c] for c in self._select]
+        out = []
+        for values, (dtype, default) in zip(picked, self._defaults):
+            column = _column(values, dtype, default, self._na)
+            if column is None:
+                return None
+            out.append(column)
+        return tuple(out)
 
     def _rows(self, path: str) -> Iterator[tuple]:
         with files.open_compressed(path, self._compression) as f:

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from tapeflow.data import composite, structure
+from tapeflow.data import chunks, composite, structure
 from tapeflow.data.dataset import INFINITE, UNKNOWN, Dataset
 from tapeflow.framework import dtypes as _dtypes
 from tapeflow.framework import errors
@@ -51,6 +51,16 @@ class TensorSliceDataset(Dataset):
         struct, leaves = self._struct, self._leaves
         for i in range(self._n):
             yield structure.pack_like(struct, [a[i, ...] for a in leaves])
+
+    def _chunks(self, ctx: Any) -> Iterator[Any] | None:
+        if any(composite.is_composite(a) for a in self._leaves):
+            return None
+        return self._slices()
+
+    def _slices(self) -> Iterator[Any]:
+        struct, leaves = self._struct, self._leaves
+        for start in range(0, self._n, chunks.CHUNK):
+            yield structure.pack_like(struct, [a[start:start + chunks.CHUNK] for a in leaves])
 
     def _compute_spec(self) -> Any:
         return structure.map_structure(

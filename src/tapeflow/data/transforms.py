@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from tapeflow.data import seeds, structure
+from tapeflow.data import chunks, seeds, structure
 from tapeflow.data.dataset import INFINITE, UNKNOWN, Dataset, _EpochCounter
 from tapeflow.data.options import Options
 from tapeflow.framework import errors
@@ -44,6 +44,25 @@ class RepeatDataset(_Unary):
             if not produced:  # an empty input repeated forever is empty, not a hang
                 return
             epoch += 1
+
+    def _chunks(self, ctx: Any) -> Iterator[Any] | None:
+        first = chunks.chunks_of(self._inputs[0], ctx) if self._count != 0 else iter(())
+        return None if first is None else self._repeat_chunks(ctx, first)
+
+    def _repeat_chunks(self, ctx: Any, source: Iterator[Any]) -> Iterator[Any]:
+        epoch = 0
+        while self._count < 0 or epoch < self._count:
+            source = source or chunks.chunks_of(self._inputs[0], ctx)
+            produced = False
+            try:
+                for chunk in source:
+                    produced = True
+                    yield chunk
+            finally:
+                source.close()
+            if not produced:
+                return
+            epoch, source = epoch + 1, None
 
     def _cardinality(self) -> int:
         n = self._inputs[0]._cardinality()
@@ -180,6 +199,9 @@ class OptionsDataset(_Unary):
 
     def _iterate(self, ctx: Any) -> Iterator[Any]:
         return self._inputs[0]._iterate(ctx)
+
+    def _chunks(self, ctx: Any) -> Iterator[Any] | None:
+        return chunks.chunks_of(self._inputs[0], ctx)
 
     def _cardinality(self) -> int:
         return self._inputs[0]._cardinality()
