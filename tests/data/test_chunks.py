@@ -122,7 +122,8 @@ def test_compiled_csv_parser_matches_the_csv_module(tmp_path, monkeypatch, seed)
         lines.append(",".join([random_field(rng, "f"), random_field(rng, "i"), text]))
     newline = "\r\n" if seed else "\n"
     path = write_csv(tmp_path / "r.csv", "h1,h2,h3" + newline + newline.join(lines))
-    ds = tf.data.experimental.CsvDataset(path, [[1.5], np.array([7], np.int64), [b"d"]], header=True)
+    defaults = [[1.5], np.array([7], np.int64), [b"d"]]
+    ds = tf.data.experimental.CsvDataset(path, defaults, header=True)
     fast = list(ds._compiled_blocks(path))
     slow = list(ds._python_blocks(path))
     assert len(fast) > 5
