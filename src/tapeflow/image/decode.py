@@ -7,12 +7,17 @@ from typing import Any
 
 import numpy as np
 
-from tapeflow.data import structure
+from tapeflow.data import structure, vectorize
 from tapeflow.framework import dtypes as _dtypes
 from tapeflow.framework import errors
 from tapeflow.framework.tensor import EagerTensor, wrap
 
 _MODES = {1: "L", 2: "LA", 3: "RGB", 4: "RGBA"}
+
+try:
+    import simplejpeg as _simplejpeg
+except ImportError:  # optional extra "jpeg": Pillow decodes instead
+    _simplejpeg = None
 
 
 def _pil():
@@ -71,8 +76,38 @@ def decode_png(contents: Any, channels: int = 0, dtype: Any = _dtypes.uint8,
 def decode_jpeg(contents: Any, channels: int = 0, ratio: int = 1, fancy_upscaling: bool = True,
                 try_recover_truncated: bool = False, acceptable_fraction: float = 1,
                 dct_method: str = "", name: str | None = None) -> EagerTensor:
-    """A JPEG as a uint8 [height, width, channels] tensor."""
+    """A JPEG as a uint8 [height, width, channels] tensor.
+
+    Decoded by libjpeg-turbo through `simplejpeg` when it is installed (about 3x faster than
+    Pillow on small images, and it releases the GIL, so parallel map threads decode at once);
+    anything it does not take (CMYK, odd channel requests, damaged data) goes to Pillow.
+    In a map that tf.data runs on whole batches (data/vectorize.py), a vector of JPEGs of one
+    size decodes to a [batch, height, width, channels] tensor."""
+    data = structure.to_array(contents)
+    if data.ndim == 1 and data.dtype == object and vectorize.active():
+        return wrap(np.stack([decode_jpeg(wrap(data[i, ...]), channels, ratio, fancy_upscaling,
+                                          dct_method=dct_method)._value
+                              for i in range(data.shape[0])]))
+    if _simplejpeg is not None and channels in (0, 1, 3):
+        arr = _turbo_decode(_bytes(contents), channels, fancy_upscaling, dct_method)
+        if arr is not None:
+            return wrap(arr)
     return _decode(contents, channels, _dtypes.uint8, "JPEG,MPO")
+
+
+def _turbo_decode(data: bytes, channels: int, fancy_upscaling: bool,
+                  dct_method: str) -> np.ndarray | None:
+    try:
+        space = _simplejpeg.decode_jpeg_header(data)[2]
+        if space not in ("Gray", "YCbCr", "RGB"):
+            return None
+        gray = channels == 1 or (channels == 0 and space == "Gray")
+        arr = _simplejpeg.decode_jpeg(data, colorspace="GRAY" if gray else "RGB",
+                                      fastdct=dct_method == "INTEGER_FAST",
+                                      fastupsample=not fancy_upscaling)
+    except ValueError:   # not a JPEG simplejpeg reads: Pillow decides (and names the problem)
+        return None
+    return arr if arr.ndim == 3 else arr[:, :, None]
 
 
 def decode_image(contents: Any, channels: int | None = None, dtype: Any = _dtypes.uint8,

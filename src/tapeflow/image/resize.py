@@ -6,6 +6,7 @@ gradients (their adjoints scatter the output gradient back through the same weig
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -15,6 +16,7 @@ from tapeflow.framework import errors
 from tapeflow.framework.constant import convert_to_tensor
 from tapeflow.framework.dispatch import apply, op
 from tapeflow.framework.tensor import Tensor
+from tapeflow.kernels._jit import jit
 from tapeflow.ops import array_ops
 
 
@@ -26,8 +28,10 @@ class ResizeMethod:
     LANCZOS3 = "lanczos3"
 
 
+@functools.lru_cache(maxsize=64)
 def _axis_weights(n_in: int, n_out: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Bilinear source indices and weights along one axis (half-pixel centres)."""
+    """Bilinear source indices and weights along one axis (half-pixel centres); cached, as a
+    pipeline resizes image after image of the same size (callers must not write to them)."""
     scale = n_in / n_out
     src = np.clip((np.arange(n_out) + 0.5) * scale - 0.5, 0, n_in - 1)
     lo = np.floor(src).astype(np.int64)
@@ -35,9 +39,31 @@ def _axis_weights(n_in: int, n_out: int) -> tuple[np.ndarray, np.ndarray, np.nda
     return lo, hi, (src - lo).astype(np.float32)
 
 
+@jit()
+def _bilinear_kernel(x, y0, y1, wy, x0, x1, wx, out):
+    """The NumPy formula below, element by element in float32 (same roundings, same bits)."""
+    one = np.float32(1)
+    for b in range(out.shape[0]):
+        for i in range(out.shape[1]):
+            a, c, fy = y0[i], y1[i], wy[i]
+            gy = one - fy
+            for j in range(out.shape[2]):
+                p, q, fx = x0[j], x1[j], wx[j]
+                gx = one - fx
+                for k in range(out.shape[3]):
+                    left = np.float32(x[b, a, p, k]) * gy + np.float32(x[b, c, p, k]) * fy
+                    right = np.float32(x[b, a, q, k]) * gy + np.float32(x[b, c, q, k]) * fy
+                    out[b, i, j, k] = left * gx + right * fx
+
+
 def _bilinear(x: np.ndarray, h: int, w: int) -> np.ndarray:
     y0, y1, wy = _axis_weights(x.shape[1], h)
     x0, x1, wx = _axis_weights(x.shape[2], w)
+    if _bilinear_kernel is not None and x.dtype in (np.uint8, np.float32):
+        out = np.empty((x.shape[0], h, w, x.shape[3]), dtype=np.float32)
+        _bilinear_kernel(np.ascontiguousarray(x), y0, y1, wy, x0, x1, wx, out)
+        return out
+    x = x.astype(np.float32)
     top = x[:, y0] * (1 - wy)[None, :, None, None] + x[:, y1] * wy[None, :, None, None]
     return top[:, :, x0] * (1 - wx)[None, None, :, None] + top[:, :, x1] * wx[None, None, :, None]
 
@@ -75,7 +101,7 @@ def _resize(images, *, size, method):
     if method == "nearest":
         return _nearest(images, h, w)
     if method == "bilinear":
-        return _bilinear(images.astype(np.float32), h, w).astype(np.float32)
+        return _bilinear(images, h, w).astype(np.float32, copy=False)
     return _pillow(images, h, w, method)
 
 

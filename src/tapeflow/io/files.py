@@ -8,6 +8,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+from tapeflow.data import vectorize
 from tapeflow.framework import errors
 from tapeflow.framework.tensor import EagerTensor, wrap
 
@@ -25,11 +26,21 @@ def _string_scalar(data: bytes) -> EagerTensor:
 
 
 def read_file(filename: Any, name: str | None = None) -> EagerTensor:
-    """The bytes of a file as a scalar string tensor; NotFoundError names the path."""
-    path = _path(filename)
+    """The bytes of a file as a scalar string tensor; NotFoundError names the path.
+
+    In a map that tf.data runs on whole batches (data/vectorize.py), a vector of names reads
+    each file."""
+    if isinstance(filename, EagerTensor) and filename.shape.rank == 1 and vectorize.active():
+        out = np.empty(filename.shape[0], dtype=object)
+        out[:] = [_read(_path(p)) for p in filename.numpy().tolist()]
+        return wrap(out)
+    return _string_scalar(_read(_path(filename)))
+
+
+def _read(path: str) -> bytes:
     try:
         with open(path, "rb") as f:
-            return _string_scalar(f.read())
+            return f.read()
     except FileNotFoundError:
         raise errors.NotFoundError(f"read_file: {path}: No such file or directory") from None
 

@@ -1,0 +1,76 @@
+"""JPEG decoding (libjpeg-turbo via simplejpeg when installed, Pillow otherwise), the compiled
+bilinear resize, and image pipelines run on whole batches under map-then-batch fusion."""
+
+import importlib
+
+import numpy as np
+import pytest
+
+import tapeflow as tf
+
+decode = importlib.import_module("tapeflow.image.decode")
+resize = importlib.import_module("tapeflow.image.resize")
+
+
+def jpeg(seed, shape=(24, 20, 3)):
+    img = np.random.default_rng(seed).integers(0, 255, shape, dtype=np.uint8)
+    return tf.io.encode_jpeg(img, quality=90)
+
+
+@pytest.mark.skipif(decode._simplejpeg is None, reason="needs simplejpeg")
+def test_turbo_decoder_matches_pillow(monkeypatch):
+    data = jpeg(0)
+    fast = tf.io.decode_jpeg(data, channels=3).numpy()
+    auto = tf.io.decode_jpeg(data).numpy()
+    gray = tf.io.decode_jpeg(data, channels=1).numpy()
+    monkeypatch.setattr(decode, "_simplejpeg", None)
+    slow = tf.io.decode_jpeg(data, channels=3).numpy()
+    slow_gray = tf.io.decode_jpeg(data, channels=1).numpy()
+    assert fast.dtype == np.uint8 and fast.shape == (24, 20, 3)
+    np.testing.assert_array_equal(fast, slow)
+    np.testing.assert_array_equal(auto, slow)
+    # gray: libjpeg keeps the stored luma (as TensorFlow does); Pillow recomputes it from RGB
+    assert gray.shape == slow_gray.shape == (24, 20, 1)
+    assert np.abs(gray.astype(int) - slow_gray).max() <= 20
+
+
+def test_damaged_jpeg_error_names_the_problem():
+    bad = tf.constant(b"\xff\xd8not a jpeg")
+    with pytest.raises(tf.errors.InvalidArgumentError, match="Cannot decode image data"):
+        tf.io.decode_jpeg(bad)
+
+
+@pytest.mark.skipif(resize._bilinear_kernel is None, reason="needs numba")
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32])
+def test_compiled_bilinear_gives_the_numpy_formula_bits(monkeypatch, dtype):
+    x = (np.random.default_rng(1).random((2, 13, 9, 3)) * 255).astype(dtype)
+    fast = tf.image.resize(x, [7, 17]).numpy()
+    monkeypatch.setattr(resize, "_bilinear_kernel", None)
+    slow = tf.image.resize(x, [7, 17]).numpy()
+    assert fast.dtype == slow.dtype == np.float32
+    np.testing.assert_array_equal(fast, slow)
+
+
+def load(path):
+    return tf.image.resize(tf.io.decode_jpeg(tf.io.read_file(path), channels=3), [8, 8]) / 255.0
+
+
+def write_images(tmp_path, shapes):
+    for i, shape in enumerate(shapes):
+        tf.io.write_file(str(tmp_path / f"{i:03d}.jpg"), jpeg(i, shape))
+    return str(tmp_path / "*.jpg")
+
+
+@pytest.mark.parametrize("sizes", ["same", "mixed"])
+def test_image_pipeline_fused_or_not_gives_the_same_batches(tmp_path, sizes):
+    shapes = [(16, 12, 3) if sizes == "same" or i % 3 else (10, 14, 3) for i in range(11)]
+    pattern = write_images(tmp_path, shapes)
+    files = tf.data.Dataset.list_files(pattern, shuffle=False)
+    fused = [b.numpy() for b in files.map(load, num_parallel_calls=2).batch(4)]
+    options = tf.data.Options()
+    options.experimental_optimization.map_and_batch_fusion = False
+    plain = [b.numpy() for b in files.map(load, num_parallel_calls=2).batch(4)
+             .with_options(options)]
+    assert [b.shape for b in fused] == [(4, 8, 8, 3), (4, 8, 8, 3), (3, 8, 8, 3)]
+    for a, b in zip(fused, plain):
+        np.testing.assert_array_equal(a, b)
