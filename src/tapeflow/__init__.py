@@ -39,6 +39,7 @@ from tapeflow import (
     train,
 )
 from tapeflow.framework import dtypes, errors, nest
+from tapeflow.framework import threads as _threads
 from tapeflow.framework.constant import constant, convert_to_tensor
 from tapeflow.framework.context import executing_eagerly, name_scope
 from tapeflow.framework.dtypes import (
@@ -71,6 +72,8 @@ from tapeflow.framework.variable import Variable, VariableAggregation, VariableS
 from tapeflow.graph import function as _function_module  # tf.function, tf.config.*
 from tapeflow.io import example_pb as _example_pb
 from tapeflow.kernels import heap as _heap  # noqa: F401  (keeps activation buffers mapped)
+
+_threads.pin_blas()  # the thread policy: BLAS on one thread, tapeflow owns the cores
 
 # tf.train.Example and friends are protobuf messages defined with the TFRecord reader
 for _name in ("Example", "Features", "Feature", "BytesList", "FloatList", "Int64List",

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from tapeflow.kernels.blas import single_threaded
+from tapeflow.framework.threads import single_threaded_blas
 
 # default hyper-parameters per model: (epochs, batch size, learning rate)
 DEFAULTS = {
@@ -77,7 +77,7 @@ def _step_times(tf: Any, model: Any, loss_fn: Any, optimizer: Any, x: Any, y: An
 
     x, y = tf.constant(x), tf.constant(y)
     # one BLAS thread, as fit runs its steps: two threads stall on small products on 2 cores
-    timed = single_threaded(_median_step_seconds)
+    timed = single_threaded_blas(_median_step_seconds)
     return timed(train_step, x, y), timed(tf.function(train_step), x, y)
 
 

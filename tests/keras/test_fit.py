@@ -224,20 +224,22 @@ def test_progbar_live_on_a_terminal_and_partial_bar_when_stopped_early():
 
 
 def test_steps_run_with_single_threaded_blas_and_restore_it():
-    from tapeflow.kernels import blas
+    from threadpoolctl import threadpool_limits
 
-    if blas._get_threads is None or blas._get_threads() == 1:
-        pytest.skip("needs NumPy on a multi-threaded OpenBLAS")
-    before = blas._get_threads()
+    from tapeflow.framework import threads
+
+    if not threads.blas_threads():
+        pytest.skip("needs a BLAS library threadpoolctl can control")
     seen = []
 
     class Probe(keras.Sequential):
         def train_step(self, data):
-            seen.append(blas._get_threads())
+            seen.append(threads.blas_threads()[0])
             return super().train_step(data)
 
     x, y = _data()
     model = Probe([layers.Dense(1, input_shape=(3,))])
     model.compile(optimizer="sgd", loss="mse", run_eagerly=True)
-    model.fit(x, y, batch_size=5, epochs=1, verbose=0)
-    assert seen == [1, 1] and blas._get_threads() == before
+    with threadpool_limits(limits=2, user_api="blas"):
+        model.fit(x, y, batch_size=5, epochs=1, verbose=0)
+        assert seen == [1, 1] and threads.blas_threads()[0] == 2

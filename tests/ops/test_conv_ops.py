@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import tapeflow as tf
+from tapeflow.framework import threads
 from tapeflow.kernels import conv as K
 from tapeflow.kernels import parallel
 from tapeflow.kernels import pool as P
@@ -128,29 +129,13 @@ def test_splitting_the_batch_over_cores_gives_the_same_result(monkeypatch, case)
         return [K.conv2d(x, w, geo), K.conv2d_backprop_input(g, w, geo),
                 K.conv2d_backprop_filter(x, g, geo)]
 
-    monkeypatch.setattr(parallel, "WORKERS", 1)
+    monkeypatch.setattr(threads, "_intra_op", 1)
     whole = run()
-    monkeypatch.setattr(parallel, "WORKERS", 3)  # uneven slices of 5 images
+    monkeypatch.setattr(threads, "_intra_op", 3)  # uneven slices of 5 images
     monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(parallel, "idle_core", lambda: True)
     for a, b in zip(whole, run()):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
-
-
-def test_conv_kernels_restore_the_blas_thread_count():
-    from tapeflow.kernels import blas
-
-    if blas._get_threads is None:
-        pytest.skip("NumPy is not linked to OpenBLAS")
-    seen = []
-    probe = blas.single_threaded(lambda: seen.append(blas._get_threads()))
-    before = blas._get_threads()
-    blas._set_threads(2)
-    try:
-        probe()
-        assert seen == [1] and blas._get_threads() == 2
-    finally:
-        blas._set_threads(before)
 
 
 def test_conv2d_nchw_and_four_element_strides():

@@ -471,6 +471,7 @@ def test_batch_norm_moments_keep_precision_far_from_zero():
 
 def test_batch_norm_kernels_split_over_cores_match_one_thread(monkeypatch):
     """Each core's slice of the rows gets its own partial sums (uneven slices of 7 rows)."""
+    from tapeflow.framework import threads
     from tapeflow.kernels import batch_norm as bn
     from tapeflow.kernels import parallel
 
@@ -484,9 +485,9 @@ def test_batch_norm_kernels_split_over_cores_match_one_thread(monkeypatch):
         return [y, mean, var, inv, *bn.backward(g, x, scale, mean, inv, relu_out=y,
                                                  addend=addend)]
 
-    monkeypatch.setattr(parallel, "WORKERS", 1)
+    monkeypatch.setattr(threads, "_intra_op", 1)
     whole = run()
-    monkeypatch.setattr(parallel, "WORKERS", 3)
+    monkeypatch.setattr(threads, "_intra_op", 3)
     monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(parallel, "idle_core", lambda: True)
     calls = []

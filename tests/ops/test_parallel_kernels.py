@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from tapeflow.framework import threads
 from tapeflow.kernels import activations, concat, conv, parallel, pool
 
 rng = np.random.default_rng(21)
@@ -10,7 +11,7 @@ rng = np.random.default_rng(21)
 
 def _split_everything(monkeypatch) -> list:
     """Three uneven slices for any size of work; returns the list of slice counts used."""
-    monkeypatch.setattr(parallel, "WORKERS", 3)
+    monkeypatch.setattr(threads, "_intra_op", 3)
     monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(parallel, "idle_core", lambda: True)
     parts = []
@@ -51,7 +52,7 @@ def test_concat_and_relu_grad_split_by_rows(monkeypatch):
 
 
 def test_small_work_and_a_busy_machine_stay_on_one_thread(monkeypatch):
-    monkeypatch.setattr(parallel, "WORKERS", 2)
+    monkeypatch.setattr(threads, "_intra_op", 2)
     assert parallel.parts_for(1000, parallel.PARALLEL_MIN_BYTES - 1) == 1
     monkeypatch.setattr(parallel, "idle_core", lambda: False)
     assert parallel.parts_for(1000, parallel.PARALLEL_MIN_BYTES) == 1

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import tapeflow as tf
+from tapeflow.framework import threads
 from tapeflow.kernels import batch_norm, conv, parallel, winograd
 
 rng = np.random.default_rng(5)
@@ -18,7 +19,7 @@ rng = np.random.default_rng(5)
 
 def _both_ways(monkeypatch, fn):
     """fn() with two idle workers and with none (all slices on the calling thread)."""
-    monkeypatch.setattr(parallel, "WORKERS", 2)
+    monkeypatch.setattr(threads, "_intra_op", 2)
     monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(parallel, "idle_core", lambda: True)
     idle = fn()
@@ -32,7 +33,7 @@ def _assert_same_bits(a, b):
 
 
 def test_fixed_slices_depend_on_the_size_alone(monkeypatch):
-    monkeypatch.setattr(parallel, "WORKERS", 2)
+    monkeypatch.setattr(threads, "_intra_op", 2)
     monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 0)
     for idle in (True, False):
         monkeypatch.setattr(parallel, "idle_core", lambda idle=idle: idle)

@@ -20,17 +20,16 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from tapeflow.framework import threads
+
 AUTOTUNE = -1
 MAX_PARALLELISM = 64
 MAX_BUFFER = 256
 
 
 def default_cpu_budget() -> int:
-    """Cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
+    """Cores this process may run on (the thread policy, ``framework.threads``)."""
+    return threads.cores()
 
 
 def default_ram_budget() -> int:

@@ -29,6 +29,7 @@ from tapeflow.framework.context import state as _state
 from tapeflow.framework.dispatch import _read_grad
 from tapeflow.framework.tensor import EagerTensor, Tensor, wrap
 from tapeflow.framework.tensor_spec import TensorSpec
+from tapeflow.framework.threads import single_threaded_blas
 from tapeflow.framework.variable import Variable
 from tapeflow.graph import names as names_
 from tapeflow.graph import signature as sig
@@ -158,6 +159,7 @@ class ConcreteFunction:
         tensors = sig.check_against_specs(flat, specs, self.input_paths, self.name)
         return self.call_flat(tensors)
 
+    @single_threaded_blas  # the thread policy (framework.threads)
     def call_flat(self, tensors: list) -> Any:
         """Run on a flat list of tensors (eager), or inline into the graph being traced."""
         if _state.graph is not None:

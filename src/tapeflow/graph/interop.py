@@ -26,39 +26,15 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from tapeflow._api import export
+from tapeflow.framework import threads
 
-_requested = 0  # 0: automatic
 _pool: ThreadPoolExecutor | None = None
 
 
-def _cores() -> int:
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
-
-
-@export("config.threading.set_inter_op_parallelism_threads")
-def set_inter_op_parallelism_threads(num_threads: int) -> None:
-    """Threads a graph may run independent nodes on: 1 runs everything in order on the
-    caller's thread, 0 chooses automatically (two when the process has two or more cores)."""
-    global _requested
-    if not isinstance(num_threads, int) or num_threads < 0:
-        raise ValueError(f"set_inter_op_parallelism_threads: num_threads must be an int >= 0, "
-                         f"got {num_threads!r}")
-    _requested = num_threads
-
-
-@export("config.threading.get_inter_op_parallelism_threads")
-def get_inter_op_parallelism_threads() -> int:
-    """The value set with ``set_inter_op_parallelism_threads`` (0: automatic)."""
-    return _requested
-
-
 def enabled() -> bool:
-    """Whether graphs compiled now hand nodes to the worker thread (``graph.schedule``)."""
-    threads = _requested or min(2, _cores())
-    return threads > 1
+    """Whether graphs compiled now hand nodes to the worker thread (``graph.schedule``): the
+    thread policy's inter-op count (``framework.threads``)."""
+    return threads.inter_op_threads() > 1
 
 
 def _forget_pool() -> None:

@@ -15,7 +15,7 @@ expanded depends on which side has fewer channels (DenseNet convs have 12 output
 - 3x3 stride-1 float32 convolutions go to ``winograd`` first (forward and filter gradient)
   where ``winograd.applies`` says it measured faster.
 
-Threads: OpenBLAS runs single-threaded here (``blas.single_threaded``); instead the batch is
+Threads: OpenBLAS runs single-threaded here (``framework.threads``); instead the batch is
 split into one slice per idle core (``parallel.split``), each slice a loop of cache-sized
 chunks on its own thread.
 """
@@ -27,9 +27,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tapeflow.framework.threads import single_threaded_blas
 from tapeflow.kernels import parallel
 from tapeflow.kernels._jit import jit
-from tapeflow.kernels.blas import single_threaded
 from tapeflow.kernels.rows import rows as _rows
 
 
@@ -253,7 +253,7 @@ class _Chunks:
 # --- the three convolution kernels -------------------------------------------------------------
 
 
-@single_threaded
+@single_threaded_blas
 def conv2d(x: np.ndarray, w: np.ndarray, g: Geometry) -> np.ndarray:
     """NHWC convolution (cross-correlation, as TF) of `x` with HWIO filter `w`."""
     n, _, _, cin = x.shape
@@ -308,7 +308,7 @@ def conv2d(x: np.ndarray, w: np.ndarray, g: Geometry) -> np.ndarray:
     return out
 
 
-@single_threaded
+@single_threaded_blas
 def conv2d_backprop_input(gr: np.ndarray, w: np.ndarray, g: Geometry) -> np.ndarray:
     """Gradient w.r.t. the input of ``conv2d`` given the output gradient `gr`."""
     n = gr.shape[0]
@@ -362,7 +362,7 @@ def _spread(n_out: int, stride: int, offset: int, size: int) -> tuple[int, int]:
     return first, end
 
 
-@single_threaded
+@single_threaded_blas
 def conv2d_backprop_filter(x: np.ndarray, gr: np.ndarray, g: Geometry) -> np.ndarray:
     """Gradient w.r.t. the HWIO filter of ``conv2d`` given input `x` and output gradient `gr`."""
     n, _, _, cin = x.shape

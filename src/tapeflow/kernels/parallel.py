@@ -1,11 +1,12 @@
 """Intra-op parallelism: split one kernel's rows (or images) over the idle cores.
 
-OpenBLAS runs single-threaded inside our kernels (``blas.single_threaded``) and the numba loops
-are compiled serial (``_jit``); instead a kernel hands ``split`` a function of a row range, and
-each idle core runs one contiguous slice on its own thread. NumPy's products and the numba loops
-release the GIL, so the slices run in parallel. This pays for the compute-bound convolutions
-and for the memory-bound passes alike: one core of the project machine reads ~8 GB/s, two
-together ~13 GB/s (an elementwise pass over 13.6 MB: 1.97 ms on one thread, 1.24 ms on two).
+BLAS runs single-threaded (the thread policy, ``framework.threads``) and the numba loops are
+compiled serial (``_jit``); instead a kernel hands ``split`` a function of a row range, and each
+idle core (at most ``intra_op_threads()``) runs one contiguous slice on its own thread. NumPy's
+products and the numba loops release the GIL, so the slices run in parallel. This pays for the
+compute-bound convolutions and for the memory-bound passes alike: one core of the project
+machine reads ~8 GB/s, two together ~13 GB/s (an elementwise pass over 13.6 MB: 1.97 ms on one
+thread, 1.24 ms on two).
 
 The slices depend on the size of the work alone, never on the load: on a busy machine the same
 slices run one after another on the calling thread. Results are then the same bits whether
@@ -23,10 +24,11 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-WORKERS = max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-                       else os.cpu_count() or 1))
+from tapeflow.framework.threads import intra_op_threads
+
 PARALLEL_MIN_BYTES = 1 << 21  # below this the hand-over (~20 us) costs more than it saves
 _pool: ThreadPoolExecutor | None = None
+_pool_size = 0
 
 
 def idle_core() -> bool:
@@ -39,14 +41,15 @@ def idle_core() -> bool:
             runnable = int(f.read().split()[3].split("/")[0])
     except (OSError, IndexError, ValueError):
         return True
-    return runnable - 1 < WORKERS - 1
+    return runnable - 1 < intra_op_threads() - 1
 
 
 def slices_for(n: int, nbytes: int) -> int:
     """How many slices `n` rows touching `nbytes` bytes are cut into (the size alone decides)."""
-    if WORKERS == 1 or n < 2 or nbytes < PARALLEL_MIN_BYTES:
+    workers = intra_op_threads()
+    if workers == 1 or n < 2 or nbytes < PARALLEL_MIN_BYTES:
         return 1
-    return min(WORKERS, n)
+    return min(workers, n)
 
 
 def parts_for(n: int, nbytes: int) -> int:
@@ -58,8 +61,8 @@ def parts_for(n: int, nbytes: int) -> int:
 
 def _forget_pool() -> None:
     """A forked child has no worker threads: it must start its own."""
-    global _pool
-    _pool = None
+    global _pool, _pool_size
+    _pool, _pool_size = None, 0
 
 
 if hasattr(os, "register_at_fork"):
@@ -71,12 +74,15 @@ def split(n: int, nbytes: int, work: Callable[[int, int], Any]) -> list:
     one after another on this thread; the results in order.
 
     Work touching fewer than PARALLEL_MIN_BYTES bytes in all runs as one call on this thread."""
-    global _pool
+    global _pool, _pool_size
     slices = slices_for(n, nbytes)
     cuts = [n * i // slices for i in range(slices + 1)]
     if slices == 1 or parts_for(n, nbytes) == 1:
         return [work(cuts[i], cuts[i + 1]) for i in range(slices)]
-    if _pool is None:
-        _pool = ThreadPoolExecutor(WORKERS - 1, thread_name_prefix="tapeflow-kernel")
+    if _pool_size < slices - 1:  # grown to the thread policy's intra-op count when first used
+        if _pool is not None:
+            _pool.shutdown(wait=False)
+        _pool = ThreadPoolExecutor(slices - 1, thread_name_prefix="tapeflow-kernel")
+        _pool_size = slices - 1
     futures = [_pool.submit(work, cuts[i], cuts[i + 1]) for i in range(1, slices)]
     return [work(cuts[0], cuts[1])] + [f.result() for f in futures]

@@ -38,9 +38,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from tapeflow.framework.threads import single_threaded_blas
 from tapeflow.kernels import conv, parallel
 from tapeflow.kernels._jit import jit
-from tapeflow.kernels.blas import single_threaded
 
 # Bytes of transformed tiles and products per chunk of images. Measured one layer at a time
 # (2026-11-23, 1 MB of L2 per core): 2 MB was as fast as 4 MB or up to 15% faster on the W4,
@@ -438,7 +438,7 @@ def tiles_shape(n: int, g: conv.Geometry, cin: int, variant: Variant = F4) -> tu
     return (variant.positions, n * -(-g.ho // variant.tile) * -(-g.wo // variant.tile), cin)
 
 
-@single_threaded
+@single_threaded_blas
 def conv2d(x: np.ndarray, w: np.ndarray, g: conv.Geometry, variant: Variant = F4,
            keep_tiles: bool = False, prologue: np.ndarray | None = None):
     """NHWC 3x3 stride-1 convolution of `x` with HWIO filter `w`, as ``conv.conv2d``.
@@ -482,7 +482,7 @@ def conv2d(x: np.ndarray, w: np.ndarray, g: conv.Geometry, variant: Variant = F4
     return (out, kept[0]) if keep_tiles else out
 
 
-@single_threaded
+@single_threaded_blas
 def conv2d_backprop_filter(x: np.ndarray | None, gr: np.ndarray, g: conv.Geometry,
                            variant: Variant = F4,
                            tiles: np.ndarray | None = None) -> np.ndarray:

@@ -16,10 +16,10 @@ import tapeflow as tf
 from tapeflow import distribute
 from tapeflow.framework import nest
 from tapeflow.framework.shapes import as_shape
+from tapeflow.framework.threads import single_threaded_blas
 from tapeflow.keras import callbacks as callbacks_mod
 from tapeflow.keras.engine import compile_utils, data_adapter
 from tapeflow.keras.engine.base_layer import Layer
-from tapeflow.kernels import blas
 
 
 def _is_functional_call(args: tuple, kwargs: dict) -> bool:
@@ -27,7 +27,7 @@ def _is_functional_call(args: tuple, kwargs: dict) -> bool:
             or (len(args) == 1 and "outputs" in kwargs))
 
 
-@blas.single_threaded
+@single_threaded_blas
 def _run_step(step: Any, data: Any) -> Any:
     """One train/test/predict step with NumPy's BLAS on one thread: a model's products are
     small, and on a busy machine a multi-threaded product waits on sleeping helper threads
