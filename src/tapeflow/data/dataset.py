@@ -342,6 +342,11 @@ class _EpochCounter:
             self._n += 1
             return n
 
+    def at_least(self, n: int) -> None:
+        """Count on from `n` at least (after a restored iterator replayed epochs up to it)."""
+        with self._lock:
+            self._n = max(self._n, n)
+
 
 def positive(value: Any, arg: str) -> int:
     """An int argument that must be >= 1, with an error naming it and the user's line."""

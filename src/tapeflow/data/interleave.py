@@ -113,7 +113,7 @@ class InterleaveDataset(Dataset):
 
     def _iterate(self, ctx: Any) -> Iterator[Any]:
         source = self._inputs[0]._iterate(ctx)
-        fn, stage, epoch = self._fn, self._stage, self._epochs.next()
+        fn, stage, epoch = self._fn, ctx.salt(self), ctx.epoch(self)
         counter = iter(range(1 << 62))
 
         def open_next() -> _SequentialSlot | None:
@@ -194,7 +194,7 @@ class ParallelInterleaveDataset(InterleaveDataset):
         deterministic = (ctx.options.is_deterministic if self._deterministic is None
                          else self._deterministic)
         source = self._inputs[0]._iterate(ctx)
-        fn, stage, epoch = self._fn, self._stage, self._epochs.next()
+        fn, stage, epoch = self._fn, ctx.salt(self), ctx.epoch(self)
         futures: deque = deque()
         state = {"index": 0, "input_done": False}
 

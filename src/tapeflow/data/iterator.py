@@ -10,21 +10,39 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from tapeflow.data import structure
+import numpy as np
+
+from tapeflow.data import iterator_state, structure
 from tapeflow.data.autotune import AutotuneReport, Tuner
 from tapeflow.data.options import Options
 from tapeflow.framework import errors
 
 
 class IterContext:
-    """What every stage of one iterator shares: options and the autotuner."""
+    """What every stage of one iterator shares: options, the autotuner and the record of the
+    random draws its stages make (see iterator_state.py)."""
 
-    __slots__ = ("options", "tuner")
+    __slots__ = ("options", "tuner", "draws")
 
-    def __init__(self, options: Options):
+    def __init__(self, options: Options, draws: iterator_state.Draws | None = None):
         self.options = options
         self.tuner = Tuner(options.autotune.cpu_budget, options.autotune.ram_budget,
                            options.threading.private_threadpool_size)
+        self.draws = draws
+
+    def epoch(self, dataset: Any) -> int:
+        """The epoch number of this pass over `dataset` (recorded for checkpoints)."""
+        if self.draws is None:
+            return dataset._epochs.next()
+        return self.draws.epoch(dataset)
+
+    def salt(self, dataset: Any) -> int:
+        """The number a map stage mixes into per-element random seeds (kept by checkpoints)."""
+        return dataset._stage if self.draws is None else self.draws.salt(dataset)
+
+    def stage_seed(self, dataset: Any, seed: int | None) -> int | None:
+        """The seed a random stage uses: its own, else one derived from the iterator's."""
+        return seed if self.draws is None else self.draws.stage_seed(dataset, seed)
 
 
 class Optional:
@@ -47,11 +65,28 @@ class DatasetIterator:
 
     def __init__(self, dataset: Any, to_user=structure.to_user):
         self._dataset = dataset
-        self._ctx = IterContext(dataset.options())
-        self._gen = dataset._iterate(self._ctx)
         self._to_user = to_user
-        self._last = time.perf_counter()
+        self._state_var: Any = None
+        self._start(int(np.random.default_rng().integers(1 << 62)), None, 0)
+
+    def _start(self, seed: int, replay: dict | None, position: int,
+               salts: dict | None = None, seeds: dict | None = None) -> None:
+        """(Re)build the stages' generators; the other arguments restore a saved state."""
+        dataset = self._dataset
+        self._ctx = IterContext(dataset.options(),
+                                iterator_state.Draws(dataset, seed, replay, salts, seeds))
+        self._gen = dataset._iterate(self._ctx)
         dataset._last_tuner = self._ctx.tuner
+        self._position = 0
+        for _ in range(position):   # run forward to the saved position (same draws, same order)
+            try:
+                next(self._gen)
+            except StopIteration:
+                raise errors.InvalidArgumentError(
+                    f"Cannot restore the iterator: the pipeline ended after {self._position} "
+                    f"elements, before the saved position {position} (has its data changed?)"
+                ) from None
+            self._position += 1
 
     @property
     def element_spec(self) -> Any:
@@ -61,6 +96,8 @@ class DatasetIterator:
         return self
 
     def __next__(self) -> Any:
+        if self._state_var is not None and self._state_var._value is not self._state_value:
+            self._restore()
         start = time.perf_counter()
         tuner = self._ctx.tuner
         try:
@@ -71,7 +108,30 @@ class DatasetIterator:
         end = time.perf_counter()
         tuner.consumer_wait_s += end - start
         tuner.elements += 1
+        self._position += 1
         return self._to_user(element)
+
+    # ---- checkpointing (tf.train.Checkpoint(iterator=it)) --------------------------------
+    def _checkpoint_dependencies(self) -> list:
+        """The iterator's state as one variable, brought up to date as the checkpoint walks
+        its objects; a restore that assigns it is applied before the next element."""
+        from tapeflow.framework.variable import Variable
+
+        iterator_state.refuse_unrestorable(self._dataset, self._ctx.options)
+        value = iterator_state.encode(self._position, self._ctx.draws, self._dataset)
+        if self._state_var is None:
+            self._state_var = Variable(value, trainable=False, name="iterator_state")
+        else:
+            self._state_var.assign(value)
+        self._state_value = self._state_var._value
+        return [("_iterator_state", self._state_var)]
+
+    def _restore(self) -> None:
+        state = iterator_state.decode(self._state_var.numpy(), self._dataset)
+        self.close()
+        self._start(state["seed"], state["draws"], state["position"], state["salts"],
+                    state["seeds"])
+        self._state_value = self._state_var._value
 
     def get_next(self) -> Any:
         """The next element; `OutOfRangeError` at the end of the sequence (TF's contract)."""

@@ -81,7 +81,7 @@ class MapDataset(Dataset):
         self._epochs = _EpochCounter()
 
     def _iterate(self, ctx: Any) -> Iterator[Any]:
-        fn, stage, epoch = self._fn, self._stage, self._epochs.next()
+        fn, stage, epoch = self._fn, ctx.salt(self), ctx.epoch(self)
         source = self._inputs[0]._iterate(ctx)
         try:
             for index, element in enumerate(source):
@@ -119,8 +119,8 @@ class ParallelMapDataset(MapDataset):
                             parallelism_autotuned=autotuned, buffer_size=parallelism)
         deterministic = (ctx.options.is_deterministic if self._deterministic is None
                          else self._deterministic)
-        run = _MapRun(self._inputs[0]._iterate(ctx), self._fn, stats, self._stage,
-                      self._epochs.next())
+        run = _MapRun(self._inputs[0]._iterate(ctx), self._fn, stats, ctx.salt(self),
+                      ctx.epoch(self))
         for _ in range(parallelism):
             run.add_worker()
         try:

@@ -42,7 +42,7 @@ class ProcessMapDataset(MapDataset):
                                 parallelism_autotuned=autotuned, buffer_size=2 * size)
         deterministic = (ctx.options.is_deterministic if self._deterministic is None
                          else self._deterministic)
-        stage, epoch = self._stage, self._epochs.next()
+        stage, epoch = ctx.salt(self), ctx.epoch(self)
         source = self._inputs[0]._iterate(ctx)
         pool = None
         done: dict = {}    # index -> (value, error), results not yet yielded

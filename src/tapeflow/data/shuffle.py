@@ -26,8 +26,8 @@ class ShuffleDataset(Dataset):
             self._seed = int(np.random.default_rng().integers(1 << 62))
 
     def _iterate(self, ctx: Any) -> Iterator[Any]:
-        epoch = self._epochs.next()
-        rng = seeds.epoch_rng(self._seed, epoch if self._reshuffle else 0)
+        epoch = ctx.epoch(self)
+        rng = seeds.epoch_rng(ctx.stage_seed(self, self._seed), epoch if self._reshuffle else 0)
         source = self._inputs[0]._iterate(ctx)
         buffer: list = []
         try:

@@ -219,7 +219,7 @@ class SampleDataset(Dataset):
         self._epochs = _EpochCounter()
 
     def _iterate(self, ctx: Any) -> Iterator[Any]:
-        rng = seeds.epoch_rng(self._seed, self._epochs.next())
+        rng = seeds.epoch_rng(ctx.stage_seed(self, self._seed), ctx.epoch(self))
         iterators = [d._iterate(ctx) for d in self._inputs]
         weights = self._weights.copy()
         try:
