@@ -32,9 +32,11 @@ from tapeflow import (
     io,
     keras,
     ops,  # registers every op under tf.*, tf.math.*, tf.nn.*, ...
+    profiler,
     ragged,  # after ops: dispatch_for_api wraps the exported op functions
     sparse,
     strings,
+    summary,
     sysconfig,
     train,
 )
@@ -80,6 +82,11 @@ for _name in ("Example", "Features", "Feature", "BytesList", "FloatList", "Int64
               "SequenceExample", "FeatureList", "FeatureLists"):
     setattr(train, _name, getattr(_example_pb, _name))
 del _name
+
+# tf.compat.v1.summary: TF1's FileWriter and summary ops (tapeflow.summary.v1)
+from tapeflow.summary import v1 as _summary_v1
+
+compat.v1.summary = _summary_v1
 
 # TensorFlow 2's short names for Keras modules: the same module objects, loaded on first use.
 _KERAS_ALIASES = ("optimizers", "initializers", "losses", "metrics")

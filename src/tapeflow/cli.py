@@ -116,9 +116,10 @@ def train(args: argparse.Namespace) -> int:
           f"{len(x_train)} training / {len(x_test)} held-out MNIST digits, "
           f"{epochs} epoch{'' if epochs == 1 else 's'}, "
           f"batch {batch_size}, Adam({learning_rate}, cosine decay), {mode} mode")
+    callbacks = _tensorboard(keras, args.logdir)
     start = time.perf_counter()
     model.fit(x_train, y_train, batch_size=batch_size, epochs=epochs,
-              validation_data=(x_test, y_test), verbose=1)
+              validation_data=(x_test, y_test), verbose=1, callbacks=callbacks)
     elapsed = time.perf_counter() - start
     _, accuracy = model.evaluate(x_test, y_test, batch_size=256, verbose=0)
     print(f"held-out accuracy: {accuracy:.4f} ({len(x_test)} digits); training took "
@@ -130,6 +131,9 @@ def train(args: argparse.Namespace) -> int:
                                    y_train[:batch_size])
     print(f"training step (batch {batch_size}): eager {eager_s * 1e3:.1f} ms, graph "
           f"{graph_s * 1e3:.1f} ms ({eager_s / graph_s:.2f}x faster as a graph)")
+    if callbacks:
+        print(f"TensorBoard logs (curves, weight histograms, the train step's graph): "
+              f"tensorboard --logdir {args.logdir}")
     return 0
 
 
@@ -177,6 +181,18 @@ def _writable_dir(text: str) -> str:
     return text
 
 
+def _tensorboard(keras: Any, logdir: str) -> list:
+    """The TensorBoard callback for `logdir` ('' turns logging off; so does a missing
+    tensorboard package, with a note)."""
+    if not logdir:
+        return []
+    try:
+        return [keras.callbacks.TensorBoard(logdir, histogram_freq=1, write_graph=True)]
+    except ImportError as e:
+        print(f"no TensorBoard logs: {e}")
+        return []
+
+
 def _parser() -> argparse.ArgumentParser:
     from tapeflow.version import TAPEFLOW_VERSION, VERSION
 
@@ -201,6 +217,9 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--checkpoint-dir", type=_writable_dir, default="checkpoints",
                    help="where the trained weights are saved, as MODEL/ckpt-N with N one more "
                         "than the last run's (default: ./checkpoints)")
+    t.add_argument("--logdir", default="logs",
+                   help="TensorBoard logs (curves, histograms, the train step's graph); "
+                        "'' for none (default: ./logs)")
     return parser
 
 

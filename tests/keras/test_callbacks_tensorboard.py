@@ -1,4 +1,5 @@
-"""TensorBoard callback: scalar event files that TensorBoard's own reader loads."""
+"""TensorBoard callback: event files that TensorBoard's own reader loads (scalars, graphs,
+weight histograms and images, embeddings for the projector, a profile of chosen batches)."""
 
 import glob
 import os
@@ -16,14 +17,22 @@ def _fresh_names():
     backend.clear_session()
 
 
-def _scalars(run_dir):
+def _events(run_dir):
     from tensorboard.backend.event_processing.event_file_loader import LegacyEventFileLoader
 
     (path,) = glob.glob(os.path.join(run_dir, "events.out.tfevents.*"))
+    return list(LegacyEventFileLoader(path).Load())
+
+
+def _scalars(run_dir):
+    from tensorboard.util import tensor_util
+
     out = {}
-    for event in LegacyEventFileLoader(path).Load():
+    for event in _events(run_dir):
         for value in event.summary.value:
-            out.setdefault(value.tag, []).append((event.step, value.simple_value))
+            if value.metadata.plugin_data.plugin_name in ("scalars", ""):
+                out.setdefault(value.tag, []).append(
+                    (event.step, float(tensor_util.make_ndarray(value.tensor))))
     return out
 
 
@@ -49,12 +58,52 @@ def test_fit_writes_epoch_and_batch_scalars(tmp_path):
     assert [step for step, _ in train["batch_loss"]] == [2, 4, 6, 8]
 
 
-def test_unsupported_options_are_clear(tmp_path):
+def test_bad_options_are_clear(tmp_path):
     pytest.importorskip("tensorboard")
-    with pytest.raises(NotImplementedError, match="histogram_freq"):
-        keras.callbacks.TensorBoard(tmp_path, histogram_freq=1)
     with pytest.raises(ValueError, match="update_freq"):
         keras.callbacks.TensorBoard(tmp_path, update_freq="sometimes")
+    with pytest.raises(ValueError, match="profile_batch"):
+        keras.callbacks.TensorBoard(tmp_path, profile_batch=(3, 1))
+
+
+def test_graph_histograms_images_embeddings_and_profile(tmp_path):
+    pytest.importorskip("tensorboard")
+    from tensorboard.compat.proto import graph_pb2
+
+    model = keras.Sequential([layers.Embedding(10, 3, input_length=4), layers.Flatten(),
+                              layers.Dense(4, activation="relu"), layers.Dense(2)])
+    model.compile("sgd", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    rng = np.random.default_rng(0)
+    x, y = rng.integers(0, 10, (12, 4)), rng.integers(0, 2, 12)
+    board = keras.callbacks.TensorBoard(tmp_path, histogram_freq=2, write_images=True,
+                                        embeddings_freq=1, profile_batch=(2, 3))
+    model.fit(x, y, batch_size=4, epochs=3, verbose=0, callbacks=[board])
+
+    events = _events(tmp_path / "train")
+    (graph,) = [graph_pb2.GraphDef.FromString(e.graph_def) for e in events if e.graph_def]
+    names = {n.name for n in graph.node}
+    assert "sequential/dense/MatMul" in names and "dense/kernel" in names
+    tags = {}
+    for e in events:
+        for v in e.summary.value:
+            tags.setdefault(v.tag, []).append((e.step, v.metadata.plugin_data.plugin_name))
+    assert tags["dense/kernel_0"] == [(0, "histograms"), (2, "histograms")]
+    assert tags["dense/kernel_0/image"] == [(0, "images"), (2, "images")]
+    assert tags["keras"] == [(0, "graph_keras_model")]
+
+    config = (tmp_path / "train" / "projector_config.pbtxt").read_text()
+    assert 'tensor_name: "embedding/embeddings"' in config
+    table = np.loadtxt(tmp_path / "train" / "embedding.embeddings.tsv", delimiter="\t")
+    np.testing.assert_allclose(table, model.layers[0].embeddings.numpy(), rtol=1e-6)
+
+    import gzip
+    import json
+
+    (trace,) = glob.glob(str(tmp_path / "train" / "plugins" / "profile" / "*" / "*.json.gz"))
+    events = json.load(gzip.open(trace))["traceEvents"]
+    steps = [e["args"]["step_num"] for e in events if e["name"] == "train"]
+    assert steps == ["2", "3"]
+    assert any(e.get("cat") == "op" and e["name"] == "MatMul" for e in events)
 
 
 def test_missing_package_names_the_extra(monkeypatch, tmp_path):

@@ -108,7 +108,8 @@ def test_cli_train_mlp_twice_gives_identical_losses_and_weights(tmp_path):
     outputs, tensors = [], []
     for run in ("a", "b"):
         out = subprocess.run([sys.executable, "-m", "tapeflow.cli", "train", "mlp", "--epochs",
-                              "2", "--seed", "7", "--checkpoint-dir", str(tmp_path / run)],
+                              "2", "--seed", "7", "--checkpoint-dir", str(tmp_path / run),
+                              "--logdir", ""],
                              env=env, capture_output=True, text=True, timeout=600, check=True)
         outputs.append(re.findall(r"(?:val_)?(?:loss|accuracy): [0-9.]+", out.stdout))
         ckpt = [p for p in os.listdir(tmp_path / run / "mlp") if p.endswith(".safetensors")]

@@ -19,7 +19,9 @@ def _accuracy(text: str) -> float:
 
 
 def test_train_mlp_reports_accuracy_checkpoint_and_step_times(tmp_path, capsys):
-    assert main(["train", "mlp", "--epochs", "3", "--checkpoint-dir", str(tmp_path)]) == 0
+    logdir = str(tmp_path / "logs")
+    assert main(["train", "mlp", "--epochs", "3", "--checkpoint-dir", str(tmp_path),
+                 "--logdir", logdir]) == 0
     captured = capsys.readouterr()
     out = captured.out
     assert "Epoch 3/3" in captured.out + captured.err
@@ -28,6 +30,9 @@ def test_train_mlp_reports_accuracy_checkpoint_and_step_times(tmp_path, capsys):
     assert path.startswith(str(tmp_path)) and any(
         name.startswith(os.path.basename(path)) for name in os.listdir(os.path.dirname(path)))
     assert re.search(r"training step \(batch 64\): eager [0-9.]+ ms, graph [0-9.]+ ms", out)
+    assert f"tensorboard --logdir {logdir}" in out
+    train_events = os.listdir(os.path.join(logdir, "train"))
+    assert any(name.startswith("events.out.tfevents.") for name in train_events)
 
 
 def _rejected(capsys, argv: list[str]) -> str:
@@ -80,13 +85,14 @@ def test_help_lists_models_and_defaults_and_version(capsys):
 
 @pytest.mark.slow
 def test_default_densenet_reaches_97_percent_held_out(tmp_path, capsys):
-    assert main(["train", "--checkpoint-dir", str(tmp_path)]) == 0
+    assert main(["train", "--checkpoint-dir", str(tmp_path), "--logdir",
+                 str(tmp_path / "logs")]) == 0
     assert _accuracy(capsys.readouterr().out) >= 0.97
 
 
 def test_train_eager_flag_runs_fit_without_graphs(tmp_path, capsys):
     assert main(["train", "mlp", "--epochs", "1", "--eager", "--batch-size", "128",
-                 "--checkpoint-dir", str(tmp_path)]) == 0
+                 "--checkpoint-dir", str(tmp_path), "--logdir", ""]) == 0
     out = capsys.readouterr().out
     assert "eager mode" in out and "batch 128" in out and " 1 epoch, " in out
     assert _accuracy(out) > 0.8

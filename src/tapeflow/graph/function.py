@@ -56,6 +56,11 @@ class FuncGraph(Graph):
         self.created_variables.append(var)
 
 
+# called with (concrete function, the tensors of the call that traced it) after every new trace:
+# tf.summary.trace_on records the graphs traced while it is on
+trace_observers: list[Callable[[Any, list], None]] = []
+
+
 class ConcreteFunction:
     """One traced graph, optimized and compiled; callable with tensors matching its inputs."""
 
@@ -523,7 +528,10 @@ class Function:
         placeholders = [g.placeholder(t[1], t[2], name=_ident(p))
                         for p, t in zip(tensor_paths, specs)]
         args, kwargs = self._call_args(named, self._n_positional, placeholders)
-        return self._run_trace(g, args, kwargs, tensor_paths)
+        concrete = self._run_trace(g, args, kwargs, tensor_paths)
+        for observe in trace_observers:
+            observe(concrete, s.tensors)
+        return concrete
 
     def _run_trace(self, g: FuncGraph, args: list, kwargs: dict,
                    paths: list[str]) -> ConcreteFunction:

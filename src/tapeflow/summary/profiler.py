@@ -1,0 +1,145 @@
+"""``tf.profiler.experimental``: ``start(logdir)`` / ``stop()`` / ``Trace(name)`` write a
+Chrome trace-event file that TensorBoard's profile plugin, Perfetto and chrome://tracing open.
+
+The file is ``logdir/plugins/profile/<run>/<host>.trace.json.gz`` (the profile plugin's
+layout). It holds the ``Trace`` spans opened on any thread while profiling (Keras's
+``profile_batch`` opens one per step and one per input-pipeline fetch), each on its thread's
+track, and, for every function traced or handed to `add_function` while profiling, one run of
+its graph node by node on an "executor" track: op type as the event name, node name, source
+line and output shapes as arguments.
+"""
+
+from __future__ import annotations
+
+import datetime
+import gzip
+import json
+import os
+import socket
+import threading
+import time
+from typing import Any
+
+import numpy as np
+
+_lock = threading.Lock()
+_session: dict[str, Any] = {}
+_EXECUTOR_TID = 1_000_000
+
+
+def _now_us() -> float:
+    return time.perf_counter() * 1e6
+
+
+def _observe(concrete: Any, tensors: list) -> None:
+    add_function(concrete, [np.asarray(getattr(t, "_value", t)) for t in tensors])
+
+
+def start(logdir: str, options: Any = None) -> None:
+    """Start profiling; events are written by `stop`."""
+    from tapeflow.graph import function
+
+    with _lock:
+        if _session:
+            raise RuntimeError("Another profiler session is running (call "
+                               "tf.profiler.experimental.stop() first).")
+        _session.update(logdir=os.fspath(logdir), events=[], functions=[], t0=_now_us())
+    function.trace_observers.append(_observe)
+
+
+def add_function(concrete: Any, arrays: list) -> None:
+    """Profile one run of `concrete` on `arrays` when the session stops."""
+    with _lock:
+        if _session:
+            _session["functions"].append((concrete, arrays))
+
+
+def active() -> bool:
+    return bool(_session)
+
+
+def stop(save: bool = True) -> str | None:
+    """Stop profiling and write the trace; returns its path."""
+    from tapeflow.graph import function
+
+    if _observe in function.trace_observers:
+        function.trace_observers.remove(_observe)
+    with _lock:
+        if not _session:
+            raise RuntimeError("The profiler is not running (tf.profiler.experimental.start "
+                               "was not called).")
+        session = dict(_session)
+        _session.clear()
+    if not save:
+        return None
+    events = list(session["events"])
+    for concrete, arrays in session["functions"]:
+        events += node_events(concrete, arrays)
+    return write_trace(session["logdir"], events)
+
+
+def node_events(concrete: Any, arrays: list) -> list[dict]:
+    """One profiled run of `concrete`, one complete event per node, on the executor track."""
+    from tapeflow.summary.run_metadata import profile_run
+
+    times, _ = profile_run(concrete, arrays)
+    t = _now_us()
+    events = []
+    for node in concrete.graph.nodes:
+        dur = times.get(node, 0.0) * 1e6
+        events.append({"name": node.op.name, "ph": "X", "ts": t, "dur": dur, "pid": 1,
+                       "tid": _EXECUTOR_TID, "cat": "op",
+                       "args": {"node": node.name, "function": concrete.name,
+                                "source": node.location,
+                                "outputs": [str(o.shape) for o in node.outputs]}})
+        t += dur
+    return events
+
+
+def write_trace(logdir: str, events: list[dict]) -> str:
+    """Write a gzipped Chrome trace with thread names; returns the path."""
+    run = datetime.datetime.now().strftime("%Y_%m_%d_%H_%M_%S")
+    directory = os.path.join(os.fspath(logdir), "plugins", "profile", run)
+    os.makedirs(directory, exist_ok=True)
+    names = {e["tid"]: e.pop("thread_name") for e in events if "thread_name" in e}
+    names.setdefault(_EXECUTOR_TID, "tapeflow executor (graph nodes)")
+    meta = [{"name": "process_name", "ph": "M", "pid": 1, "args": {"name": "tapeflow (CPU)"}}]
+    meta += [{"name": "thread_name", "ph": "M", "pid": 1, "tid": tid, "args": {"name": name}}
+             for tid, name in names.items()]
+    path = os.path.join(directory, f"{socket.gethostname()}.trace.json.gz")
+    with gzip.open(path, "wt") as f:
+        json.dump({"displayTimeUnit": "ms", "traceEvents": meta + events}, f)
+    return path
+
+
+class Trace:
+    """``with tf.profiler.experimental.Trace("train", step_num=3):`` marks a span."""
+
+    def __init__(self, name: str, **kwargs: Any) -> None:
+        self.name, self.args = name, kwargs
+
+    def __enter__(self) -> Trace:
+        self._start = _now_us()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if not _session:
+            return
+        thread = threading.current_thread()
+        event = {"name": self.name, "ph": "X", "ts": self._start,
+                 "dur": _now_us() - self._start, "pid": 1, "tid": thread.ident or 0,
+                 "thread_name": thread.name, "args": {k: str(v) for k, v in self.args.items()}}
+        with _lock:
+            if _session:
+                _session["events"].append(event)
+
+
+class ProfilerOptions:
+    """Accepted for API compatibility (host/python/device tracer levels are not used)."""
+
+    def __init__(self, host_tracer_level: int = 2, python_tracer_level: int = 0,
+                 device_tracer_level: int = 1, delay_ms: int | None = None) -> None:
+        self.host_tracer_level = host_tracer_level
+        self.python_tracer_level = python_tracer_level
+        self.device_tracer_level = device_tracer_level
+        self.delay_ms = delay_ms
