@@ -51,11 +51,12 @@ def test_tensorboard_serves_what_was_written(tmp_path):
             assert [step for _, step, _ in served] == [0, 1]
             np.testing.assert_allclose([v for _, _, v in served], history.history[key],
                                        rtol=1e-6)
+        dense = model.layers[2]
         hist = tb.json("/data/plugin/histograms/histograms", run="train",
-                       tag="dense/kernel_0")
+                       tag=dense.kernel.name.replace(":", "_"))
         assert [step for _, step, _ in hist] == [0, 1]
         buckets = np.array(hist[-1][2])
-        kernel = model.layers[2].kernel.numpy()
+        kernel = dense.kernel.numpy()
         assert buckets[:, 2].sum() == kernel.size
         assert buckets[0, 0] == pytest.approx(kernel.min(), rel=1e-6)
         assert buckets[-1, 1] == pytest.approx(kernel.max(), rel=1e-6)
@@ -64,7 +65,7 @@ def test_tensorboard_serves_what_was_written(tmp_path):
         assert 'name: "Const_1"' in seed and 'op: "AddV2"' in seed and "DT_INT32" in seed
         step_graph = tb.get("/data/plugin/graphs/graph", run="train",
                             conceptual="false").decode()
-        assert 'name: "sequential/dense/MatMul"' in step_graph
+        assert f'name: "{model.name}/{dense.name}/MatMul"' in step_graph
         assert 'op: "VarHandleOp"' in step_graph
         keras_graph = tb.get("/data/plugin/graphs/graph", run="train", conceptual="true",
                              tag="keras").decode()
