@@ -34,6 +34,7 @@ from tapeflow import (
     ops,  # registers every op under tf.*, tf.math.*, tf.nn.*, ...
     profiler,
     ragged,  # after ops: dispatch_for_api wraps the exported op functions
+    saved_model,
     sparse,
     strings,
     summary,

@@ -47,6 +47,9 @@ def load_model(filepath: Any, custom_objects: dict | None = None, compile: bool 
     """The model saved at `filepath` (``.keras``, ``.h5`` or a SavedModel directory)."""
     filepath = os.fspath(filepath)
     if os.path.isdir(filepath):
+        keras_file = os.path.join(filepath, "keras_model.keras")
+        if os.path.isfile(keras_file):  # a Keras model's SavedModel holds the model itself
+            return keras_zip.load(keras_file, custom_objects, compile)
         from tapeflow import saved_model
 
         return saved_model.load(filepath)
