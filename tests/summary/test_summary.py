@@ -195,3 +195,21 @@ def test_profiler_writes_chrome_trace(tmp_path):
     assert "tapeflow executor (graph nodes)" in threads and "MainThread" in threads
     with pytest.raises(RuntimeError, match="not running"):
         tf.profiler.experimental.stop()
+
+
+def test_profiler_samples_the_input_pipeline_threads(tmp_path):
+    def work(x):
+        return np.linalg.svd(np.random.RandomState(int(x)).rand(60, 60))[1][:1].astype(
+            np.float32)
+
+    ds = tf.data.Dataset.range(40).map(
+        lambda x: tf.numpy_function(work, [x], tf.float32)).prefetch(4)
+    tf.profiler.experimental.start(str(tmp_path))
+    total = sum(float(v.numpy()[0]) for v in ds)
+    path = tf.profiler.experimental.stop()
+    assert total > 0
+    trace = json.load(gzip.open(path))["traceEvents"]
+    threads = {e["tid"]: e["args"]["name"] for e in trace if e["name"] == "thread_name"}
+    sampled = [e for e in trace if e.get("cat") == "sampled"]
+    data_tracks = {threads[e["tid"]] for e in sampled if threads[e["tid"]].startswith("tf.data")}
+    assert data_tracks, sorted(set(threads.values()))

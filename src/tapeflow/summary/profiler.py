@@ -3,10 +3,11 @@ Chrome trace-event file that TensorBoard's profile plugin, Perfetto and chrome:/
 
 The file is ``logdir/plugins/profile/<run>/<host>.trace.json.gz`` (the profile plugin's
 layout). It holds the ``Trace`` spans opened on any thread while profiling (Keras's
-``profile_batch`` opens one per step and one per input-pipeline fetch), each on its thread's
-track, and, for every function traced or handed to `add_function` while profiling, one run of
-its graph node by node on an "executor" track: op type as the event name, node name, source
-line and output shapes as arguments.
+``profile_batch`` opens one per step), each on its thread's track; what every other thread was
+doing, sampled every 2 ms (the input pipeline's ``tf.data:*`` threads among them: the function
+running, merged into spans; waiting is left out); and, for every function traced or handed to
+`add_function` while profiling, one run of its graph node by node on an "executor" track: op
+type as the event name, node name, source line and output shapes as arguments.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import gzip
 import json
 import os
 import socket
+import sys
 import threading
 import time
 from typing import Any
@@ -43,8 +45,10 @@ def start(logdir: str, options: Any = None) -> None:
         if _session:
             raise RuntimeError("Another profiler session is running (call "
                                "tf.profiler.experimental.stop() first).")
-        _session.update(logdir=os.fspath(logdir), events=[], functions=[], t0=_now_us())
+        _session.update(logdir=os.fspath(logdir), events=[], functions=[], t0=_now_us(),
+                        sampler=_Sampler())
     function.trace_observers.append(_observe)
+    _session["sampler"].start()
 
 
 def add_function(concrete: Any, arrays: list) -> None:
@@ -70,9 +74,10 @@ def stop(save: bool = True) -> str | None:
                                "was not called).")
         session = dict(_session)
         _session.clear()
+    session["sampler"].finish()
     if not save:
         return None
-    events = list(session["events"])
+    events = list(session["events"]) + session["sampler"].events
     for concrete, arrays in session["functions"]:
         events += node_events(concrete, arrays)
     return write_trace(session["logdir"], events)
@@ -110,6 +115,57 @@ def write_trace(logdir: str, events: list[dict]) -> str:
     with gzip.open(path, "wt") as f:
         json.dump({"displayTimeUnit": "ms", "traceEvents": meta + events}, f)
     return path
+
+
+_IDLE_FILES = ("threading.py", "queue.py", "selectors.py", "socket.py", "connection.py")
+_MAX_SAMPLED_EVENTS = 200_000
+
+
+class _Sampler(threading.Thread):
+    """Every `interval` s, the function each thread is running; consecutive samples of the
+    same function become one span on that thread's track."""
+
+    def __init__(self, interval: float = 0.002) -> None:
+        super().__init__(name="tapeflow profiler sampler", daemon=True)
+        self.interval = interval
+        self.events: list[dict] = []
+        self._stop_event = threading.Event()
+        self._open: dict[int, list] = {}  # thread id -> [label, start us, last us]
+
+    def run(self) -> None:
+        while not self._stop_event.wait(self.interval):
+            now = _now_us()
+            names = {t.ident: t.name for t in threading.enumerate()}
+            for ident, frame in sys._current_frames().items():
+                if ident == self.ident or ident not in names:
+                    continue
+                code = frame.f_code
+                label = None if os.path.basename(code.co_filename) in _IDLE_FILES else \
+                    f"{code.co_name} ({os.path.basename(code.co_filename)})"
+                current = self._open.get(ident)
+                if current is not None and current[0] == label and \
+                        now - current[2] <= 3e6 * self.interval:
+                    current[2] = now
+                    continue
+                self._close(ident)
+                if label is not None:
+                    self._open[ident] = [label, now, now, names[ident]]
+
+    def _close(self, ident: int) -> None:
+        current = self._open.pop(ident, None)
+        if current is None or len(self.events) >= _MAX_SAMPLED_EVENTS:
+            return
+        label, start, last, thread = current
+        self.events.append({"name": label, "ph": "X", "ts": start,
+                            "dur": last - start + self.interval * 1e6, "pid": 1, "tid": ident,
+                            "cat": "sampled", "thread_name": thread})
+
+    def finish(self) -> None:
+        self._stop_event.set()
+        if self.is_alive():
+            self.join()
+        for ident in list(self._open):
+            self._close(ident)
 
 
 class Trace:
