@@ -17,6 +17,7 @@ class _State(threading.local):
     tapes: tuple = ()           # active GradientTapes, outermost first
     name_scope: str = ""        # "outer/inner" (no trailing slash)
     seed_offset: Any = None     # set by tf.data around per-element map calls (random op seeds)
+    device: Any = None          # the full device string of the innermost tf.device scope
 
 
 state = _State()

@@ -25,6 +25,8 @@ ShapeRule = Callable[..., Any]
 # path), so an op on a symbolic KerasTensor becomes a functional-API layer. NotImplemented
 # declines and conversion goes on as usual.
 symbolic_apply: Callable[..., Any] | None = None
+# Set by tf.debugging.enable_check_numerics: called with (op, outputs) after each eager op.
+check_numerics_hook: Callable[..., Any] | None = None
 
 
 class Op:
@@ -184,6 +186,11 @@ def apply(op: Op, *inputs: Any, **attrs: Any):
         if _state.tapes:
             tensors = [x if type(x) is EagerTensor else wrap(a) for x, a in zip(inputs, arrays)]
             _record(op, inputs, tensors, attrs, outs)
+        if check_numerics_hook is not None:  # tf.debugging.enable_check_numerics
+            check_numerics_hook(op, outs)
+        if _state.device is not None:  # inside tf.device: the outputs carry its name
+            for t in (outs if op.multi_output else (outs,)):
+                t._device = _state.device
         return outs
     for x in inputs:
         if isinstance(x, _composite.CompositeTensor):

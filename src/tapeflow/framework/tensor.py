@@ -37,7 +37,8 @@ class Tensor:
 
     @property
     def device(self) -> str:
-        return "/job:localhost/replica:0/task:0/device:CPU:0"
+        """Where the tensor was made: the tf.device scope it was computed in, else CPU:0."""
+        return getattr(self, "_device", None) or "/job:localhost/replica:0/task:0/device:CPU:0"
 
     def __hash__(self) -> int:
         return id(self)
@@ -49,7 +50,7 @@ class Tensor:
 class EagerTensor(Tensor):
     """A concrete tensor whose value lives in a NumPy array."""
 
-    __slots__ = ("_value",)
+    __slots__ = ("_value", "_device")
 
     def __init__(self, value: Any, dtype: Any = None):
         arr = np.asarray(value, dtype=None if dtype is None else _dtypes.as_dtype(dtype)._np)

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from tapeflow._api import export
-from tapeflow.framework import composite, errors, nest
+from tapeflow.framework import composite, config, errors, nest
 from tapeflow.framework.composite import CompositeTensor
 from tapeflow.framework.context import graph_scope
 from tapeflow.framework.context import state as _state
@@ -370,7 +370,7 @@ class Function:
         self._input_signature = None if input_signature is None else list(input_signature)
         self._autograph = autograph
         self._reduce_retracing = reduce_retracing
-        self._jit_compile = jit_compile
+        self._jit_compile = jit_compile if jit_compile is not None else config.get_jit()
         self._cache: dict = {}
         self._fast: dict = {}
         self._relaxed: list = []

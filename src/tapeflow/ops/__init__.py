@@ -5,6 +5,7 @@ from tapeflow.ops import (
     control_flow_ops,
     conv_ops,
     creation_ops,
+    debug_ops,
     functional_ops,
     fused_ops,
     gather_ops,

@@ -1,0 +1,251 @@
+"""``tf.config`` beyond threading, and ``tf.device``: the devices tapeflow runs on.
+
+tapeflow computes on the CPU. ``list_physical_devices`` reports that CPU (and no GPU), and
+``set_logical_device_configuration`` splits it into virtual CPUs (``/device:CPU:0``, ``CPU:1``
+...), as TensorFlow's guides do to try distribution strategies on one machine. ``tf.device`` is
+a real scope: eager tensors computed inside carry its device string. A GPU (or any device not
+present) requested there is placed on the CPU, TensorFlow's soft-placement rule; with soft
+placement turned off it raises instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Iterator
+from typing import Any, NamedTuple
+
+from tapeflow._api import export
+from tapeflow.framework import errors
+from tapeflow.framework.context import state as _state
+
+_PREFIX = "/job:localhost/replica:0/task:0/device:"
+
+
+@export("config.PhysicalDevice")
+class PhysicalDevice(NamedTuple):
+    name: str
+    device_type: str
+
+
+@export("config.LogicalDevice")
+class LogicalDevice(NamedTuple):
+    name: str
+    device_type: str
+
+
+@export("config.LogicalDeviceConfiguration",
+        "config.experimental.VirtualDeviceConfiguration")
+class LogicalDeviceConfiguration(NamedTuple):
+    memory_limit: Any = None
+    experimental_priority: Any = None
+    experimental_device_ordinal: Any = None
+
+
+_CPU = PhysicalDevice("/physical_device:CPU:0", "CPU")
+_settings: dict = {"logical": None, "visible": [_CPU], "soft_placement": True, "jit": False,
+                   "determinism": False, "log_placement": False, "memory_growth": {},
+                   "initialized": False}
+
+
+def _physical(device_type: str | None) -> list:
+    return [_CPU] if device_type in (None, "CPU") else []
+
+
+@export("config.list_physical_devices", "config.experimental.list_physical_devices")
+def list_physical_devices(device_type: str | None = None) -> list:
+    """The CPU (tapeflow has no GPU backend: a GPU query gives [])."""
+    return _physical(device_type)
+
+
+def _logical_count() -> int:
+    configs = _settings["logical"]
+    return len(configs) if configs else 1
+
+
+@export("config.list_logical_devices", "config.experimental.list_logical_devices")
+def list_logical_devices(device_type: str | None = None) -> list:
+    """The logical devices: one CPU, or the virtual CPUs configured for it."""
+    _settings["initialized"] = True
+    if device_type not in (None, "CPU"):
+        return []
+    return [LogicalDevice(f"{_PREFIX}CPU:{i}", "CPU") for i in range(_logical_count())]
+
+
+@export("config.set_logical_device_configuration",
+        "config.experimental.set_virtual_device_configuration")
+def set_logical_device_configuration(device: PhysicalDevice, logical_devices: list) -> None:
+    """Split the CPU into len(logical_devices) virtual CPUs (before devices are used)."""
+    if device.device_type != "CPU":
+        raise ValueError(f"set_logical_device_configuration: no such device {device.name}")
+    if _settings["initialized"] and len(logical_devices or []) != _logical_count():
+        raise RuntimeError("Virtual devices cannot be modified after being initialized")
+    _settings["logical"] = list(logical_devices) if logical_devices else None
+
+
+@export("config.get_logical_device_configuration",
+        "config.experimental.get_virtual_device_configuration")
+def get_logical_device_configuration(device: PhysicalDevice) -> list | None:
+    return _settings["logical"]
+
+
+@export("config.get_visible_devices", "config.experimental.get_visible_devices")
+def get_visible_devices(device_type: str | None = None) -> list:
+    return [d for d in _settings["visible"] if device_type in (None, d.device_type)]
+
+
+@export("config.set_visible_devices", "config.experimental.set_visible_devices")
+def set_visible_devices(devices: Any, device_type: str | None = None) -> None:
+    devices = [devices] if isinstance(devices, PhysicalDevice) else list(devices)
+    if _CPU not in devices and device_type in (None, "CPU"):
+        raise ValueError("tapeflow runs on the CPU: it cannot be hidden")
+    _settings["visible"] = [_CPU]
+
+
+@export("config.experimental.set_memory_growth")
+def set_memory_growth(device: PhysicalDevice, enable: bool) -> None:
+    """Recorded only: host memory already grows on demand."""
+    _settings["memory_growth"][device.name] = bool(enable)
+
+
+@export("config.experimental.get_memory_growth")
+def get_memory_growth(device: PhysicalDevice) -> bool:
+    return _settings["memory_growth"].get(device.name, False)
+
+
+@export("config.set_soft_device_placement")
+def set_soft_device_placement(enabled: bool) -> None:
+    _settings["soft_placement"] = bool(enabled)
+
+
+@export("config.get_soft_device_placement")
+def get_soft_device_placement() -> bool:
+    return _settings["soft_placement"]
+
+
+@export("config.optimizer.set_jit")
+def set_jit(enabled: Any) -> None:
+    """The default of ``tf.function(jit_compile=...)`` for functions created afterwards."""
+    _settings["jit"] = bool(enabled)
+
+
+@export("config.optimizer.get_jit")
+def get_jit() -> bool:
+    return _settings["jit"]
+
+
+@export("config.optimizer.set_experimental_options")
+def set_experimental_options(options: dict) -> None:
+    _settings.setdefault("options", {}).update(options)
+
+
+@export("config.optimizer.get_experimental_options")
+def get_experimental_options() -> dict:
+    return dict(_settings.get("options", {}))
+
+
+@export("config.experimental.enable_op_determinism")
+def enable_op_determinism() -> None:
+    """Recorded: tapeflow's kernels are already deterministic (parallel work is split by size
+    alone and summed in a fixed order), so every op gives the same bits run to run."""
+    _settings["determinism"] = True
+
+
+def op_determinism_enabled() -> bool:
+    return _settings["determinism"]
+
+
+@export("debugging.set_log_device_placement")
+def set_log_device_placement(enabled: bool) -> None:
+    """Print each eager op's device as it runs (all ops run on the CPU)."""
+    _settings["log_placement"] = bool(enabled)
+
+
+@export("debugging.get_log_device_placement")
+def get_log_device_placement() -> bool:
+    return _settings["log_placement"]
+
+
+# --- tf.device --------------------------------------------------------------------------------
+
+_SPEC = re.compile(r"(?:/job:[^/]+)?(?:/replica:\d+)?(?:/task:\d+)?"
+                   r"(?:/(?:device:)?(?P<type>[A-Za-z_]+):(?P<index>\d+|\*))?$")
+
+
+def resolve(name: str) -> str:
+    """The full device string tapeflow places `name` on (soft placement to CPU:0)."""
+    m = _SPEC.match(name or "")
+    if not name or m is None or m.group("type") is None:
+        if name and m is None:
+            raise ValueError(f"tf.device: cannot parse device specification {name!r}")
+        return f"{_PREFIX}CPU:0"
+    kind = m.group("type").upper()
+    index = 0 if m.group("index") == "*" else int(m.group("index"))
+    if kind == "CPU" and index < _logical_count():
+        return f"{_PREFIX}CPU:{index}"
+    if not _settings["soft_placement"]:
+        raise errors.InvalidArgumentError(
+            f"Could not satisfy device specification {name!r}: available devices are "
+            f"{[d.name for d in list_logical_devices()]} (soft placement is off)")
+    return f"{_PREFIX}CPU:0"
+
+
+@export("device")
+@contextlib.contextmanager
+def device(device_name: Any) -> Iterator[None]:
+    """Place ops (and the tensors they make) inside on `device_name`."""
+    name = device_name.to_string() if hasattr(device_name, "to_string") else device_name
+    previous = _state.device
+    _state.device = None if name is None else resolve(str(name))
+    _settings["initialized"] = True
+    try:
+        yield
+    finally:
+        _state.device = previous
+
+
+@export("DeviceSpec")
+class DeviceSpec:
+    """A device name's parts (``tf.DeviceSpec``)."""
+
+    def __init__(self, job: str | None = None, replica: int | None = None,
+                 task: int | None = None, device_type: str | None = None,
+                 device_index: int | None = None):
+        self.job, self.replica, self.task = job, replica, task
+        self.device_type, self.device_index = device_type, device_index
+
+    @classmethod
+    def from_string(cls, spec: str) -> DeviceSpec:
+        parts: dict = {}
+        for piece in spec.strip("/").split("/"):
+            if ":" not in piece:
+                continue
+            key, _, value = piece.partition(":")
+            if key in ("job",):
+                parts["job"] = value
+            elif key in ("replica", "task"):
+                parts[key] = int(value)
+            elif key == "device":
+                kind, _, index = value.partition(":")
+                parts["device_type"] = kind.upper()
+                parts["device_index"] = None if index in ("", "*") else int(index)
+            else:
+                parts["device_type"] = key.upper()
+                parts["device_index"] = None if value == "*" else int(value)
+        return cls(**parts)
+
+    def to_string(self) -> str:
+        out = ""
+        if self.job is not None:
+            out += f"/job:{self.job}"
+        if self.replica is not None:
+            out += f"/replica:{self.replica}"
+        if self.task is not None:
+            out += f"/task:{self.task}"
+        if self.device_type is not None:
+            index = "*" if self.device_index is None else self.device_index
+            out += f"/device:{self.device_type}:{index}"
+        return out
+
+    def __repr__(self) -> str:
+        return f"DeviceSpec({self.to_string()!r})"
