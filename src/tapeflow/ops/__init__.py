@@ -12,6 +12,7 @@ from tapeflow.ops import (
     indexing_ops,
     linalg_ops,
     math_ops,
+    matrix_ops,
     nn_ops,
     operators,
     random_generator,
