@@ -55,7 +55,8 @@ CASES = [
     OpCase("svd_reconstruct", lambda a: (lambda s, u, v: tf.matmul(u * s[None, :], v,
                                                                     transpose_b=True))(
         *tf.linalg.svd(a)), lambda a: a, lambda rng: [rng.standard_normal((4, 3))]),
-    OpCase("diag_part", tf.linalg.diag_part, np.diagonal, lambda rng: [rng.standard_normal((3, 4))]),
+    OpCase("diag_part", tf.linalg.diag_part, np.diagonal,
+           lambda rng: [rng.standard_normal((3, 4))]),
     OpCase("diag", tf.linalg.diag, np.diag, lambda rng: [rng.standard_normal(3)]),
     OpCase("band_part", lambda a: tf.linalg.band_part(a, 1, 0),
            lambda a: np.tril(np.triu(a, -1)), lambda rng: [rng.standard_normal((4, 4))]),

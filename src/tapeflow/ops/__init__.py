@@ -21,6 +21,7 @@ from tapeflow.ops import (
     scatter_ops,
     script_ops,
     segment_ops,
+    special_math_ops,
     state_ops,
     stateless_random,
 )

@@ -366,7 +366,7 @@ def qr(input: Any, full_matrices: bool = False, name: str | None = None) -> tupl
     return apply(_qr, _tensor(input), full_matrices=bool(full_matrices))
 
 
-@op("Eig", multi_output=True, shape=lambda x: [(None, _dtypes.complex64), (None, _dtypes.complex64)])
+@op("Eig", multi_output=True, shape=lambda x: [(None, _dtypes.complex64)] * 2)
 def _eig(x):
     e, v = np.linalg.eig(x)
     kind = np.complex128 if x.dtype == np.float64 else np.complex64

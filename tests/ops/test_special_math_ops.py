@@ -1,0 +1,56 @@
+"""More tf.math: forward vs NumPy/SciPy, gradients vs finite differences, graph vs eager."""
+
+import numpy as np
+from scipy import special
+
+import tapeflow as tf
+from tapeflow.testing import OpCase, op_table_tests
+
+
+def _in(lo, hi):
+    return lambda rng: [rng.uniform(lo, hi, (3, 4))]
+
+
+CASES = [
+    OpCase("tan", tf.math.tan, np.tan, _in(-1, 1)),
+    OpCase("asin", tf.math.asin, np.arcsin, _in(-0.9, 0.9)),
+    OpCase("acos", tf.math.acos, np.arccos, _in(-0.9, 0.9)),
+    OpCase("atan", tf.math.atan, np.arctan, _in(-3, 3)),
+    OpCase("sinh", tf.math.sinh, np.sinh, _in(-2, 2)),
+    OpCase("cosh", tf.math.cosh, np.cosh, _in(-2, 2)),
+    OpCase("asinh", tf.math.asinh, np.arcsinh, _in(-2, 2)),
+    OpCase("acosh", tf.math.acosh, np.arccosh, _in(1.5, 3)),
+    OpCase("atanh", tf.math.atanh, np.arctanh, _in(-0.9, 0.9)),
+    OpCase("expm1", tf.math.expm1, np.expm1, _in(-2, 2)),
+    OpCase("erf", tf.math.erf, special.erf, _in(-2, 2)),
+    OpCase("erfc", tf.math.erfc, special.erfc, _in(-2, 2)),
+    OpCase("erfinv", tf.math.erfinv, special.erfinv, _in(-0.9, 0.9)),
+    OpCase("ndtri", tf.math.ndtri, special.ndtri, _in(0.1, 0.9)),
+    OpCase("lgamma", tf.math.lgamma, special.gammaln, _in(0.5, 4)),
+    OpCase("digamma", tf.math.digamma, special.digamma, _in(0.5, 4)),
+    OpCase("bessel_i0e", tf.math.bessel_i0e, special.i0e, _in(0.2, 3)),
+    OpCase("atan2", tf.math.atan2, np.arctan2, lambda rng: [rng.uniform(-2, 2, (3, 4)),
+                                                            rng.uniform(0.5, 2, (4,))]),
+    OpCase("xlogy", tf.math.xlogy, special.xlogy,
+           lambda rng: [rng.uniform(0.1, 1, (3, 4)), rng.uniform(0.5, 2, (3, 4))]),
+    OpCase("log_sigmoid", tf.math.log_sigmoid, lambda x: -np.logaddexp(0, -x), _in(-3, 3)),
+]
+
+test_forward, test_gradient, test_vs_torch, test_graph_matches_eager = op_table_tests(CASES)
+
+
+def test_counting_ops():
+    assert int(tf.math.count_nonzero([[0, 1], [2, 0]])) == 2
+    assert tf.math.bincount([1, 1, 3]).numpy().tolist() == [0, 2, 0, 1]
+    np.testing.assert_allclose(tf.math.bincount([0, 2], weights=[0.5, 2.0]).numpy(), [0.5, 0, 2])
+    cm = tf.math.confusion_matrix([0, 1, 1, 2], [0, 1, 2, 2], num_classes=3).numpy()
+    assert cm.tolist() == [[1, 0, 0], [0, 1, 1], [0, 0, 1]]
+    top = tf.math.in_top_k([1, 0], tf.constant([[0.1, 0.9, 0.5], [0.2, 0.3, 0.4]]), 1)
+    assert top.numpy().tolist() == [True, False]
+    assert float(tf.math.polyval([1.0, 2.0, 3.0], 2.0)) == 11.0
+    assert bool(tf.math.is_non_decreasing([1, 1, 2])) and not bool(
+        tf.math.is_strictly_increasing([1, 1, 2]))
+    assert tf.math.xlogy([0.0, 1.0], [0.0, np.e]).numpy().tolist() == [0.0, 1.0]
+    np.testing.assert_allclose(tf.math.xdivy([0.0, 2.0], [0.0, 4.0]).numpy(), [0.0, 0.5])
+    np.testing.assert_allclose(tf.math.multiply_no_nan([np.inf, 2.0], [0.0, 3.0]).numpy(),
+                               [0.0, 6.0])
