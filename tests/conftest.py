@@ -6,3 +6,10 @@ settings.register_profile(
     "tapeflow", max_examples=40, deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 settings.load_profile("tapeflow")
+
+
+def pytest_configure(config):
+    """Every graph the suite optimizes is verified before and after each optimizer pass."""
+    from tapeflow.graph.passes import pipeline
+
+    pipeline.VERIFY_EACH_PASS = True

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import linecache
+import re
 import time
 import weakref
 from collections.abc import Callable
@@ -20,7 +21,8 @@ from typing import Any
 import numpy as np
 
 from tapeflow.framework import errors
-from tapeflow.graph import interop, schedule
+from tapeflow.framework.variable import Variable
+from tapeflow.graph import interop, printer, schedule
 from tapeflow.graph import names as names_
 from tapeflow.graph.ir import CONST, Graph, Node, SymbolicTensor
 
@@ -100,12 +102,27 @@ class Executable:
         return err
 
 
-def _keywords(attrs: dict, bind: Callable[[Any], str]) -> list[str]:
+def _keywords(attrs: dict, bind: Callable[..., str]) -> list[str]:
     """Attributes as call arguments: ``name=<bound value>`` where the name is a plain
     identifier, and any other names in one bound dict passed as ``**<bound dict>``."""
-    plain = [f"{k}={bind(v)}" for k, v in attrs.items() if names_.is_keyword_argument(k)]
+    plain = [f"{k}={bind(v, k)}" for k, v in attrs.items() if names_.is_keyword_argument(k)]
     other = {k: v for k, v in attrs.items() if not names_.is_keyword_argument(k)}
-    return plain + ([f"**{bind(other)}"] if other else [])
+    return plain + ([f"**{bind(other, 'attrs')}"] if other else [])
+
+
+def _hint(value: Any) -> str:
+    """A readable name for a bound value: a function's or variable's own name, else "c"."""
+    if isinstance(value, Variable):
+        return value.name.split(":")[0]
+    name = getattr(value, "__name__", None)
+    return name.lstrip("_") if isinstance(name, str) and name.strip("_") else "c"
+
+
+def kernel_name(op_name: str) -> str:
+    """An op's name as a Python-style name for its kernel: "Conv2DBackpropFilter" ->
+    "conv2d_backprop_filter", "AddV2" -> "add_v2"."""
+    words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", re.sub(r"(\d)D", r"\1d", op_name))
+    return words.strip("_").lower() or "kernel"
 
 
 def compile_graph(graph: Graph, outputs: list | None = None, inputs: list | None = None,
@@ -126,38 +143,39 @@ def compile_graph(graph: Graph, outputs: list | None = None, inputs: list | None
 
     env: dict[str, Any] = {}
     bound: dict[int, str] = {}
-    ns = names_.Namespace(reserved=("_clock", "_t0", "_t1"))
+    printed = printer.value_names(graph)  # the printed graph's names: x, t0, t1, ...
+    ns = names_.Namespace(reserved=("_clock", "_t0", "_t1", *printed.values()))
     fn_name = ns.fresh(name or graph.name)
 
-    def bind(value: Any) -> str:
+    def bind(value: Any, hint: str | None = None) -> str:
         key = id(value)
         if key not in bound:
-            bound[key] = ns.fresh(f"g{len(bound)}")
+            bound[key] = ns.fresh(hint or _hint(value), prefix="c")
             env[bound[key]] = value
         return bound[key]
 
     names: dict[int, str] = {}
     params = []
-    for i, t in enumerate(inputs):
-        names[id(t)] = ns.fresh(f"p{i}")
+    for t in inputs:
+        names[id(t)] = printed[id(t)]
         params.append(names[id(t)])
     locals_: set[str] = set()
     plan = []  # (node, output names or None for alias/const)
     for node in graph.nodes:
         if id(node) not in needed:
             continue
-        if node.op is CONST:
-            names[id(node.outputs[0])] = bind(node.attrs["value"])
+        if node.op is CONST:  # a global under its printed name
+            names[id(node.outputs[0])] = printed[id(node.outputs[0])]
+            env[printed[id(node.outputs[0])]] = node.attrs["value"]
             continue
         if node.op.output == "input":
             names[id(node.outputs[0])] = names[id(node.inputs[0])]
             continue
         outs = []
         for t in node.outputs:
-            n = ns.fresh(f"v{t.node.id}_{t.index}")
-            names[id(t)] = n
-            outs.append(n)
-            locals_.add(n)
+            names[id(t)] = printed[id(t)]
+            outs.append(printed[id(t)])
+            locals_.add(printed[id(t)])
         plan.append(node)
 
     concurrent = profile is None and interop.enabled() and len(plan) > 1
@@ -213,7 +231,7 @@ def compile_graph(graph: Graph, outputs: list | None = None, inputs: list | None
             for a in dead:  # read by worker nodes only: their readers are waited for instead
                 pending.pop(a, None)
     wait(list(pending))
-    rets = [names[id(t)] if isinstance(t, SymbolicTensor) else bind(t) for t in outputs]
+    rets = [names[id(t)] if isinstance(t, SymbolicTensor) else bind(t, "out") for t in outputs]
     src.append(f"    return ({', '.join(rets)}{',' if len(rets) == 1 else ''})")
     code = "\n".join(src) + "\n"
     filename = f"<tapeflow-graph {graph.name} #{next(_counter)}>"
@@ -244,7 +262,8 @@ def _caller_line(node: Node, args: list[str], outs: list[str], used_outs: list[s
         extra = "".join(f", {bind(c)}" for c in uf[1])
         expr = f"{bind(uf[0])}({', '.join(args)}{extra}{out_kw})"
     if expr is None:
-        expr = f"{bind(node.op.kernel)}({', '.join(args + _keywords(node.attrs, bind))})"
+        kernel = bind(node.op.kernel, kernel_name(node.op.name))
+        expr = f"{kernel}({', '.join(args + _keywords(node.attrs, bind))})"
     return _assignment(node, outs, used_outs, expr)
 
 
@@ -259,7 +278,7 @@ def _worker_line(node: Node, args: list[str], outs: list[str], used_outs: list[s
     else:
         fn, extra = node.op.kernel, []
         kw = "".join(f", {k}" for k in _keywords(node.attrs, bind))
-    spec = bind((line, fn, len(outs) if node.op.multi_output else None))
+    spec = bind((line, fn, len(outs) if node.op.multi_output else None), "job")
     expr = f"{bind(interop.launch)}({', '.join([spec] + args + extra)}{kw})"
     return _assignment(node, outs, used_outs, expr)
 

@@ -8,6 +8,7 @@ import numpy as np
 
 from tapeflow.framework.variable import Variable
 from tapeflow.graph.ir import CONST, PLACEHOLDER, Graph, _spec_str, subgraphs
+from tapeflow.graph.names import Namespace
 
 
 def _value_str(value: np.ndarray) -> str:
@@ -63,22 +64,32 @@ def _variable_names(graph: Graph) -> dict[int, str]:
     return out
 
 
+def value_names(graph: Graph) -> dict[int, str]:
+    """id(tensor) -> its name in the listing: inputs by their placeholder names, every other
+    value t0, t1, ... in node order. Checked identifiers, unique: the executor's generated
+    source uses the same names (``codegen``), so the code reads like the printed graph."""
+    ns = Namespace()
+    names = {id(t): ns.fresh(t.node.attrs["name"], prefix="x") for t in graph.inputs}
+    counter = 0
+    for node in graph.nodes:
+        if node.op is PLACEHOLDER:
+            continue
+        for t in node.outputs:
+            if id(t) not in names:
+                names[id(t)] = ns.fresh(f"t{counter}")
+            counter += 1
+    return names
+
+
 def format_graph(graph: Graph, indent: str = "") -> str:
     """The listing: header with inputs and captured variables, one line per node, return."""
     var_names = _variable_names(graph)
-    names: dict[int, str] = {}
-    for t in graph.inputs:
-        names[id(t)] = t.node.attrs["name"]
-    counter = 0
+    names = value_names(graph)
     body = []
     for node in graph.nodes:
         if node.op is PLACEHOLDER:
             continue
-        outs = []
-        for t in node.outputs:
-            names[id(t)] = f"t{counter}"
-            counter += 1
-            outs.append(names[id(t)])
+        outs = [names[id(t)] for t in node.outputs]
         if node.op is CONST:
             args = _value_str(node.attrs["value"])
         else:

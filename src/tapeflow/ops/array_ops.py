@@ -53,7 +53,7 @@ def _reshape_rule(x, *, shape):
 
 
 def _reshape_emit(node, args: list[str], bind) -> str:
-    return f"{args[0]}.reshape({bind(tuple(node.attrs['shape']))})"
+    return f"{args[0]}.reshape({bind(tuple(node.attrs['shape']), 'shape')})"
 
 
 @op("Reshape", shape=_reshape_rule, passthrough=True, emit=_reshape_emit)
@@ -98,7 +98,7 @@ def reshape(tensor: Any, shape: Any, name: str | None = None):
 
 
 def _transpose_emit(node, args: list[str], bind) -> str:
-    return f"{args[0]}.transpose({bind(tuple(node.attrs['perm']))})"
+    return f"{args[0]}.transpose({bind(tuple(node.attrs['perm']), 'perm')})"
 
 
 @op("Transpose", shape=lambda x, *, perm: (

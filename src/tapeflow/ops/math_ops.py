@@ -30,7 +30,7 @@ def _sum_to_shape_emit(node, args: list[str], bind) -> str | None:
     extra = len(gs) - len(xs)
     axes = tuple(range(extra)) + tuple(i + extra for i, d in enumerate(xs)
                                        if d == 1 and gs[i + extra] != 1)
-    return f"{bind(np.add.reduce)}({args[0]}, {bind(axes)}).reshape({bind(xs)})"
+    return f"{bind(np.add.reduce)}({args[0]}, {bind(axes, 'axes')}).reshape({bind(xs, 'shape')})"
 
 
 @op("SumToShapeOf", shape=lambda g, x: x, shape_only=(1,), emit=_sum_to_shape_emit)

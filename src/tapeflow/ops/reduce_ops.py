@@ -66,14 +66,14 @@ def _reduce_emit(node, args: list[str], bind) -> str | None:
         return None
     axis, keepdims = node.attrs["axis"], node.attrs["keepdims"]
     axes = tuple(range(x.shape.rank)) if axis is None else tuple(axis)
-    expr = f"{bind(np.add.reduce)}({args[0]}, {bind(axes)}, None, None, {bool(keepdims)})"
+    expr = f"{bind(np.add.reduce)}({args[0]}, {bind(axes, 'axes')}, None, None, {bool(keepdims)})"
     if node.op is _sum:
         return expr
     dims = [x.shape[a] for a in axes]
     if any(d is None for d in dims) or not out.shape.is_fully_defined():
         return None
     count = x.dtype.as_numpy_dtype(int(np.prod(dims, dtype=np.int64)))
-    return f"{bind(np.true_divide)}({expr}, {bind(count)})"
+    return f"{bind(np.true_divide)}({expr}, {bind(count, 'count')})"
 
 
 @op("Sum", shape=reduced_shape_rule, emit=_reduce_emit)

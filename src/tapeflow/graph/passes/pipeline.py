@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from tapeflow.framework import errors
 from tapeflow.graph.ir import Graph
 from tapeflow.graph.passes import (
     cse,
@@ -27,12 +28,24 @@ PASSES: list[tuple[str, Callable[[Graph], tuple[Graph, str]]]] = [
 ]
 
 
-def optimize(graph: Graph, check: bool = False) -> tuple[Graph, list[str]]:
-    """Run every pass in order; with `check`, verify the graph's invariants after each."""
+# Verify the graph's invariants before the passes and after each one (the test suite turns this
+# on for every graph it optimizes: tests/conftest.py)
+VERIFY_EACH_PASS = False
+
+
+def optimize(graph: Graph, check: bool | None = None) -> tuple[Graph, list[str]]:
+    """Run every pass in order; with `check` (default ``VERIFY_EACH_PASS``), verify the graph's
+    invariants before the first pass and after each, naming the pass that broke them."""
+    check = VERIFY_EACH_PASS if check is None else check
+    if check:
+        verify(graph)
     reports = []
-    for _, run in PASSES:
+    for name, run in PASSES:
         graph, report = run(graph)
         if check:
-            verify(graph)
+            try:
+                verify(graph)
+            except errors.InternalError as e:
+                raise errors.InternalError(None, name, f"after pass {name}: {e.message}") from e
         reports.append(report)
     return graph, reports
