@@ -16,7 +16,10 @@ def compile_config(model: Any) -> dict | None:
     if getattr(model, "optimizer", None) is None or getattr(model, "compiled_loss", None) is None:
         return None
     metrics = model.compiled_metrics._spec if model.compiled_metrics is not None else None
-    return {"optimizer": serialize_keras_object(model.optimizer),
+    optimizer = serialize_keras_object(model.optimizer)
+    if not optimizer["config"].get("decay"):  # tf-keras's optimizers refuse a `decay` argument
+        optimizer["config"].pop("decay", None)
+    return {"optimizer": optimizer,
             "loss": serialize_keras_object(model.compiled_loss._spec),
             "metrics": serialize_keras_object(metrics),
             "loss_weights": serialize_keras_object(model.compiled_loss._weights_spec),
