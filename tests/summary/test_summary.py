@@ -69,13 +69,26 @@ def test_summary_inside_tf_function_writes_at_run_time(tmp_path):
         tf.summary.scalar("y", y, step=step)
         return y
 
+    step = tf.Variable(10, dtype=tf.int64)
+
+    @tf.function
+    def g(x):
+        step.assign_add(1)
+        tf.summary.scalar("z", tf.reduce_sum(x))  # the default step: a variable, read each run
+        return x
+
     with writer.as_default():
         for i in range(3):
             f(tf.constant([1.0, float(i)]), tf.constant(i, tf.int64))
+        tf.summary.experimental.set_step(step)
+        g(tf.constant([1.0]))
+        g(tf.constant([2.0]))
+    tf.summary.experimental.set_step(None)
     writer.flush()
-    got = events.values(tmp_path)["y"]
+    got = events.values(tmp_path)
     assert f.experimental_get_tracing_count() == 1
-    assert [(s, float(v)) for s, v in got] == [(0, 2.0), (1, 4.0), (2, 6.0)]
+    assert [(s, float(v)) for s, v in got["y"]] == [(0, 2.0), (1, 4.0), (2, 6.0)]
+    assert [(s, float(v)) for s, v in got["z"]] == [(11, 1.0), (12, 2.0)]
 
 
 def _graph(tmp_path):

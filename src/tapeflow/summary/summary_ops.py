@@ -48,7 +48,10 @@ def _write_in_graph(name: str, step: Any, make: Any, data: Any) -> Any:
         target.add_summary(make(np.asarray(value)), int(at))
         return np.asarray(True)
 
-    step_tensor = step if _is_symbolic(step) else tf.convert_to_tensor(_value(step), tf.int64)
+    if isinstance(step, tf.Variable) or _is_symbolic(step):  # read when the graph runs
+        step_tensor = tf.cast(step, tf.int64)
+    else:
+        step_tensor = tf.convert_to_tensor(_value(step), tf.int64)
     return tf.numpy_function(run, [data, step_tensor], tf.bool, name=f"{name}_summary")
 
 
