@@ -314,6 +314,20 @@ class Dataset:
         filename = filename.numpy().decode() if hasattr(filename, "numpy") else str(filename)
         return FileCacheDataset(self, filename) if filename else MemoryCacheDataset(self)
 
+    # ---- on disk -------------------------------------------------------------------------
+    def save(self, path: str, compression: str | None = None, shard_func: Callable | None = None,
+             checkpoint_args: Any = None) -> None:
+        """Write the elements under directory `path` (atomically; see data/save_load.py)."""
+        from tapeflow.data import save_load
+        save_load.write(self, path, compression, shard_func)
+
+    @staticmethod
+    def load(path: str, element_spec: Any = None, compression: str | None = None,
+             reader_func: Callable | None = None) -> Dataset:
+        """The elements a `save` wrote under `path`, CRC-checked."""
+        from tapeflow.data import save_load
+        return save_load.load(path, element_spec, compression, reader_func)
+
     # ---- composition ---------------------------------------------------------------------
     def apply(self, transformation_func: Callable[[Dataset], Dataset]) -> Dataset:
         """`transformation_func(self)`, for chaining custom transformations."""

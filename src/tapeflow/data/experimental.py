@@ -12,6 +12,19 @@ from tapeflow.data.options import AutotuneOptions as AutotuneOptions
 from tapeflow.data.options import OptimizationOptions as OptimizationOptions
 from tapeflow.data.options import ThreadingOptions as ThreadingOptions
 from tapeflow.data.readers import CsvDataset, make_csv_dataset
+from tapeflow.data.save_load import snapshot
+
+
+def save(dataset: Dataset, path: str, compression: str | None = None,
+         shard_func: Any = None, checkpoint_args: Any = None) -> None:
+    """`tf.data.experimental.save` (TF's older name of `Dataset.save`)."""
+    dataset.save(path, compression, shard_func, checkpoint_args)
+
+
+def load(path: str, element_spec: Any = None, compression: str | None = None,
+         reader_func: Any = None) -> Dataset:
+    """`tf.data.experimental.load` (TF's older name of `Dataset.load`)."""
+    return Dataset.load(path, element_spec, compression, reader_func)
 
 
 def cardinality(dataset: Dataset) -> Any:
@@ -31,4 +44,5 @@ def choose_from_datasets(datasets: list, choice_dataset: Dataset,
 
 __all__ = ["AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "AutotuneOptions",
            "OptimizationOptions", "ThreadingOptions", "CsvDataset", "make_csv_dataset",
-           "cardinality", "sample_from_datasets", "choose_from_datasets"]
+           "cardinality", "sample_from_datasets", "choose_from_datasets", "save", "load",
+           "snapshot"]
