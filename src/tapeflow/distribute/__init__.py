@@ -1,12 +1,13 @@
 """``tf.distribute``: strategies for data-parallel and multi-worker training.
 
 One process: ``MirroredStrategy`` / ``OneDeviceStrategy`` (one replica). Several processes:
-``MultiWorkerMirroredStrategy`` (synchronous all-reduce over MPI). See docs/distribute.md.
+``MultiWorkerMirroredStrategy`` (synchronous all-reduce over MPI), ``ParameterServerStrategy``
+(asynchronous, parameter servers and workers as Ray actors). See docs/distribute.md.
 """
 
 from types import SimpleNamespace as _Namespace
 
-from tapeflow.distribute import cluster_resolver, keras_fit
+from tapeflow.distribute import cluster_resolver, keras_fit, partitioners
 from tapeflow.distribute.cluster_resolver import ClusterSpec
 from tapeflow.distribute.communicator import CollectiveTimeoutError
 from tapeflow.distribute.input_lib import AutoShardPolicy, DistributedDataset
@@ -14,6 +15,12 @@ from tapeflow.distribute.multi_worker import (
     CommunicationImplementation,
     CommunicationOptions,
     MultiWorkerMirroredStrategy,
+)
+from tapeflow.distribute.parameter_server import (
+    ClusterCoordinator,
+    ParameterServerStrategy,
+    PerWorkerDataset,
+    RemoteValue,
 )
 from tapeflow.distribute.strategy import (
     InputContext,
@@ -35,4 +42,8 @@ experimental = _Namespace(
     CommunicationOptions=CommunicationOptions,
     CommunicationImplementation=CommunicationImplementation,
     CollectiveCommunication=CommunicationImplementation,
+    ParameterServerStrategy=ParameterServerStrategy,
+    partitioners=partitioners,
+    coordinator=_Namespace(ClusterCoordinator=ClusterCoordinator, RemoteValue=RemoteValue,
+                           PerWorkerValues=PerWorkerDataset),
 )

@@ -77,7 +77,8 @@ class _ReplicaContext(strategy.ReplicaContext):
             lambda v: collective_ops.all_reduce(v, comm, op, f"ReplicaContext.all_reduce({op})"),
             value)
 
-    def _aggregate_gradients(self, grads: list) -> list:
+    def _aggregate_gradients(self, grads: list, variables: list | None = None,
+                             optimizer: Any = None) -> list:
         return self._strategy._all_reduce_gradients(grads)
 
 

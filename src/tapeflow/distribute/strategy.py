@@ -85,8 +85,10 @@ class ReplicaContext:
         _reduce_op(reduce_op)
         return value
 
-    def _aggregate_gradients(self, grads: list) -> list:
-        """What ``apply_gradients`` does to gradients in this context (one replica: none)."""
+    def _aggregate_gradients(self, grads: list, variables: list | None = None,
+                             optimizer: Any = None) -> list | None:
+        """What ``apply_gradients`` does to gradients in this context (one replica: nothing;
+        None: the strategy applied them elsewhere)."""
         return grads
 
     def merge_call(self, merge_fn: Callable, args: tuple = (), kwargs: dict | None = None) -> Any:

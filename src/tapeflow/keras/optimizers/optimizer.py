@@ -78,13 +78,14 @@ def bias_corrected_rate(lr: Any, step: Any, beta_1: float, beta_2: float,
     return kind(lr) * np.sqrt(one - b2 ** t) / (one - b1 ** t)
 
 
-def _aggregate_over_replicas(grads: list) -> list:
+def _aggregate_over_replicas(grads: list, variables: list, optimizer: Any) -> list | None:
     """Inside ``strategy.run`` of a multi-worker strategy: the gradients summed over every
-    replica (before clipping, as TensorFlow does); elsewhere: unchanged."""
+    replica (before clipping, as TensorFlow does); on a parameter-server worker: None (they
+    were sent to the servers); elsewhere: unchanged."""
     from tapeflow.distribute import strategy
 
     ctx = strategy.get_replica_context()
-    return grads if ctx is None else ctx._aggregate_gradients(grads)
+    return grads if ctx is None else ctx._aggregate_gradients(grads, variables, optimizer)
 
 
 def adam_moments(grad: np.ndarray, m: Variable, v: Variable, beta_1: float,
@@ -345,7 +346,9 @@ class Optimizer:
             warnings.warn(f"Gradients do not exist for variables {skipped} when minimizing the "
                           f"loss.", stacklevel=2)
         if experimental_aggregate_gradients:
-            grads = _aggregate_over_replicas(grads)
+            grads = _aggregate_over_replicas(grads, variables, self)
+            if grads is None:  # a parameter-server worker: the servers apply them
+                return self._iterations
         grads = clipping.clip_gradients(grads, self.clipnorm, self.global_clipnorm,
                                         self.clipvalue)
         lr = self._lr_tensor()

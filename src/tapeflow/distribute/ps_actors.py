@@ -1,0 +1,251 @@
+"""The two kinds of Ray actor a ``ParameterServerStrategy`` starts.
+
+``ParameterServerShard`` holds its share of the variables (whole variables, or row ranges of
+partitioned ones) and an optimizer built from the user's optimizer config. It applies each
+pushed gradient as it arrives (Downpour SGD) and counts versions: the staleness of a push is how
+many updates other workers applied to the shard between the pull the gradient was computed from
+and the push.
+
+``Worker`` receives each scheduled function once (pickled by Ray with the model it closes over),
+and for every call pulls the latest variable values from the shards, runs the function with
+``optimizer.apply_gradients`` staging the gradients instead of applying them, and pushes them.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+import numpy as np
+
+from tapeflow.distribute import strategy as strategy_mod
+from tapeflow.framework import dtypes as _dtypes
+from tapeflow.framework import nest
+from tapeflow.framework.dispatch import apply, op
+
+
+class ParameterServerShard:
+    """One parameter server: variables (or slices), their optimizer, update versions."""
+
+    def __init__(self, index: int):
+        self._index = index
+        self._optimizer = None
+        self._vars: dict[str, Any] = {}
+        self._version = 0
+        self._staleness: list[int] = []
+        self._lock = threading.Lock()
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def init(self, values: dict[str, np.ndarray]) -> int:
+        """(Re)set the shard's variables (a new job, or a resume from a checkpoint)."""
+        from tapeflow.framework.variable import Variable
+
+        with self._lock:
+            self._vars = {k: Variable(v, name=f"ps{self._index}/{k}") for k, v in values.items()}
+            self._optimizer = None
+            self._version = 0
+            self._staleness = []
+        return len(self._vars)
+
+    def pull(self, keys: list[str]) -> tuple[dict[str, np.ndarray], int]:
+        with self._lock:
+            return {k: self._vars[k]._value for k in keys}, self._version
+
+    def push(self, grads: dict[str, np.ndarray], seen_version: int,
+             optimizer: dict | None) -> int:
+        """Apply one worker's gradients now (with a copy of the worker's optimizer, made at
+        the first push); returns their staleness."""
+        from tapeflow.framework.tensor import wrap
+        from tapeflow.keras import optimizers
+
+        with self._lock:
+            if self._optimizer is None:
+                if optimizer is None:
+                    raise RuntimeError(f"ps:{self._index}: gradients came without an optimizer")
+                self._optimizer = optimizers.deserialize(optimizer)
+            pairs = [(wrap(np.asarray(g, self._vars[k]._value.dtype)), self._vars[k])
+                     for k, g in grads.items()]
+            self._optimizer.apply_gradients(pairs)
+            stale = self._version - seen_version
+            self._staleness.append(stale)
+            self._version += 1
+            return stale
+
+    def staleness(self) -> list[int]:
+        with self._lock:
+            return list(self._staleness)
+
+
+@op("ParameterServerPush", stateful=True, shape=lambda *specs, **attrs: ((), _dtypes.int64))
+def _stage_gradients(*grads, keys, sink):
+    """Hand the gradients to the worker, which pushes them to their shards after the step."""
+    sink.grads.extend(zip(keys, grads))
+    return np.asarray(len(grads), np.int64)
+
+
+class _Staged:
+    """A worker's gradients of one step, and the optimizer config the servers apply them with."""
+
+    def __init__(self) -> None:
+        self.grads: list = []
+        self.optimizer: dict | None = None
+
+
+class _WorkerReplicaContext(strategy_mod.ReplicaContext):
+    def __init__(self, owner: Any, replica_id: int, sink: list):
+        super().__init__(owner, replica_id)
+        self._sink = sink
+
+    def _aggregate_gradients(self, grads: list, variables: list | None = None,
+                             optimizer: Any = None) -> list | None:
+        if variables is None:
+            return grads
+        if optimizer is not None and self._sink.optimizer is None:
+            from tapeflow.keras import optimizers
+
+            self._sink.optimizer = optimizers.serialize(optimizer)
+        keys = []
+        for v in variables:
+            key = getattr(v, "_ps_key", None)
+            if key is None:
+                raise ValueError(f"ParameterServerStrategy: variable {v.name} has no home on "
+                                 f"a parameter server: create trainable variables under "
+                                 f"strategy.scope()")
+            keys.append(key)
+        apply(_stage_gradients, *grads, keys=tuple(keys), sink=self._sink)
+        return None
+
+
+_current_worker: list[tuple[int, int]] = []
+
+
+class Worker:
+    """A worker task: runs scheduled functions against the parameter servers."""
+
+    def __init__(self, index: int, num_workers: int, shards: list):
+        self._index = index
+        self._num = num_workers
+        self._shards = shards
+        self._layout: dict = {}  # key -> [(ps, start, stop)] per part
+        self._fns: dict[int, tuple] = {}
+        self._datasets: dict[int, Any] = {}
+        self._iterators: dict[int, Any] = {}
+        self._sink = _Staged()
+        _current_worker[:] = [(index, num_workers)]
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def ping(self) -> int:
+        return self._index
+
+    def has(self, fn_id: int) -> bool:
+        return fn_id in self._fns
+
+    def load(self, fn_id: int, payload: Any) -> None:
+        fn, traced, variables, keys, layout = payload
+        self._layout.update(layout)
+        for v, key in zip(variables, keys):  # the copies of the variables `fn` closes over
+            v._ps_key = key
+        if traced:
+            from tapeflow.graph.function import function
+
+            fn = function(fn)
+        self._fns[fn_id] = (fn, dict(zip(keys, variables)))
+
+    def make_dataset(self, ds_id: int, dataset_fn: Any) -> None:
+        self._datasets[ds_id] = dataset_fn()
+        self._iterators.pop(ds_id, None)
+
+    def run(self, fn_id: int, args: tuple, kwargs: dict) -> Any:
+        fn, variables = self._fns[fn_id]
+        versions = self._pull(variables)
+        args, kwargs = nest.map_structure(self._resolve, (args, kwargs))
+        self._sink.grads.clear()
+        stack = strategy_mod._stack
+        stack.replica.append(_WorkerReplicaContext(strategy_mod.get_strategy(), self._index,
+                                                   self._sink))
+        try:
+            out = fn(*args, **kwargs)
+        finally:
+            stack.replica.pop()
+        stale = self._push(versions)
+        return nest.map_structure(_to_numpy, out), stale
+
+    def _resolve(self, value: Any) -> Any:
+        ds_id = getattr(value, "_per_worker_iterator", None)
+        if ds_id is None:
+            return value
+        if ds_id not in self._iterators:
+            self._iterators[ds_id] = iter(self._datasets[ds_id])
+        return _IteratorProxy(self._iterators[ds_id])
+
+    def _pull(self, variables: dict) -> dict[int, int]:
+        import ray
+
+        by_ps: dict[int, list[str]] = {}
+        for key in variables:
+            for j, (ps, _, _) in enumerate(self._layout[key]):
+                by_ps.setdefault(ps, []).append(part_key(key, j))
+        refs = {ps: self._shards[ps].pull.remote(keys) for ps, keys in by_ps.items()}
+        got = {ps: ray.get(r) for ps, r in refs.items()}
+        for key, var in variables.items():
+            parts = [got[ps][0][part_key(key, j)] for j, (ps, _, _) in
+                     enumerate(self._layout[key])]
+            var._value = parts[0] if len(parts) == 1 else np.concatenate(parts, axis=0)
+        return {ps: version for ps, (_, version) in got.items()}
+
+    def _push(self, versions: dict[int, int]) -> list[int]:
+        import ray
+
+        per_ps: dict[int, dict[str, np.ndarray]] = {}
+        for key, grad in self._sink.grads:
+            grad = np.asarray(grad._value if hasattr(grad, "_value") else grad)
+            for j, (ps, start, stop) in enumerate(self._layout[key]):
+                per_ps.setdefault(ps, {})[part_key(key, j)] = grad[start:stop]
+        self._sink.grads.clear()
+        config = self._sink.optimizer
+        refs = [self._shards[ps].push.remote(g, versions.get(ps, 0), config)
+                for ps, g in per_ps.items()]
+        return ray.get(refs)
+
+
+class _IteratorProxy:
+    """What a step function's `iterator` argument is on a worker: ``next`` raises TF's
+    OutOfRangeError when this worker's dataset is exhausted."""
+
+    def __init__(self, it: Any):
+        self._it = it
+
+    def __iter__(self) -> Any:
+        return self
+
+    def __next__(self) -> Any:
+        from tapeflow.framework import errors
+
+        try:
+            return next(self._it)
+        except StopIteration:
+            raise errors.OutOfRangeError(None, "IteratorGetNext",
+                                         "End of sequence: this worker's dataset is "
+                                         "exhausted") from None
+
+    def get_next(self) -> Any:
+        return next(self)
+
+
+def part_key(key: str, part: int) -> str:
+    """The shard-side name of part `part` of variable `key`."""
+    return f"{key}#{part}"
+
+
+def _to_numpy(value: Any) -> Any:
+    return np.asarray(value._value) if hasattr(value, "_value") else value
+
+
+def current_worker() -> tuple[int, int] | None:
+    """(index, number of workers) inside a worker actor, else None."""
+    return _current_worker[0] if _current_worker else None
