@@ -102,7 +102,8 @@ def test_downpour_training_survives_a_killed_worker():
         assert coordinator.calls_per_worker[0] > before[0]  # the restarted worker rejoined
         assert _mse(model) < start / 4  # the coordinator's copy holds the servers' values
         report = coordinator.staleness()
-        assert report["updates"] == 2 * 130 and report["max"] >= 0  # two servers, 130 steps
+        # two servers, 130 steps; a call the dead worker had pushed before dying ran twice
+        assert 2 * 130 <= report["updates"] <= 2 * (130 + coordinator.retried_calls)
         assert sum(report["histogram"].values()) == report["updates"]
     finally:
         coordinator.shutdown()
