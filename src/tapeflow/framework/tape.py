@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from tapeflow.framework import errors
+from tapeflow.framework import backprop, errors
 from tapeflow.framework.context import state as _state
 from tapeflow.framework.nest import flatten, pack_sequence_as
 from tapeflow.framework.tensor import EagerTensor, Tensor
@@ -36,19 +36,6 @@ class UnconnectedGradients(enum.Enum):
     ZERO = "zero"
 
 
-class _Entry:
-    __slots__ = ("grad_fn", "attrs", "keys", "inputs", "outs", "out_keys", "multi")
-
-    def __init__(self, grad_fn, attrs, keys, inputs, outs, out_keys, multi):
-        self.grad_fn = grad_fn
-        self.attrs = attrs
-        self.keys = keys
-        self.inputs = inputs
-        self.outs = outs
-        self.out_keys = out_keys
-        self.multi = multi
-
-
 def _used_twice(first_use: str) -> str:
     return ("A non-persistent GradientTape can only be used to compute one set of gradients "
             "(or jacobians); its resources were released after the first call"
@@ -57,18 +44,13 @@ def _used_twice(first_use: str) -> str:
             f"once. This call:\n{errors.user_line()}")
 
 
-def _differentiable(t) -> bool:
-    d = t.dtype
-    return d.is_floating or d.is_complex
-
-
 class GradientTape:
     """Record operations for automatic differentiation (``tf.GradientTape``)."""
 
     def __init__(self, persistent: bool = False, watch_accessed_variables: bool = True):
         self._persistent = persistent
         self._watch_accessed = watch_accessed_variables
-        self._entries: list[_Entry] = []
+        self._entries: list[backprop.Step] = []
         self._watched: set[int] = set()
         self._watched_vars: dict[int, Variable] = {}
         self._keep: list = []  # keeps watched objects alive so their ids stay unique
@@ -125,7 +107,7 @@ class GradientTape:
                 self._watch_var(t)
             elif isinstance(t, Tensor):
                 t = _as_traced(t)
-                if _differentiable(t):
+                if backprop.differentiable(t):
                     self._watched.add(id(t))
                     self._keep.append(t)
             else:
@@ -133,7 +115,7 @@ class GradientTape:
                                  "tf.Tensor or tf.Variable, to GradientTape.watch")
 
     def _watch_var(self, v: Variable) -> None:
-        if _differentiable(v):
+        if backprop.differentiable(v):
             self._watched.add(id(v))
             self._watched_vars[id(v)] = v
 
@@ -158,9 +140,9 @@ class GradientTape:
         for o in out_list:
             k = id(o)
             out_keys.append(k)
-            if _differentiable(o):
+            if backprop.differentiable(o):
                 watched.add(k)
-        self._entries.append(_Entry(grad_fn, attrs, keys, tensors, outs, out_keys, multi))
+        self._entries.append(backprop.Step(grad_fn, attrs, keys, tensors, outs, out_keys, multi))
 
     # --- differentiation ----------------------------------------------------------------
     def gradient(self, target: Any, sources: Any, output_gradients: Any = None,
@@ -206,31 +188,11 @@ class GradientTape:
                 og = array_ops.ones_like(t)
             elif not isinstance(og, Tensor):
                 og = math_ops.cast(og, t.dtype)
-            _accumulate(grads, id(t), og)
+            backprop.accumulate(grads, id(t), og)
 
         source_keys = {id(s) for s in flat_sources}
-        entries = self._relevant(list(self._entries), source_keys)
-
-        def take(k):  # a source that is also an intermediate keeps its gradient for the end
-            return grads.get(k) if k in source_keys else grads.pop(k, None)
-
-        for e in reversed(entries):
-            if e.multi:
-                gs = [take(k) for k in e.out_keys]
-                if all(g is None for g in gs):
-                    continue
-                gs = tuple(array_ops.zeros_like(o) if g is None else g
-                           for g, o in zip(gs, e.outs))
-            else:
-                gs = take(e.out_keys[0])
-                if gs is None:
-                    continue
-            in_grads = e.grad_fn(gs, e.outs, *e.inputs, **e.attrs)
-            if len(e.inputs) == 1 and not isinstance(in_grads, (tuple, list)):
-                in_grads = (in_grads,)
-            for key, x, g in zip(e.keys, e.inputs, in_grads):
-                if g is not None and key in self._watched and _differentiable(x):
-                    _accumulate(grads, key, g)
+        steps = backprop.relevant(self._entries, source_keys)
+        backprop.backward(steps, grads, source_keys, self._watched)
         out = []
         for s in flat_sources:
             g = grads.get(id(s))
@@ -239,18 +201,6 @@ class GradientTape:
                      else array_ops.zeros_like(s))  # an unknown dim: take it at run time
             out.append(g)
         return pack_sequence_as(sources, out)
-
-    def _relevant(self, entries: list, source_keys: set) -> list:
-        """Entries on some path from a source (forward reachability)."""
-        reach = set(source_keys)
-        kept = []
-        for e in entries:
-            for k in e.keys:
-                if k in reach:
-                    kept.append(e)
-                    reach.update(e.out_keys)
-                    break
-        return kept
 
     def jacobian(self, target: Any, sources: Any, unconnected_gradients: Any =
                  UnconnectedGradients.NONE, parallel_iterations: Any = None,
@@ -307,16 +257,6 @@ class GradientTape:
         idx = [i * b + i for i in range(b)]
         diag = gather_ops.gather(j, idx)
         return array_ops.reshape(diag, [b] + t_rest + s_rest)
-
-
-def _accumulate(grads: dict, key: int, g: Any) -> None:
-    prev = grads.get(key)
-    if prev is None:
-        grads[key] = g
-    else:
-        from tapeflow.ops import math_ops
-
-        grads[key] = math_ops.add(prev, g)
 
 
 def custom_gradient(f: Callable | None = None):

@@ -1,5 +1,6 @@
 """The op library. Importing this package registers every op and its public names."""
 
+from tapeflow.framework import backprop as _backprop
 from tapeflow.ops import (
     array_ops,
     control_flow_ops,
@@ -25,3 +26,6 @@ from tapeflow.ops import (
     state_ops,
     stateless_random,
 )
+
+# the reverse-mode walker (framework, below this layer) adds gradients with the op library's ops
+_backprop.install(add=math_ops.add, zeros_like=array_ops.zeros_like)

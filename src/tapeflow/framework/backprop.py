@@ -1,0 +1,95 @@
+"""The one reverse-mode walker, shared by ``GradientTape.gradient`` and ``tf.gradients``.
+
+Both differentiate a list of recorded applications in forward order: a tape's entries, or a
+graph's nodes (``tf.gradients`` reads the graph itself, which records every op). Each step
+hands its outputs' gradients to the op's gradient rule and adds what it returns into its
+inputs' gradients. Gradient rules are written in tapeflow ops, so the walk runs eagerly or
+emits backward nodes into the graph being built, and is itself recorded by any outer tape.
+
+The two ops the walker needs itself (adding gradients, zeros for a multi-output op's missing
+ones) belong to the op library, a layer above this one: it installs them (``install``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+
+class Step:
+    """One recorded application of an op's gradient rule: `keys` identify the inputs (ids),
+    `outs` is the output (a tuple when `multi`), `out_keys` identify the outputs."""
+
+    __slots__ = ("grad_fn", "attrs", "keys", "inputs", "outs", "out_keys", "multi")
+
+    def __init__(self, grad_fn: Callable, attrs: dict, keys: list[int], inputs: Any, outs: Any,
+                 out_keys: list[int], multi: bool):
+        self.grad_fn = grad_fn
+        self.attrs = attrs
+        self.keys = keys
+        self.inputs = inputs
+        self.outs = outs
+        self.out_keys = out_keys
+        self.multi = multi
+
+
+_add: Callable[[Any, Any], Any] | None = None
+_zeros_like: Callable[[Any], Any] | None = None
+
+
+def install(add: Callable[[Any, Any], Any], zeros_like: Callable[[Any], Any]) -> None:
+    """Called by the op library (``tapeflow.ops``) with its add and zeros_like."""
+    global _add, _zeros_like
+    _add, _zeros_like = add, zeros_like
+
+
+def accumulate(grads: dict[int, Any], key: int, g: Any) -> None:
+    """Add gradient `g` into ``grads[key]``."""
+    prev = grads.get(key)
+    grads[key] = g if prev is None else _add(prev, g)
+
+
+def relevant(steps: Iterable[Step], source_keys: set[int]) -> list[Step]:
+    """The steps on some path from a source (forward reachability)."""
+    reach = set(source_keys)
+    kept = []
+    for s in steps:
+        for k in s.keys:
+            if k in reach:
+                kept.append(s)
+                reach.update(s.out_keys)
+                break
+    return kept
+
+
+def differentiable(t: Any) -> bool:
+    d = t.dtype
+    return d.is_floating or d.is_complex
+
+
+def backward(steps: list[Step], grads: dict[int, Any], source_keys: set[int],
+             receives: set[int]) -> dict[int, Any]:
+    """Walk `steps` (forward order, see ``relevant``) backwards from `grads` (key -> gradient
+    of the targets). An input gets a gradient only if its key is in `receives` (watched, or
+    reachable from a source) and its dtype is differentiable. Gradients of intermediates are
+    dropped once used; those of `source_keys` are kept. Returns `grads`."""
+    def take(k: int) -> Any:
+        return grads.get(k) if k in source_keys else grads.pop(k, None)
+
+    for s in reversed(steps):
+        if s.multi:
+            gs = [take(k) for k in s.out_keys]
+            if all(g is None for g in gs):
+                continue
+            gs = tuple(_zeros_like(o) if g is None else g for g, o in zip(gs, s.outs))
+        else:
+            gs = take(s.out_keys[0])
+            if gs is None:
+                continue
+        in_grads = s.grad_fn(gs, s.outs, *s.inputs, **s.attrs)
+        if len(s.inputs) == 1 and not isinstance(in_grads, (tuple, list)):
+            in_grads = (in_grads,)
+        for key, x, g in zip(s.keys, s.inputs, in_grads):
+            if g is not None and key in receives and differentiable(x):
+                accumulate(grads, key, g)
+    return grads
