@@ -1,7 +1,11 @@
 """Random programs over the op library, run eagerly, traced with static shapes, traced with every
 dimension unknown, and in PyTorch; values and gradients must agree.
 
-A program is a list of steps over a pool of values that starts with the inputs. The generator
+Ops: elementwise math and activations, broadcasting binaries, matmul (with transposes) and
+einsum, transpose, reshape, expand_dims, squeeze, seven reductions, gather, slicing, concat,
+stack, pad, tile, broadcast_to, cumsum/cumprod, reverse, where, softmax/log_softmax,
+l2_normalize and clip. A program is a list of steps over a pool of values that starts with the
+inputs. The generator
 knows every value's concrete shape, so it only draws steps that are valid; their parameters
 (axes, permutations, shapes, indices) are Python constants, as in user code. The loss is
 ``reduce_sum(sin(last value))``; gradients are taken with ``unconnected_gradients=ZERO`` so an
@@ -53,9 +57,15 @@ def _broadcast(a: Shape, b: Shape) -> Shape | None:
     return tuple(out)
 
 
-UNARY = ("tanh", "sigmoid", "sin", "square", "neg", "scale", "clip", "softmax")
-BINARY = ("add", "sub", "mul", "maximum", "div")
-TIES = {"maximum", "clip", "reduce_max"}  # gradients at ties follow each framework's own rule
+UNARY = ("tanh", "sigmoid", "sin", "square", "neg", "scale", "clip", "softmax", "log_softmax",
+         "relu", "elu", "gelu", "softplus", "leaky_relu", "smooth_sqrt", "log1p_square", "erf",
+         "exp_tanh")
+BINARY = ("add", "sub", "mul", "maximum", "div", "squared_difference", "atan2", "pow")
+REDUCTIONS = ("reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod",
+              "reduce_logsumexp", "reduce_std")
+# where these are not differentiable (ties, kinks, the std of one value) each framework has its
+# own rule: with them, PyTorch's gradients are not compared (eager and graphs still are)
+TIES = {"maximum", "clip", "reduce_max", "reduce_min", "relu", "leaky_relu", "reduce_std"}
 
 
 def _draw_step(draw: Callable, shapes: list[Shape]) -> tuple[Step, Shape] | None:
@@ -64,13 +74,13 @@ def _draw_step(draw: Callable, shapes: list[Shape]) -> tuple[Step, Shape] | None
     kind = draw(st.sampled_from(
         ["unary", "binary", "matmul", "transpose", "reshape", "expand_dims", "squeeze",
          "reduce", "gather", "slice", "concat", "pad", "tile", "broadcast_to", "cumsum",
-         "reverse", "where", "stack"]))
+         "reverse", "where", "stack", "einsum", "l2_normalize"]))
     i = draw(st.integers(0, n - 1))
     s = shapes[i]
     r = len(s)
     if kind == "unary":
         op = draw(st.sampled_from(UNARY))
-        if op == "softmax" and r == 0:
+        if op in ("softmax", "log_softmax") and r == 0:
             return None
         return Step(op, (i,)), s
     if kind in ("binary", "where", "concat", "stack"):
@@ -92,6 +102,12 @@ def _draw_step(draw: Callable, shapes: list[Shape]) -> tuple[Step, Shape] | None
         if s[:axis] + s[axis + 1:] != t[:axis] + t[axis + 1:]:
             return None
         return Step("concat", (i, j), (axis,)), s[:axis] + (s[axis] + t[axis],) + s[axis + 1:]
+    if kind == "einsum":  # a batched matmul spelt as an einsum over equal batch dims
+        j = draw(st.integers(0, n - 1))
+        t = shapes[j]
+        if r < 2 or len(t) != r or s[:-2] != t[:-2] or s[-1] != t[-2]:
+            return None
+        return Step("einsum", (i, j)), s[:-1] + t[-1:]
     if kind == "matmul":
         j = draw(st.integers(0, n - 1))
         t = shapes[j]
@@ -129,7 +145,7 @@ def _draw_step(draw: Callable, shapes: list[Shape]) -> tuple[Step, Shape] | None
     axis = draw(st.integers(0, r - 1))
     rest = s[:axis] + s[axis + 1:]
     if kind == "reduce":
-        op = draw(st.sampled_from(["reduce_sum", "reduce_mean", "reduce_max"]))
+        op = draw(st.sampled_from(REDUCTIONS))
         keep = draw(st.booleans())
         return Step(op, (i,), (axis, keep)), (s[:axis] + (1,) + s[axis + 1:]) if keep else rest
     if kind == "gather":
@@ -148,7 +164,10 @@ def _draw_step(draw: Callable, shapes: list[Shape]) -> tuple[Step, Shape] | None
         target = (2,) + tuple(3 if d == 1 and draw(st.booleans()) else d for d in s)
         return Step("broadcast_to", (i,), (target,)), target
     if kind == "cumsum":
-        return Step("cumsum", (i,), (axis, draw(st.booleans()))), s
+        return Step(draw(st.sampled_from(["cumsum", "cumprod"])), (i,),
+                    (axis, draw(st.booleans()))), s
+    if kind == "l2_normalize":
+        return Step("l2_normalize", (i,), (axis,)), s
     return Step("reverse", (i,), (axis,)), s
 
 
@@ -184,21 +203,35 @@ def apply_tf(step: Step, a: Any, b: Any = None) -> Any:
     op, p = step.op, step.params
     simple = {"tanh": tf.tanh, "sigmoid": tf.sigmoid, "sin": tf.sin, "square": tf.square,
               "neg": lambda x: -x, "scale": lambda x: x * 1.5,
-              "clip": lambda x: tf.clip_by_value(x, -0.8, 0.8), "softmax": tf.nn.softmax}
+              "clip": lambda x: tf.clip_by_value(x, -0.8, 0.8), "softmax": tf.nn.softmax,
+              "log_softmax": tf.nn.log_softmax, "relu": tf.nn.relu, "elu": tf.nn.elu,
+              "gelu": tf.nn.gelu, "softplus": tf.nn.softplus,
+              "leaky_relu": lambda x: tf.nn.leaky_relu(x, 0.1),
+              "smooth_sqrt": lambda x: tf.sqrt(x * x + 1.0),
+              "log1p_square": lambda x: tf.math.log1p(x * x), "erf": tf.math.erf,
+              "exp_tanh": lambda x: tf.exp(tf.tanh(x))}
     if op in simple:
         return simple[op](a)
     binary = {"add": lambda x, y: x + y, "sub": lambda x, y: x - y, "mul": lambda x, y: x * y,
               "maximum": tf.maximum, "div": lambda x, y: x / (tf.abs(y) + 1.0),
-              "where": lambda x, y: tf.where(x > 0, x, y)}
+              "where": lambda x, y: tf.where(x > 0, x, y),
+              "squared_difference": tf.math.squared_difference, "atan2": tf.math.atan2,
+              "pow": lambda x, y: tf.pow(tf.abs(x) + 1.0, tf.tanh(y))}
     if op in binary:
         return binary[op](a, b)
+    if op == "einsum":
+        return tf.einsum("...ij,...jk->...ik", a, b)
+    if op == "l2_normalize":
+        return tf.nn.l2_normalize(a, axis=p[0])
+    if op == "reduce_std":
+        return tf.math.reduce_std(a, axis=p[0], keepdims=p[1])
     if op == "matmul":
         return tf.matmul(a, b, transpose_a=p[0], transpose_b=p[1])
     if op == "stack":
         return tf.stack([a, b], axis=p[0])
     if op == "concat":
         return tf.concat([a, b], axis=p[0])
-    if op in ("reduce_sum", "reduce_mean", "reduce_max"):
+    if op in REDUCTIONS:
         return getattr(tf, op)(a, axis=p[0], keepdims=p[1])
     if op == "gather":
         return tf.gather(a, list(p[0]), axis=p[1])
@@ -209,8 +242,8 @@ def apply_tf(step: Step, a: Any, b: Any = None) -> Any:
         return tf.pad(a, paddings)
     if op == "tile":
         return tf.tile(a, [2 if k == p[0] else 1 for k in range(len(a.shape))])
-    if op == "cumsum":
-        return tf.cumsum(a, axis=p[0], reverse=p[1])
+    if op in ("cumsum", "cumprod"):
+        return getattr(tf.math, op)(a, axis=p[0], reverse=p[1])
     if op == "reverse":
         return tf.reverse(a, [p[0]])
     return getattr(tf, op)(a, *p)  # transpose, reshape, expand_dims, squeeze, broadcast_to
@@ -224,14 +257,28 @@ def apply_torch(step: Step, a: Any, b: Any = None) -> Any:
     simple = {"tanh": torch.tanh, "sigmoid": torch.sigmoid, "sin": torch.sin,
               "square": torch.square, "neg": torch.neg, "scale": lambda x: x * 1.5,
               "clip": lambda x: torch.clamp(x, -0.8, 0.8),
-              "softmax": lambda x: torch.softmax(x, -1)}
+              "softmax": lambda x: torch.softmax(x, -1),
+              "log_softmax": lambda x: torch.log_softmax(x, -1), "relu": torch.relu,
+              "elu": torch.nn.functional.elu,
+              "gelu": lambda x: torch.nn.functional.gelu(x, approximate="none"),
+              "softplus": torch.nn.functional.softplus,
+              "leaky_relu": lambda x: torch.nn.functional.leaky_relu(x, 0.1),
+              "smooth_sqrt": lambda x: torch.sqrt(x * x + 1.0),
+              "log1p_square": lambda x: torch.log1p(x * x), "erf": torch.erf,
+              "exp_tanh": lambda x: torch.exp(torch.tanh(x))}
     if op in simple:
         return simple[op](a)
     binary = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "maximum": torch.maximum,
               "div": lambda x, y: x / (torch.abs(y) + 1.0),
-              "where": lambda x, y: torch.where(x > 0, x, y)}
+              "where": lambda x, y: torch.where(x > 0, x, y),
+              "squared_difference": lambda x, y: (x - y) ** 2, "atan2": torch.atan2,
+              "pow": lambda x, y: torch.pow(torch.abs(x) + 1.0, torch.tanh(y))}
     if op in binary:
         return binary[op](a, b)
+    if op == "einsum":
+        return torch.einsum("...ij,...jk->...ik", a, b)
+    if op == "l2_normalize":
+        return a / torch.sqrt(torch.clamp((a * a).sum(p[0], keepdim=True), min=1e-12))
     if op == "matmul":
         return torch.matmul(a.transpose(-1, -2) if p[0] else a,
                             b.transpose(-1, -2) if p[1] else b)
@@ -239,8 +286,12 @@ def apply_torch(step: Step, a: Any, b: Any = None) -> Any:
         return torch.stack([a, b], p[0])
     if op == "concat":
         return torch.cat([a, b], p[0])
-    if op in ("reduce_sum", "reduce_mean", "reduce_max"):
-        fn = {"reduce_sum": torch.sum, "reduce_mean": torch.mean, "reduce_max": torch.amax}[op]
+    if op in REDUCTIONS:
+        fn = {"reduce_sum": torch.sum, "reduce_mean": torch.mean, "reduce_max": torch.amax,
+              "reduce_min": torch.amin, "reduce_prod": torch.prod,
+              "reduce_logsumexp": torch.logsumexp,
+              "reduce_std": lambda x, dim, keepdim: torch.std(x, dim, correction=0,
+                                                              keepdim=keepdim)}[op]
         return fn(a, dim=p[0], keepdim=p[1])
     if op == "gather":
         return torch.index_select(a, p[1], torch.tensor(p[0]))
@@ -251,9 +302,9 @@ def apply_torch(step: Step, a: Any, b: Any = None) -> Any:
         return torch.nn.functional.pad(a, pads)
     if op == "tile":
         return a.repeat([2 if k == p[0] else 1 for k in range(a.dim())])
-    if op == "cumsum":
-        return torch.flip(torch.cumsum(torch.flip(a, [p[0]]), p[0]), [p[0]]) if p[1] else \
-            torch.cumsum(a, p[0])
+    if op in ("cumsum", "cumprod"):
+        fn = getattr(torch, op)
+        return torch.flip(fn(torch.flip(a, [p[0]]), p[0]), [p[0]]) if p[1] else fn(a, p[0])
     if op == "reverse":
         return torch.flip(a, [p[0]])
     if op == "transpose":
