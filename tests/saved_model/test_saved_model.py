@@ -191,3 +191,18 @@ def test_python_code_in_a_graph_cannot_be_saved(tmp_path):
     with pytest.raises(tf.saved_model.FormatError, match="op EagerPyFunc .*cannot store"):
         tf.saved_model.save(module, str(tmp_path / "sm"))
     assert not os.path.exists(tmp_path / "sm")
+
+
+def test_subclassed_keras_model_gets_a_serving_signature(tmp_path):
+    from tapeflow.models import MLP
+
+    model = MLP(hidden=16)
+    x = np.random.RandomState(1).rand(3, 28, 28).astype("float32")
+    want = model(x).numpy()
+    model.save(str(tmp_path / "mlp"))
+    loaded = tf.saved_model.load(str(tmp_path / "mlp"))
+    serve = loaded.signatures["serving_default"]
+    assert serve.input_names == ["input_1"]
+    np.testing.assert_allclose(serve(input_1=tf.constant(x))["output_1"].numpy(), want,
+                               rtol=1e-6)
+    assert len(loaded.variables) == 4

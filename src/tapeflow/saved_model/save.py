@@ -159,7 +159,7 @@ def _signature_concretes(obj: Any, signatures: Any) -> dict[str, tuple]:
     from tapeflow.keras.engine.training import Model
 
     if signatures is None:
-        if isinstance(obj, Model) and obj.inputs:
+        if isinstance(obj, Model) and _keras_input_specs(obj):
             return {SERVING: _keras_serving(obj)}
         found = [v for _, v in _children(obj) if isinstance(v, Function)
                  and v.input_signature is not None]
@@ -180,14 +180,26 @@ def _signature_concretes(obj: Any, signatures: Any) -> dict[str, tuple]:
     return out
 
 
+def _keras_input_specs(model: Any) -> list | None:
+    """The model's input specs: its Inputs, or (subclassed) the shape it was built with."""
+    import tapeflow as tf
+
+    inputs = getattr(model, "inputs", None)
+    if inputs:
+        names = list(getattr(model, "input_names", None) or ["input_1"])
+        return [tf.TensorSpec(x.shape.as_list(), x.dtype, name=n) for x, n in zip(inputs, names)]
+    shape = getattr(model, "_build_input_shape", None)
+    if isinstance(shape, list) and shape and all(d is None or isinstance(d, int) for d in shape):
+        return [tf.TensorSpec([None] + shape[1:], model.dtype, name="input_1")]
+    return None
+
+
 def _keras_serving(model: Any) -> Any:
     """Keras's default signature: the model in inference mode on its own inputs."""
     import tapeflow as tf
 
-    names = list(model.input_names) if hasattr(model, "input_names") else ["input_1"]
-    specs = [tf.TensorSpec(x.shape.as_list(), x.dtype, name=n)
-             for x, n in zip(model.inputs, names)]
-    output_names = list(getattr(model, "output_names", None) or ["output_0"])
+    specs = _keras_input_specs(model)
+    output_names = list(getattr(model, "output_names", None) or ["output_1"])
 
     def serve(*inputs: Any) -> dict:
         outputs = model(list(inputs) if len(inputs) > 1 else inputs[0], training=False)
