@@ -93,7 +93,7 @@ def test_shuffle_order_follows_the_global_seed():
     def orders(seed):
         tf.random.set_seed(seed)
         data = data_adapter.DataHandler(np.arange(20), batch_size=20, shuffle=True)
-        return [next(iter(data.epoch()))[0].numpy().tolist() for _ in range(2)]
+        return [next(iter(data.epoch())).numpy().tolist() for _ in range(2)]
 
     first = orders(11)
     assert first == orders(11)

@@ -1,4 +1,5 @@
-"""``tf.keras.backend``: the session-wide Keras state (layer name counters, float type).
+"""``tf.keras.backend``: the session-wide Keras state (layer name counters, float type,
+learning phase) and, through ``backend_math``, the tensor functions (``K.mean``...).
 
 Keras gives every layer a unique default name per class (``dense``, ``dense_1`` ...);
 ``clear_session()`` starts the numbering again, as seed 004 relies on.
@@ -16,8 +17,10 @@ _name_uids: collections.defaultdict[str, int] = collections.defaultdict(int)
 
 
 def clear_session() -> None:
-    """Forget every default layer name handed out, so numbering restarts at ``dense``."""
+    """Forget every default layer name handed out, so numbering restarts at ``dense``, and the
+    learning phase set by ``set_learning_phase``."""
     _name_uids.clear()
+    _learning_phase["value"] = None
 
 
 def unique_object_name(base: str, zero_based: bool = True) -> str:
@@ -101,3 +104,37 @@ def int_shape(x) -> tuple | None:
 
 def count_params(x) -> int:
     return int(np.prod(x.shape.as_list()))
+
+
+_learning_phase = {"value": None}
+
+
+def learning_phase() -> int:
+    """0 (inference) unless ``set_learning_phase`` fixed it: in TensorFlow 2 the ``training``
+    argument of each call decides, so outside ``fit`` this is 0, as in Keras."""
+    value = _learning_phase["value"]
+    return 0 if value is None else value
+
+
+def set_learning_phase(value: int) -> None:
+    """Deprecated in Keras 2 (pass ``training=`` instead); kept for old programs."""
+    if value not in (0, 1):
+        raise ValueError("Expected learning phase to be 0 or 1.")
+    _learning_phase["value"] = value
+
+
+def is_keras_tensor(x) -> bool:
+    """Whether `x` is a symbolic tensor of the functional API."""
+    return bool(getattr(x, "_is_keras_tensor", False))
+
+
+def __getattr__(name: str):
+    """The tensor functions (``mean``, ``square``, ``clip`` ...) live in ``backend_math``."""
+    if name.startswith("__"):
+        raise AttributeError(name)
+    import importlib
+
+    math = importlib.import_module("tapeflow.keras.backend_math")
+    if name in vars(math) and not name.startswith("_") and callable(vars(math)[name]):
+        return vars(math)[name]
+    raise AttributeError(f"module 'tapeflow.keras.backend' has no attribute {name!r}")

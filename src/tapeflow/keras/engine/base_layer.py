@@ -35,6 +35,7 @@ _UNTRACKED = frozenset({
     "_output_specs", "_train_fn", "_test_fn", "_predict_fn", "history", "stop_training",
     "optimizer", "compiled_loss", "compiled_metrics", "_loss_spec", "_metric_specs",
     "_callbacks_model", "inputs", "outputs", "_input_layers", "_output_layers",
+    "_added_metrics",
 })
 
 _KNOWN_KWARGS = frozenset({"input_shape", "batch_input_shape", "batch_size", "input_dim",
@@ -140,6 +141,7 @@ class Layer:
         self._own_weights: list[Variable] = []
         self._regularized: list[tuple[Any, Variable]] = []
         self._eager_losses: list[Any] = []
+        self._added_metrics: dict[str, Any] = {}
         self._call_id = 0
         self._inbound_nodes: list[Any] = []
         self._outbound_nodes: list[Any] = []
@@ -335,6 +337,39 @@ class Layer:
                 self._eager_losses = []
                 self._call_id = _context.call_id
             self._eager_losses.append(loss)
+
+    def add_metric(self, value: Any, name: str | None = None, aggregation: str = "mean",
+                   **kwargs: Any) -> None:
+        """Track the mean of `value` over an epoch as the metric `name` (reported by ``fit``
+        and ``evaluate`` like compiled metrics)."""
+        if name is None:
+            raise ValueError("Please provide a name for your metric like "
+                             "`self.add_metric(tf.reduce_sum(inputs), name='mean_activation')`")
+        if aggregation not in (None, "mean"):
+            raise ValueError(f"add_metric: only aggregation='mean' is supported, got "
+                             f"{aggregation!r}")
+        metric = self._added_metrics.get(name)
+        if metric is None:
+            from tapeflow.keras import metrics
+
+            metric = self._added_metrics[name] = metrics.Mean(name=name)
+        metric.update_state(value)
+
+    def _own_metrics(self) -> list:
+        """Metric objects this layer holds in attributes or made with ``add_metric``."""
+        from tapeflow.keras.metrics import Metric
+
+        out = list(self._added_metrics.values())
+        stack = [v for k, v in vars(self).items() if k not in _UNTRACKED]
+        while stack:
+            value = stack.pop()
+            if isinstance(value, Metric):
+                out.append(value)
+            elif isinstance(value, dict):
+                stack.extend(value.values())
+            elif isinstance(value, (list, tuple)) and not isinstance(value, Layer):
+                stack.extend(value)
+        return out
 
     @property
     def losses(self) -> list:

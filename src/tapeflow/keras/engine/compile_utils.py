@@ -78,6 +78,10 @@ class LossesContainer:
 
     @property
     def metrics(self) -> list:
+        """The total-loss mean and the per-output loss means, once a batch has been seen (a
+        custom ``train_step`` that never calls the container reports none of them)."""
+        if self._names is None:
+            return []
         return [self.loss_metric] + [m for m in self.per_output_metrics if m is not None]
 
     def __call__(self, y_true: Any, y_pred: Any, sample_weight: Any = None,

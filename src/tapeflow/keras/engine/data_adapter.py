@@ -1,14 +1,16 @@
 """Turn what ``fit``/``evaluate``/``predict`` receive into batches of (x, y, sample_weight).
 
 NumPy arrays (or nested lists/dicts of them) are sliced into batches, reshuffled every epoch
-when asked; a ``tapeflow.data.Dataset`` is iterated as it is (its elements are ``x``,
-``(x, y)`` or ``(x, y, sample_weight)``).
+when asked; a ``tapeflow.data.Dataset``, a Python generator or a ``keras.utils.Sequence`` is
+iterated as it is (its elements are ``x``, ``(x, y)`` or ``(x, y, sample_weight)``).
 """
 
 from __future__ import annotations
 
 import math
+from collections import deque
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -86,30 +88,79 @@ def _tensor(a: np.ndarray) -> Any:
     return convert_to_tensor(a)
 
 
+def pack_x_y_sample_weight(x: Any, y: Any = None, sample_weight: Any = None) -> Any:
+    """What a step receives: ``x`` (``(x,)`` when x is itself a tuple), ``(x, y)`` or
+    ``(x, y, sample_weight)``, as Keras packs it, so ``x, y = data`` works in a custom
+    ``train_step`` when there are no sample weights."""
+    if isinstance(x, list):
+        x = tuple(x)  # Keras turns lists into tuples (tf.data would stack a list)
+    if y is None:
+        return (x,) if isinstance(x, tuple) else x
+    if sample_weight is None:
+        return (x, y)
+    return (x, y, sample_weight)
+
+
+def is_batch_source(x: Any) -> bool:
+    """Whether `x` yields whole batches (a Dataset, a generator, a Sequence)."""
+    return _is_dataset(x) or _is_sequence(x) or _is_generator(x)
+
+
+def _is_sequence(x: Any) -> bool:
+    from tapeflow.keras.engine.sequence import Sequence
+
+    return isinstance(x, Sequence)
+
+
+def _is_generator(x: Any) -> bool:
+    return hasattr(x, "__next__") and hasattr(x, "__iter__")
+
+
+def _shuffle_generator() -> np.random.Generator | None:
+    """Where fit's shuffle order comes from: the ``tf.random`` seed stream once a global seed
+    is set (so ``tf.random.set_seed``/``keras.utils.set_random_seed`` make fit repeat), else
+    NumPy's global generator (None here), which multi-worker training seeds on every worker."""
+    return random_ops.make_generator() if random_ops.get_global_seed() is not None else None
+
+
+def _as_tensors(element: Any) -> Any:
+    """A batch from a generator or a Sequence (NumPy arrays, lists of numbers) as tensors."""
+    return nest.map_structure(lambda a: None if a is None else _tensor(a), _to_arrays(element))
+
+
 class DataHandler:
-    """Yields each epoch's batches and knows how many steps an epoch has (None: unknown)."""
+    """Yields each epoch's batches and knows how many steps an epoch has (None: unknown).
+
+    Arrays (NumPy, tensors, nested dicts/lists of them) are sliced into batches; a
+    ``tf.data.Dataset``, a Python generator and a ``keras.utils.Sequence`` give whole batches
+    (``x``, ``(x, y)`` or ``(x, y, sample_weight)``). A Sequence's batches are loaded by
+    `workers` threads, up to `max_queue_size` ahead, and ``on_epoch_end`` runs after each epoch.
+    """
 
     def __init__(self, x: Any, y: Any = None, sample_weight: Any = None,
                  batch_size: int | None = None, steps_per_epoch: int | None = None,
-                 shuffle: bool = False, class_weight: dict | None = None, model: Any = None):
-        self._dataset = None
+                 shuffle: bool = False, class_weight: dict | None = None, model: Any = None,
+                 workers: int = 1, use_multiprocessing: bool = False, max_queue_size: int = 10):
         self._model = model
         self._class_weight = class_weight
-        if _is_dataset(x):
-            if y is not None:
-                raise ValueError("`y` argument is not supported when using a dataset as input: "
-                                 "the dataset must yield (x, y) pairs.")
-            if sample_weight is not None:
-                raise ValueError("`sample_weight` argument is not supported when using a "
-                                 "dataset as input.")
-            self._dataset = x
+        self._source = None
+        self._kind = "dataset" if _is_dataset(x) else "Sequence" if _is_sequence(x) else \
+            "generator" if _is_generator(x) else None
+        if self._kind is not None:
+            for name, value in (("y", y), ("sample_weight", sample_weight)):
+                if value is not None:
+                    raise ValueError(f"`{name}` argument is not supported when using a "
+                                     f"{self._kind} as input: it must yield (x, y) or "
+                                     "(x, y, sample_weight) batches.")
+            self._source = x
             self._iterator: Iterator | None = None
-            size = _cardinality(x)
+            self._workers, self._max_queue = max(int(workers), 1), max(int(max_queue_size), 1)
+            self._shuffle = shuffle and self._kind == "Sequence"
+            self._rng = _shuffle_generator() if self._shuffle else None
+            size = _cardinality(x) if self._kind == "dataset" else \
+                len(x) if self._kind == "Sequence" else None
             self.steps = steps_per_epoch if steps_per_epoch is not None else size
             return
-        if hasattr(x, "__next__") or callable(getattr(x, "send", None)):
-            raise TypeError("fit: Python generators are not supported as input; wrap them with "
-                            "tf.data.Dataset.from_generator.")
         self._x = _to_arrays(x)
         self._y = _to_arrays(y) if y is not None else None
         self._sw = _to_arrays(sample_weight)
@@ -117,21 +168,37 @@ class DataHandler:
             structures.check_data(model, self._x, self._y, self._sw)
         self._n = _num_samples((self._x, self._y, self._sw))
         self._batch_size = batch_size or 32
-        # shuffling follows tf.random.set_seed like every other random op (fresh otherwise)
-        self._rng = random_ops.make_generator() if shuffle else None
+        self._shuffle = shuffle
+        self._rng = _shuffle_generator() if shuffle else None
         full = math.ceil(self._n / self._batch_size)
         self.steps = steps_per_epoch if steps_per_epoch is not None else full
 
     @property
     def is_dataset(self) -> bool:
-        return self._dataset is not None
+        return self._kind == "dataset"
 
-    def epoch(self) -> Iterator[tuple[Any, Any, Any]]:
-        """The batches of one epoch, as (x, y, sample_weight) tensors."""
-        if self._dataset is not None:
-            yield from self._dataset_epoch()
+    @property
+    def _dataset(self) -> Any:
+        """The ``tf.data.Dataset`` given as x (None for other inputs)."""
+        return self._source if self._kind == "dataset" else None
+
+    def _permutation(self, n: int) -> np.ndarray:
+        return self._rng.permutation(n) if self._rng is not None else np.random.permutation(n)
+
+    @property
+    def is_stream(self) -> bool:
+        """A source that can run dry for good (a generator): an empty epoch ends training."""
+        return self._kind == "generator"
+
+    def epoch(self) -> Iterator[Any]:
+        """The batches of one epoch, packed as a step receives them (``pack_x_y_sample_weight``)."""
+        if self._kind == "Sequence":
+            yield from self._sequence_epoch()
             return
-        order = self._rng.permutation(self._n) if self._rng is not None else None
+        if self._source is not None:
+            yield from self._stream_epoch()
+            return
+        order = self._permutation(self._n) if self._shuffle else None
         full = math.ceil(self._n / self._batch_size)
         for step in range(self.steps):
             start = (step % full) * self._batch_size
@@ -145,25 +212,51 @@ class DataHandler:
             x = nest.map_structure(take, self._x)
             y = nest.map_structure(take, self._y) if self._y is not None else None
             sw = nest.map_structure(take, self._sw)
-            yield x, y, self._weights(y, sw)
+            yield pack_x_y_sample_weight(x, y, self._weights(y, sw))
 
-    def _dataset_epoch(self) -> Iterator[tuple[Any, Any, Any]]:
-        if self.steps is None or self._iterator is None:
-            self._iterator = iter(self._dataset)
+    def _element(self, element: Any) -> Any:
+        if self._kind != "dataset":
+            element = _as_tensors(element)
+        x, y, sw = unpack_x_y_sample_weight(element)
+        return pack_x_y_sample_weight(x, y, self._weights(y, sw))
+
+    def _stream_epoch(self) -> Iterator[Any]:
+        if self._iterator is None or (self.steps is None and self._kind == "dataset"):
+            self._iterator = iter(self._source)
         produced = 0
         while self.steps is None or produced < self.steps:
             try:
                 element = next(self._iterator)
             except StopIteration:
-                self._iterator = None
-                if self.steps is not None and produced == 0:
+                if self._kind == "dataset":
+                    self._iterator = None
+                if self.steps is not None and produced == 0 and self._kind == "dataset":
                     raise
                 return
-            x, y, sw = unpack_x_y_sample_weight(element)
             produced += 1
-            yield x, y, self._weights(y, sw)
-        if self.steps is not None and _cardinality(self._dataset) == self.steps:
+            yield self._element(element)
+        if self._kind == "dataset" and self.steps is not None and \
+                _cardinality(self._source) == self.steps:
             self._iterator = None
+
+    def _sequence_epoch(self) -> Iterator[Any]:
+        seq = self._source
+        count = len(seq) if self.steps is None else min(self.steps, len(seq))
+        order = self._permutation(len(seq))[:count].tolist() if self._shuffle \
+            else list(range(count))
+        if self._workers == 1:
+            for i in order:
+                yield self._element(seq[i])
+        else:
+            with ThreadPoolExecutor(self._workers, thread_name_prefix="keras_sequence") as pool:
+                pending: deque = deque()
+                for i in order:
+                    pending.append(pool.submit(seq.__getitem__, i))
+                    if len(pending) >= self._max_queue:
+                        yield self._element(pending.popleft().result())
+                while pending:
+                    yield self._element(pending.popleft().result())
+        seq.on_epoch_end()
 
     def _weights(self, y: Any, sw: Any) -> Any:
         """Sample weights with ``class_weight`` folded in (multiplied, as in Keras), one entry

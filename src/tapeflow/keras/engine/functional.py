@@ -67,6 +67,8 @@ def _output_specs(layer: Any, inputs: Any, args: tuple, kwargs: dict) -> tuple[A
                       ) from e
     for sub in layer._flatten_layers(include_self=True):
         sub._eager_losses = []
+        for metric in sub._added_metrics.values():  # the zero batches are not data
+            metric.reset_state()
     specs = [(_merge(a, b, unknown), a.dtype)
              for a, b in zip(nest.flatten(first), nest.flatten(second))]
     return first, specs

@@ -8,6 +8,7 @@ is in variables), so a traced step updates them and the loop only reads ``result
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -35,6 +36,37 @@ def _run_step(step: Any, data: Any) -> Any:
     return step(data)
 
 
+def _validate_now(epoch: int, validation_freq: Any) -> bool:
+    """Keras's ``validation_freq``: every N epochs (an int), or after the listed epochs."""
+    if isinstance(validation_freq, int):
+        if validation_freq < 1:
+            raise ValueError(f"validation_freq must be >= 1, got {validation_freq}")
+        return (epoch + 1) % validation_freq == 0
+    return epoch + 1 in set(validation_freq)
+
+
+def _holds_layers(value: Any) -> bool:
+    from tapeflow.framework.variable import Variable
+
+    flat = nest.flatten(value)
+    return bool(flat) and all(isinstance(v, (Layer, Variable)) for v in flat)
+
+
+def _inject_functional(cls: type) -> None:
+    """Put ``Functional`` between a Model subclass and ``Model`` in its bases, as Keras does
+    when the subclass is constructed with inputs and outputs."""
+    from tapeflow.keras.engine.functional import Functional
+
+    bases = []
+    for base in cls.__bases__:
+        if base is Model:
+            base = Functional
+        elif issubclass(base, Model) and not issubclass(base, Functional):
+            _inject_functional(base)
+        bases.append(base)
+    cls.__bases__ = tuple(bases)
+
+
 def _to_float(value: Any) -> Any:
     value = np.asarray(value)
     return float(value) if value.ndim == 0 else value
@@ -52,6 +84,16 @@ class Model(Layer):
         return super().__new__(cls)
 
     def __init__(self, *args: Any, **kwargs: Any):
+        if _is_functional_call(args, kwargs):
+            # a subclass built as CustomModel(inputs, outputs), or calling
+            # super().__init__(inputs=..., outputs=...): it becomes functional and keeps its
+            # overridden methods (train_step...), as in Keras
+            from tapeflow.keras.engine.functional import Functional
+
+            if not isinstance(self, Functional):
+                _inject_functional(type(self))
+            Functional.__init__(self, *args, **kwargs)
+            return
         if args or "inputs" in kwargs:
             raise TypeError(f"{type(self).__name__}: positional arguments and `inputs=` are "
                             "only accepted by the functional Model(inputs, outputs).")
@@ -62,10 +104,19 @@ class Model(Layer):
         self.stop_training = False
         self.history: callbacks_mod.History | None = None
         self._run_eagerly = False
+        self._jit_compile: bool | None = None
+        self._steps_per_execution = 1
         self._train_fn = None
         self._test_fn = None
         self._predict_fn = None
         self._distribution_strategy = distribute.keras_fit.strategy_for_new_model()
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if "_name" not in self.__dict__ and _holds_layers(value):
+            raise RuntimeError("It looks like you are subclassing `Model` and you forgot to "
+                               f"call `super().__init__()` in {type(self).__name__}.__init__. "
+                               "Always start with this line.")
+        object.__setattr__(self, name, value)
 
     # --- structure --------------------------------------------------------------------
     @property
@@ -116,7 +167,8 @@ class Model(Layer):
         from tapeflow.keras.engine import summary
 
         summary.print_summary(self, line_length=line_length, positions=positions,
-                              print_fn=print_fn)
+                              print_fn=print_fn, expand_nested=expand_nested,
+                              show_trainable=show_trainable, layer_range=layer_range)
 
     def _checkpoint_dependencies(self) -> list[tuple[str, Any]]:
         deps = super()._checkpoint_dependencies()
@@ -137,6 +189,10 @@ class Model(Layer):
         self.compiled_loss = compile_utils.LossesContainer(loss, loss_weights, names)
         self.compiled_metrics = compile_utils.MetricsContainer(metrics, weighted_metrics, names)
         self._run_eagerly = bool(run_eagerly)
+        self._jit_compile = jit_compile
+        if steps_per_execution is not None and int(steps_per_execution) < 1:
+            raise ValueError(f"steps_per_execution must be >= 1, got {steps_per_execution}")
+        self._steps_per_execution = int(steps_per_execution or 1)
         self._train_fn = self._test_fn = self._predict_fn = None
         self.stop_training = False
         self._distribution_strategy = (distribute.keras_fit.strategy_for_new_model()
@@ -152,13 +208,30 @@ class Model(Layer):
         self._train_fn = self._test_fn = self._predict_fn = None
 
     @property
+    def jit_compile(self) -> bool | None:
+        return self._jit_compile
+
+    @jit_compile.setter
+    def jit_compile(self, value: bool | None) -> None:
+        self._jit_compile = value
+        self._train_fn = self._test_fn = self._predict_fn = None
+
+    @property
     def metrics(self) -> list:
-        """The loss tracker and compiled metrics (empty before the first batch)."""
+        """The loss tracker and compiled metrics (created at the first batch), then metrics
+        held by the model's and its layers' attributes or made by ``add_metric``; ``fit`` and
+        ``evaluate`` reset them all at the start of each epoch."""
         out = []
         if self.compiled_loss is not None:
             out.extend(self.compiled_loss.metrics)
         if self.compiled_metrics is not None:
             out.extend(self.compiled_metrics.metrics)
+        seen = {id(m) for m in out}
+        for layer in self._flatten_layers(include_self=True):
+            for m in layer._own_metrics():
+                if id(m) not in seen:
+                    seen.add(id(m))
+                    out.append(m)
         return out
 
     @property
@@ -213,7 +286,7 @@ class Model(Layer):
         function = getattr(tf, "function", None)
         if self._run_eagerly or function is None:
             return step
-        return function(step, reduce_retracing=True)
+        return function(step, reduce_retracing=True, jit_compile=self._jit_compile)
 
     def make_train_function(self) -> Any:
         if self._train_fn is None:
@@ -246,7 +319,7 @@ class Model(Layer):
             validation_data: Any = None, shuffle: bool = True, class_weight: dict | None = None,
             sample_weight: Any = None, initial_epoch: int = 0,
             steps_per_epoch: int | None = None, validation_steps: int | None = None,
-            validation_batch_size: int | None = None, validation_freq: int = 1,
+            validation_batch_size: int | None = None, validation_freq: Any = 1,
             max_queue_size: int = 10, workers: int = 1,
             use_multiprocessing: bool = False) -> callbacks_mod.History:
         """Train for `epochs` epochs; returns a History of per-epoch logs."""
@@ -256,12 +329,14 @@ class Model(Layer):
             (x, y, sample_weight), validation_data = data_adapter.train_validation_split(
                 (x, y, sample_weight), validation_split)
         dist = distribute.keras_fit.training_hooks(self)  # multi-worker: shards, chief logs
-        data = dist.data(data_adapter.DataHandler(x, y, sample_weight, batch_size,
-                                                  steps_per_epoch, shuffle=shuffle,
-                                                  class_weight=class_weight, model=self))
+        data = dist.data(data_adapter.DataHandler(
+            x, y, sample_weight, batch_size, steps_per_epoch, shuffle=shuffle,
+            class_weight=class_weight, model=self, workers=workers,
+            use_multiprocessing=use_multiprocessing, max_queue_size=max_queue_size))
         callbacks, verbose = dist.callbacks(callbacks, verbose)
         cbs = self._callback_list(callbacks, verbose, True, epochs=epochs, steps=data.steps)
         train_fn = dist.step(self.make_train_function())
+        per_execution = self._steps_per_execution
         self.stop_training = False
         cbs.on_train_begin()
         initial_epoch = self.__dict__.pop("_resume_at_epoch", initial_epoch)  # BackupAndRestore
@@ -269,18 +344,29 @@ class Model(Layer):
         for epoch in range(initial_epoch, epochs):
             self.reset_metrics()
             cbs.on_epoch_begin(epoch)
-            step = -1
+            step, reported = -1, -1
             for step, batch in enumerate(data.epoch()):
-                cbs.on_train_batch_begin(step)
+                # with steps_per_execution=N, callbacks see one batch per N steps, as in Keras
+                if step % per_execution == 0:
+                    cbs.on_train_batch_begin(step)
                 logs = dist.logs({k: _to_float(v) for k, v in _run_step(train_fn, batch).items()})
-                cbs.on_train_batch_end(step, logs)
+                if (step + 1) % per_execution == 0:
+                    cbs.on_train_batch_end(step, logs)
+                    reported = step
                 if self.stop_training:
                     break
             if step < 0:
+                if data.is_stream and epoch > initial_epoch:
+                    warnings.warn("Your input ran out of data; interrupting training. Make "
+                                  "sure that your generator can produce at least "
+                                  "`steps_per_epoch * epochs` batches.", stacklevel=2)
+                    break
                 raise ValueError("fit: the training data produced no batches. Check that "
                                  "x is not empty (and that a Dataset is not exhausted).")
+            if reported != step:
+                cbs.on_train_batch_end(step, logs)
             epoch_logs = dict(logs)
-            if validation_data is not None and (epoch + 1) % validation_freq == 0:
+            if validation_data is not None and _validate_now(epoch, validation_freq):
                 val_logs = self._evaluate_data(validation_data, validation_batch_size or
                                                batch_size, validation_steps, cbs)
                 epoch_logs.update({f"val_{k}": v for k, v in val_logs.items()})
@@ -292,7 +378,7 @@ class Model(Layer):
 
     def _evaluate_data(self, validation_data: Any, batch_size: int | None,
                        steps: int | None, cbs: Any) -> dict:
-        if data_adapter._is_dataset(validation_data):
+        if data_adapter.is_batch_source(validation_data):
             vx, vy, vsw = validation_data, None, None
         else:
             vx, vy, vsw = data_adapter.unpack_x_y_sample_weight(validation_data)
@@ -320,7 +406,8 @@ class Model(Layer):
         """Loss (and metrics) over the data: a scalar, a list, or a dict."""
         self._assert_compiled("training/testing")
         verbose = 1 if verbose == "auto" else int(verbose)
-        data = data_adapter.DataHandler(x, y, sample_weight, batch_size, steps, model=self)
+        data = data_adapter.DataHandler(x, y, sample_weight, batch_size, steps, model=self,
+                                        workers=workers, max_queue_size=max_queue_size)
         callbacks, verbose = distribute.keras_fit.training_hooks(self).callbacks(callbacks,
                                                                                  verbose)
         cbs = self._callback_list(callbacks, verbose, False, steps=data.steps, is_evaluate=True)
@@ -335,14 +422,15 @@ class Model(Layer):
                 workers: int = 1, use_multiprocessing: bool = False) -> Any:
         """Model outputs over the data, batch by batch, concatenated as NumPy arrays."""
         verbose = 1 if verbose == "auto" else int(verbose)
-        data = data_adapter.DataHandler(x, None, None, batch_size, steps, model=self)
+        data = data_adapter.DataHandler(x, None, None, batch_size, steps, model=self,
+                                        workers=workers, max_queue_size=max_queue_size)
         cbs = self._callback_list(callbacks, verbose, False, steps=data.steps)
         predict_fn = self.make_predict_function()
         cbs.on_predict_begin()
         outputs: list = []
-        for step, (bx, _, _) in enumerate(data.epoch()):
+        for step, batch in enumerate(data.epoch()):
             cbs.on_predict_batch_begin(step)
-            out = _run_step(predict_fn, (bx,))
+            out = _run_step(predict_fn, batch)
             outputs.append(nest.map_structure(lambda t: np.asarray(t), out))
             cbs.on_predict_batch_end(step, {"outputs": out})
         cbs.on_predict_end()
@@ -359,7 +447,7 @@ class Model(Layer):
         self._assert_compiled("training/testing")
         data = data_adapter.DataHandler(x, y, sample_weight, batch_size=None, shuffle=False,
                                         class_weight=class_weight, model=self)
-        data._batch_size = data._n if not data.is_dataset else None
+        data._batch_size = data._n if data._source is None else None
         data.steps = 1
         if reset_metrics:
             self.reset_metrics()
@@ -385,8 +473,8 @@ class Model(Layer):
         data = data_adapter.DataHandler(x, None, None, batch_size=None, model=self)
         data._batch_size = data._n
         data.steps = 1
-        (bx, _, _), = data.epoch()
-        out = _run_step(self.make_predict_function(), (bx,))
+        (batch,) = data.epoch()
+        out = _run_step(self.make_predict_function(), batch)
         return nest.map_structure(lambda t: np.asarray(t), out)
 
     def _logs_result(self, logs: dict, return_dict: bool) -> Any:

@@ -170,7 +170,7 @@ class BatchNormalization(Layer):
     def call(self, inputs: Any, training: Any = None):
         x = tf.convert_to_tensor(inputs)
         rank = x.shape.rank
-        if not training:
+        if not training or not self.trainable:  # frozen: inference mode, as in Keras 2
             return self._affine(x, _broadcast_param(self.moving_mean, rank, self._axes),
                                 _broadcast_param(self.moving_variance, rank, self._axes))
         if self._axes == [rank - 1]:  # channels last: one fused kernel for forward and backward
