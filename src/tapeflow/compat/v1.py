@@ -431,10 +431,10 @@ class _Optimizer:
         """One op: compute the gradients of `loss` and apply them."""
         return self.apply_gradients(self.compute_gradients(loss, var_list), global_step)
 
-    def _slot(self, var: Variable, name: str) -> Variable:
+    def _slot(self, var: Variable, name: str, initial: float = 0.0) -> Variable:
         key = (id(var), name)
         if key not in self._slots:
-            slot = Variable(np.zeros(var.shape.as_list(), var.dtype.as_numpy_dtype),
+            slot = Variable(np.full(var.shape.as_list(), initial, var.dtype.as_numpy_dtype),
                             trainable=False, name=f"{var.name[:-2]}/{name}")
             self._slots[key] = slot
         return self._slots[key]
@@ -477,6 +477,61 @@ class _AdamOptimizer(_Optimizer):
         return group(*updates)
 
 
+class _MomentumOptimizer(_Optimizer):
+    """accum = momentum * accum + grad; var -= lr * accum (Nesterov: lr * (grad +
+    momentum * accum))."""
+
+    def __init__(self, learning_rate: float, momentum: float, use_locking: bool = False,
+                 name: str = "Momentum", use_nesterov: bool = False):
+        super().__init__(learning_rate)
+        self._momentum, self._nesterov = momentum, use_nesterov
+
+    def _update(self, grad, var):
+        accum = self._slot(var, "Momentum")
+        new = accum.assign(self._momentum * accum + grad)
+        step = grad + self._momentum * new if self._nesterov else new
+        return var.assign_sub(self._lr * step)
+
+
+class _AdagradOptimizer(_Optimizer):
+    def __init__(self, learning_rate: float, initial_accumulator_value: float = 0.1,
+                 use_locking: bool = False, name: str = "Adagrad"):
+        super().__init__(learning_rate)
+        self._initial = initial_accumulator_value
+
+    def _update(self, grad, var):
+        from tapeflow.ops import math_ops
+
+        accum = self._slot(var, "Adagrad", self._initial)
+        new = accum.assign_add(grad * grad)
+        return var.assign_sub(self._lr * grad * math_ops.rsqrt(new))
+
+
+class _RMSPropOptimizer(_Optimizer):
+    """TF1 RMSProp: ms starts at ones; mom = momentum * mom + lr * g / sqrt(ms + eps)."""
+
+    def __init__(self, learning_rate: float, decay: float = 0.9, momentum: float = 0.0,
+                 epsilon: float = 1e-10, use_locking: bool = False, centered: bool = False,
+                 name: str = "RMSProp"):
+        super().__init__(learning_rate)
+        self._decay, self._momentum, self._eps, self._centered = decay, momentum, epsilon, centered
+
+    def _update(self, grad, var):
+        from tapeflow.ops import math_ops
+
+        ms = self._slot(var, "rms", 1.0)
+        mom = self._slot(var, "momentum")
+        ms_t = ms.assign(self._decay * ms + (1.0 - self._decay) * grad * grad)
+        denom = ms_t
+        if self._centered:
+            mg = self._slot(var, "mg")
+            mg_t = mg.assign(self._decay * mg + (1.0 - self._decay) * grad)
+            denom = ms_t - mg_t * mg_t
+        mom_t = mom.assign(self._momentum * mom + self._lr * grad * math_ops.rsqrt(
+            denom + self._eps))
+        return var.assign_sub(mom_t)
+
+
 class _FallbackToTrain(type):
     def __getattr__(cls, name: str) -> Any:
         import tapeflow.train
@@ -489,6 +544,9 @@ class train(metaclass=_FallbackToTrain):  # noqa: N801 - a namespace, as tf.comp
 
     GradientDescentOptimizer = _GradientDescentOptimizer
     AdamOptimizer = _AdamOptimizer
+    MomentumOptimizer = _MomentumOptimizer
+    AdagradOptimizer = _AdagradOptimizer
+    RMSPropOptimizer = _RMSPropOptimizer
 
 
 # --- losses -----------------------------------------------------------------------------------
