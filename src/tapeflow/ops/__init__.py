@@ -3,6 +3,7 @@
 from tapeflow.framework import backprop as _backprop
 from tapeflow.ops import (
     array_ops,
+    bitwise_set_ops,
     complex_ops,
     control_flow_ops,
     conv_ops,
@@ -14,8 +15,10 @@ from tapeflow.ops import (
     gradient_registry,
     indexing_ops,
     linalg_ops,
+    lookup_ops,
     math_ops,
     matrix_ops,
+    misc_ops,
     nn_ops,
     numpy_api,
     operators,
