@@ -24,6 +24,7 @@ from tapeflow.ops import (
     operators,
     random_generator,
     random_ops,
+    recurrent_ops,
     reduce_ops,
     scatter_ops,
     script_ops,

@@ -16,6 +16,7 @@ import tapeflow as tf
 from tapeflow.keras import activations, initializers, regularizers
 from tapeflow.keras.engine.base_layer import Layer
 from tapeflow.keras.layers.utils import layer_error, static_shape
+from tapeflow.ops import recurrent_ops
 
 
 class _Cell(Layer):
@@ -181,6 +182,12 @@ class LSTMCell(_Cell):
     def state_size(self) -> list[int]:
         return [self.units, self.units]
 
+    def fused(self) -> bool:
+        """Whether ``RNN`` may run the sequence as one ``_LSTMSequence`` op: Keras's default
+        activations (sigmoid gates, tanh), as the fused kernel computes."""
+        return (self.activation is activations.tanh
+                and self.recurrent_activation is activations.sigmoid)
+
     def step(self, projected: Any, states: list) -> tuple[Any, list]:
         h, c = states
         z = projected + tf.matmul(h, self.recurrent_kernel)
@@ -294,6 +301,9 @@ class RNN(Layer):
         if steps is None:
             result, states = self._loop(x, states)
             return [result] + list(states) if self.return_state else result
+        if isinstance(self.cell, LSTMCell) and self.cell.fused():
+            result, states = self._fused_lstm(x, states)
+            return [result] + list(states) if self.return_state else result
         projected = tf.unstack(self.cell.project(x), num=steps, axis=1)
         if self.go_backwards:
             projected = projected[::-1]
@@ -305,6 +315,17 @@ class RNN(Layer):
         if self.return_state:
             return [result] + list(states)
         return result
+
+    def _fused_lstm(self, x: Any, states: list) -> tuple[Any, list]:
+        """The whole sequence as one op (``ops/recurrent_ops.py``): same results as the
+        unrolled steps, in one compiled loop forward and one backward."""
+        projected = self.cell.project(x)
+        if self.go_backwards:
+            projected = tf.reverse(projected, [1])
+        dtype = projected.dtype
+        h0, c0 = (tf.cast(s, dtype) for s in states)
+        hs, h, c = recurrent_ops.lstm_sequence(projected, h0, c0, self.cell.recurrent_kernel)
+        return (hs if self.return_sequences else h), [h, c]
 
     def _loop(self, x: Any, states: list) -> tuple[Any, list]:
         """The time loop as one ``tf.while_loop`` when the length is known only at run time

@@ -1,0 +1,115 @@
+"""The fused LSTM sequence op (ops/recurrent_ops.py, kernels/lstm.py): finite-difference
+gradients (float64), the same values and gradients as the unrolled Keras steps, eager vs
+tf.function, the NumPy fallback vs the compiled loops, and PyTorch's nn.LSTM."""
+
+import numpy as np
+import pytest
+
+import tapeflow as tf
+from tapeflow.kernels import lstm as K
+from tapeflow.ops import recurrent_ops
+from tapeflow.testing import check_grads
+
+B, T, U, F = 3, 5, 4, 2
+
+
+def _inputs(seed=0, dtype=np.float64):
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal((B, T, 4 * U)).astype(dtype),
+            rng.standard_normal((B, U)).astype(dtype), rng.standard_normal((B, U)).astype(dtype),
+            (0.5 * rng.standard_normal((U, 4 * U))).astype(dtype))
+
+
+def test_lstm_sequence_gradients_match_finite_differences():
+    check_grads(lambda *a: recurrent_ops.lstm_sequence(*a), _inputs())
+
+
+def test_numpy_fallback_matches_compiled_loops(monkeypatch):
+    args = _inputs(1)
+    rng = np.random.default_rng(2)
+    g = rng.standard_normal((B, T, U)), rng.standard_normal((B, U)), rng.standard_normal((B, U))
+    out = K.forward(*args)
+    grads = K.backward(*g, *args[1:], out[0], *out[3:])
+    monkeypatch.setattr(K, "_pre_nb", None)
+    assert K._loops(np.dtype(np.float64))[0] is K._pre_np
+    out_np = K.forward(*args)
+    grads_np = K.backward(*g, *args[1:], out_np[0], *out_np[3:])
+    for a, b in zip(out + grads, out_np + grads_np):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+def _model(fused: bool, **kwargs):
+    """Embedding-free LSTM layer; a sigmoid written as a lambda makes Keras's unrolled path run
+    (the fused op is taken only for the default activations)."""
+    tf.random.set_seed(3)
+    act = "sigmoid" if fused else (lambda x: tf.sigmoid(x))
+    layer = tf.keras.layers.LSTM(U, recurrent_activation=act, dtype="float64", **kwargs)
+    layer.build((B, T, F))
+    assert layer.cell.fused() is fused
+    return layer
+
+
+def _run(layer, x):
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        out = layer(x)
+        outs = out if isinstance(out, list) else [out]
+        loss = sum(tf.reduce_sum(o * o) for o in outs)
+    return [o.numpy() for o in outs], [g.numpy() for g in
+                                       tape.gradient(loss, [x] + layer.trainable_variables)]
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"return_sequences": True, "return_state": True},
+                                    {"go_backwards": True, "return_state": True}])
+def test_fused_layer_matches_unrolled_steps(kwargs):
+    x = tf.constant(np.random.default_rng(4).standard_normal((B, T, F)))
+    fused, unrolled = _model(True, **kwargs), _model(False, **kwargs)
+    for v_f, v_u in zip(fused.trainable_variables, unrolled.trainable_variables):
+        v_f.assign(v_u)
+    for a, b in zip(*[sum(_run(m, x), []) for m in (fused, unrolled)]):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
+def test_eager_and_tf_function_agree():
+    layer = _model(True, return_sequences=True)
+    x = tf.constant(np.random.default_rng(5).standard_normal((B, T, F)))
+    eager = sum(_run(layer, x), [])
+    graph = sum(tf.function(lambda x: _run_symbolic(layer, x))(x), [])
+    for a, b in zip(eager, graph):
+        np.testing.assert_array_equal(a, np.asarray(b))
+
+
+def _run_symbolic(layer, x):
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        out = layer(x)
+        loss = tf.reduce_sum(out * out)
+    return [[out], tape.gradient(loss, [x] + layer.trainable_variables)]
+
+
+def test_matches_pytorch_lstm():
+    torch = pytest.importorskip("torch")
+    layer = _model(True, return_sequences=True, return_state=True)
+    x_np = np.random.default_rng(6).standard_normal((B, T, F))
+    outs, grads = _run(layer, tf.constant(x_np))
+    kernel, recurrent, bias = (v.numpy() for v in layer.trainable_variables)
+    net = torch.nn.LSTM(F, U, batch_first=True).double()
+    with torch.no_grad():  # both use the gate order (i, f, g, o); torch's weights are [4U, in]
+        net.weight_ih_l0.copy_(torch.from_numpy(kernel.T))
+        net.weight_hh_l0.copy_(torch.from_numpy(recurrent.T))
+        net.bias_ih_l0.copy_(torch.from_numpy(bias))
+        net.bias_hh_l0.zero_()
+    xt = torch.from_numpy(x_np).requires_grad_()
+    seq, (h, c) = net(xt)
+    ((seq * seq).sum() + (h * h).sum() + (c * c).sum()).backward()
+    for ours, theirs in zip(outs, (seq, h[0], c[0])):
+        np.testing.assert_allclose(ours, theirs.detach().numpy(), rtol=1e-10, atol=1e-12)
+    theirs = [xt.grad, net.weight_ih_l0.grad.T, net.weight_hh_l0.grad.T, net.bias_ih_l0.grad]
+    for ours, t in zip(grads, theirs):
+        np.testing.assert_allclose(ours, t.numpy(), rtol=1e-9, atol=1e-11)
+
+
+def test_bad_recurrent_kernel_names_the_op():
+    p, h0, c0, _ = _inputs()
+    with pytest.raises(Exception, match="_LSTMSequence.*recurrent kernel"):
+        recurrent_ops.lstm_sequence(p, h0, c0, np.zeros((U, 3 * U)))
