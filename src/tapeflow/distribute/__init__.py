@@ -7,7 +7,8 @@ One process: ``MirroredStrategy`` / ``OneDeviceStrategy`` (one replica). Several
 
 from types import SimpleNamespace as _Namespace
 
-from tapeflow.distribute import cluster_resolver, keras_fit, partitioners
+from tapeflow._api import export_value as _export_value
+from tapeflow.distribute import cluster_resolver, keras_fit, mesh, partitioners
 from tapeflow.distribute.cluster_resolver import ClusterSpec
 from tapeflow.distribute.communicator import CollectiveTimeoutError
 from tapeflow.distribute.input_lib import AutoShardPolicy, DistributedDataset
@@ -36,6 +37,12 @@ from tapeflow.distribute.strategy import (
     in_cross_replica_context,
     scale_loss_for_distribution,
 )
+
+dtensor = _Namespace(
+    Mesh=mesh.Mesh, Layout=mesh.Layout, UNSHARDED=mesh.UNSHARDED,
+    create_distributed_mesh=mesh.create_distributed_mesh, create_mesh=mesh.create_mesh,
+)
+_export_value("experimental.dtensor", dtensor)
 
 experimental = _Namespace(
     MultiWorkerMirroredStrategy=MultiWorkerMirroredStrategy,
