@@ -44,11 +44,17 @@ class Op:
       (effects ordered per variable; an unused read has no effect and may be dropped).
     - ``output``: the output buffer. ``"fresh"``: a new array the executor may overwrite once
       dead; ``"fresh_float"``: fresh when input 0 is floating; ``"input"``: input 0 itself
-      (no line is emitted); ``"unknown"`` (default): may be a view, never overwritten.
+      (no line is emitted); ``"view"``: a view of input 0 (no new memory; the memory plan
+      keeps input 0's buffer alive with it); ``"unknown"`` (default): a new array for the
+      memory plan, but never overwritten (it may be a view).
       Ops lowered to a single ufunc call (below) are fresh on their own.
     - ``worker``: a pure kernel heavy enough to hand to the inter-op worker thread.
     - ``foldable``: may be computed at compile time from constant inputs (default: not
       stateful). ``shape_only``: input positions read for their static shape/dtype only.
+    - ``allocates(node) -> int``: the bytes of the buffer output 0 owns, where that is more than
+      its spec (a channel prefix of a wider buffer), for the memory plan.
+    - ``workspace(node) -> int``: bytes the kernel holds while it runs beyond its inputs and a
+      fresh output (temporaries; a variable update's new values), for the memory plan.
     - ``flops(node) -> float``: the cost estimate's arithmetic (multiply-adds x 2); without it
       the scheduler estimates from the bytes moved.
     - ``ufunc``: ``(np.ufunc, extra constant operands)``: on float inputs the op is this one
@@ -69,7 +75,7 @@ class Op:
     __slots__ = ("name", "kernel", "shape_fn", "grad_fn", "elementwise", "stateful", "random",
                  "same_dtype", "multi_output", "variable", "output", "worker", "foldable",
                  "shape_only", "flops", "ufunc", "emit", "emit_into", "neutral", "passthrough",
-                 "inverse", "__dict__")
+                 "inverse", "workspace", "allocates", "__dict__")
 
     def __init__(self, name: str, kernel: Callable, *, shape: ShapeRule | None = None,
                  grad: Callable | None = None, elementwise: bool = False,
@@ -79,7 +85,8 @@ class Op:
                  shape_only: tuple[int, ...] = (), flops: Callable | None = None,
                  ufunc: tuple | None = None, emit: Callable | None = None,
                  emit_into: Callable | None = None, neutral: tuple | None = None,
-                 passthrough: bool | Callable = False, inverse: Op | None = None):
+                 passthrough: bool | Callable = False, inverse: Op | None = None,
+                 workspace: Callable | None = None, allocates: Callable | None = None):
         if variable not in (None, "read", "write"):
             raise ValueError(f"Op {name}: variable must be None, 'read' or 'write'")
         if output not in _OUTPUTS:
@@ -105,6 +112,8 @@ class Op:
         self.neutral = neutral
         self.passthrough = passthrough
         self.inverse = inverse
+        self.workspace = workspace
+        self.allocates = allocates
 
     def def_grad(self, fn: Callable) -> Callable:
         """Decorator: attach the gradient rule (VJP) to this op."""
@@ -123,7 +132,7 @@ class Op:
         return f"<Op {self.name}>"
 
 
-_OUTPUTS = ("unknown", "fresh", "fresh_float", "input")
+_OUTPUTS = ("unknown", "fresh", "fresh_float", "input", "view")
 
 REGISTRY: dict[str, Op] = {}
 

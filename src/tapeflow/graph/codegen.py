@@ -22,7 +22,7 @@ import numpy as np
 
 from tapeflow.framework import errors
 from tapeflow.framework.variable import Variable
-from tapeflow.graph import interop, printer, schedule
+from tapeflow.graph import interop, memory_plan, printer, schedule
 from tapeflow.graph import names as names_
 from tapeflow.graph.ir import CONST, Graph, Node, SymbolicTensor
 
@@ -60,11 +60,17 @@ class Executable:
     """A compiled graph: ``fn(*input_arrays) -> tuple of output arrays``, plus its source."""
 
     def __init__(self, fn: Callable, code: str, filename: str,
-                 lines: dict[int, tuple[Node, list[str]]]):
+                 lines: dict[int, tuple[Node, list[str]]],
+                 plan: Callable[[], memory_plan.MemoryPlan] | None = None):
         self.fn = fn
         self.code = code
         self.filename = filename
         self.lines = lines
+        self._plan = plan
+
+    def memory_plan(self) -> memory_plan.MemoryPlan:
+        """Each buffer's lifetime and the predicted peak bytes (``graph/memory_plan.py``)."""
+        return self._plan()
 
     def __call__(self, *arrays):
         try:
@@ -203,20 +209,22 @@ def compile_graph(graph: Graph, outputs: list | None = None, inputs: list | None
         env["_clock"] = time.perf_counter
         src.append("    _t0 = _clock()")
     lines: dict[int, tuple[Node, list[str]]] = {}
+    steps: list[memory_plan.Step] = []  # what each line allocates and frees, for the plan
     for step, (node, on_worker) in enumerate(order):
         args = [names[id(t)] for t in node.inputs]
         outs = [names[id(t)] for t in node.outputs]
         used_outs = [o for o in outs if o in last_use or o in final]
         if on_worker:  # worker nodes resolve their pending inputs there
-            line = _worker_line(node, args, outs, used_outs, bind, len(src) + 1,
-                                _reusable(node, args, last_use, final, fresh, step, use_count))
+            into = _reusable(node, args, last_use, final, fresh, step, use_count)
+            line = _worker_line(node, args, outs, used_outs, bind, len(src) + 1, into)
+            into = into if _ufunc(node) is not None else None
             pending.update((o, (node, args)) for o in used_outs)
         else:
             # only readers wait: a stateful node cannot disturb a pending kernel's inputs,
             # since variable writes replace a variable's buffer and never write into the old one
             wait([a for a in dict.fromkeys(args) if a in pending])
-            line = _caller_line(node, args, outs, used_outs, bind, graph, step, last_use, final,
-                                fresh, use_count)
+            line, into = _caller_line(node, args, outs, used_outs, bind, graph, step, last_use,
+                                      final, fresh, use_count)
         if _fresh(node):
             fresh.update(outs)
         src.append(f"    {line}")
@@ -226,6 +234,8 @@ def compile_graph(graph: Graph, outputs: list | None = None, inputs: list | None
             src.append(f"    _t1 = _clock(); {slot}[0] += _t1 - _t0; {slot}[1] += 1; _t0 = _t1")
         dead = sorted({a for a in args if last_use.get(a) == step and a in locals_
                        and a not in final})
+        steps.append(memory_plan.Step(node, args, outs, into, dead,
+                                      _ufunc(node) is not None and node.op.emit is None))
         if dead:
             src.append(f"    del {', '.join(dead)}")
             for a in dead:  # read by worker nodes only: their readers are waited for instead
@@ -240,31 +250,35 @@ def compile_graph(graph: Graph, outputs: list | None = None, inputs: list | None
     exec(compile(code, filename, "exec"), env)  # noqa: S102 - our own generated source
     fn = env[fn_name]
     weakref.finalize(fn, linecache.cache.pop, filename, None)  # the source lives as long as fn
-    return Executable(fn, code, filename, lines)
+    return Executable(fn, code, filename, lines,
+                      lambda: memory_plan.MemoryPlan(steps, params, final, graph.name))
 
 
 def _caller_line(node: Node, args: list[str], outs: list[str], used_outs: list[str],
                  bind: Callable[[Any], str], graph: Graph, step: int, last_use: dict,
-                 final: set, fresh: set, use_count: dict) -> str:
+                 final: set, fresh: set, use_count: dict) -> tuple[str, str | None]:
     """The line running `node` on the calling thread: an in-place variable update, an inlined
-    NumPy expression, a ufunc (into a dying input's buffer if it can), or the kernel call."""
-    expr = None
+    NumPy expression, a ufunc (into a dying input's buffer if it can), or the kernel call; and
+    the input whose buffer the output takes over (None: a new buffer or a view)."""
+    expr = into_name = None
     into = node.op.emit_into
     if (into is not None
             and not (node.op.variable is not None and graph._root().defers_variable_init)
             and _reusable(node, args, last_use, final, fresh, step, use_count) == args[0]):
         expr = into(node, args, bind)
+        into_name = args[0] if expr is not None else None
     expr = expr or _inline(node, args, bind, graph)
     uf = _ufunc(node) if expr is None else None
     if uf is not None:
         target = _reusable(node, args, last_use, final, fresh, step, use_count)
         out_kw = f", out={target}" if target else ""
+        into_name = target
         extra = "".join(f", {bind(c)}" for c in uf[1])
         expr = f"{bind(uf[0])}({', '.join(args)}{extra}{out_kw})"
     if expr is None:
         kernel = bind(node.op.kernel, kernel_name(node.op.name))
         expr = f"{kernel}({', '.join(args + _keywords(node.attrs, bind))})"
-    return _assignment(node, outs, used_outs, expr)
+    return _assignment(node, outs, used_outs, expr), into_name
 
 
 def _worker_line(node: Node, args: list[str], outs: list[str], used_outs: list[str],

@@ -110,6 +110,11 @@ class ConcreteFunction:
         return [TensorSpec(t.shape, t.dtype, p) for t, p in zip(self.graph.inputs,
                                                                 self.input_paths)]
 
+    def memory_plan(self):
+        """The static memory plan: each buffer's lifetime and the predicted peak bytes of one
+        call, before it runs (``print(concrete.memory_plan())``)."""
+        return self._exe.memory_plan()
+
     def optimization_report(self) -> str:
         """What each optimizer pass changed, one line per pass."""
         before, after = len(self.traced_graph.nodes), len(self.graph.nodes)

@@ -56,7 +56,8 @@ def _reshape_emit(node, args: list[str], bind) -> str:
     return f"{args[0]}.reshape({bind(tuple(node.attrs['shape']), 'shape')})"
 
 
-@op("Reshape", shape=_reshape_rule, passthrough=True, emit=_reshape_emit)
+@op("Reshape", shape=_reshape_rule, passthrough=True, emit=_reshape_emit,
+    output="view")
 def _reshape(x, *, shape):
     return np.reshape(x, shape)
 
@@ -104,7 +105,7 @@ def _transpose_emit(node, args: list[str], bind) -> str:
 @op("Transpose", shape=lambda x, *, perm: (
     None if x[0] is None else tuple(x[0][p] for p in perm), x[1]),
     passthrough=lambda attrs: tuple(attrs["perm"]) == tuple(range(len(attrs["perm"]))),
-    emit=_transpose_emit)
+    emit=_transpose_emit, output="view")
 def _transpose(x, *, perm):
     return np.transpose(x, perm)
 
@@ -394,7 +395,8 @@ def _split_emit(node, args: list[str], bind) -> str | None:
                      for i in range(sizes)) + ","
 
 
-@op("SplitV", multi_output=True, shape=_split_rule, inverse=_concat, emit=_split_emit)
+@op("SplitV", multi_output=True, shape=_split_rule, inverse=_concat, emit=_split_emit,
+    output="view")
 def _split(x, *, sizes, axis):
     if isinstance(sizes, int):
         if x.shape[axis] % sizes:
@@ -590,7 +592,8 @@ def pad(tensor: Any, paddings: Any, mode: str = "CONSTANT", constant_values: Any
 
 
 @op("ExpandDims", shape=lambda x, *, axis: (
-    None if x[0] is None else tuple(x[0][:axis]) + (1,) + tuple(x[0][axis:]), x[1]))
+    None if x[0] is None else tuple(x[0][:axis]) + (1,) + tuple(x[0][axis:]), x[1]),
+    output="view")
 def _expand_dims(x, *, axis):
     return np.expand_dims(x, axis)
 
@@ -604,7 +607,7 @@ def _squeeze_rule(x, *, axis):
     return tuple(d for i, d in enumerate(shape) if i not in axis), dtype
 
 
-@op("Squeeze", shape=_squeeze_rule)
+@op("Squeeze", shape=_squeeze_rule, output="view")
 def _squeeze(x, *, axis):
     return np.squeeze(x, axis)
 

@@ -292,7 +292,15 @@ def _last_axis_concat_rule(*xs, **_):
     return array_ops._concat_rule(*xs, axis=-1)
 
 
-@op("_ConcatStart", same_dtype=True, shape=_last_axis_concat_rule, worker=True)
+def _concat_buffer_bytes(node) -> int:
+    """The whole buffer `width` channels wide, of which the output is a prefix."""
+    out = node.outputs[0]
+    n = out.shape.num_elements()
+    return 0 if n is None else n // out.shape[-1] * node.attrs["width"] * out.dtype.size
+
+
+@op("_ConcatStart", same_dtype=True, shape=_last_axis_concat_rule, worker=True,
+    allocates=_concat_buffer_bytes)
 def _concat_start(*xs, width):
     """ConcatV2(*xs, axis=-1), the channel prefix of a buffer `width` channels wide."""
     return _concat.start(xs, width)
@@ -308,7 +316,8 @@ def _(g, out, *xs, width):
     return _split_last(g, *xs)
 
 
-@op("_ConcatAppend", same_dtype=True, shape=_last_axis_concat_rule, worker=True)
+@op("_ConcatAppend", same_dtype=True, shape=_last_axis_concat_rule, worker=True,
+    output="view")
 def _concat_append(prev, *ys):
     """ConcatV2(prev, *ys, axis=-1), written into the buffer `prev` is a prefix of."""
     return _concat.append(prev, ys)

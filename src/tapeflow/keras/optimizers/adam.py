@@ -15,11 +15,12 @@ from tapeflow.keras.optimizers.optimizer import (
     bias_corrected_rate,
     check_update,
     scalar_safe,
+    var_bytes,
     var_spec,
 )
 
 
-@op("KerasApplyAdam", stateful=True, shape=var_spec)
+@op("KerasApplyAdam", stateful=True, shape=var_spec, workspace=var_bytes(4))
 @scalar_safe
 def _apply_adam(grad, lr, step, *, var, m, v, vhat, beta_1, beta_2, epsilon):
     """t = step + 1; lr_t = lr * sqrt(1 - b2^t) / (1 - b1^t);

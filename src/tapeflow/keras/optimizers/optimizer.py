@@ -38,6 +38,18 @@ def _legacy_decay(lr, step, *, decay):
     return np.asarray(lr / (1.0 + decay * float(step)), dtype=lr.dtype)
 
 
+def var_bytes(copies: int) -> Callable:
+    """An update op's workspace for the memory plan: `copies` new arrays of the variable's size
+    (its new value and new slots, and temporaries) alive while the kernel runs."""
+
+    def workspace(node: Any) -> int:
+        var = node.attrs["var"]
+        n = var.shape.num_elements()
+        return 0 if n is None else copies * n * var.dtype.size
+
+    return workspace
+
+
 def var_spec(*specs: Any, var: Variable, **attrs: Any) -> tuple:
     """Shape rule of every update op: the output is the variable's new value."""
     return tuple(var.shape.as_tuple()) if var.shape.rank is not None else None, var.dtype
