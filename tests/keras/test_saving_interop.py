@@ -11,7 +11,8 @@ import tapeflow as tf
 
 pytest.importorskip("h5py")
 HERE = os.path.join(os.path.dirname(__file__), "..", "fixtures", "keras")
-CASES = [(name, ext) for name in ("sequential", "functional", "subclassed", "densenet", "lstm")
+NAMES = ("sequential", "functional", "subclassed", "densenet", "lstm", "nested")
+CASES = [(name, ext) for name in NAMES
          for ext in (".keras", ".h5") if not (name == "subclassed" and ext == ".h5")]
 
 
@@ -29,7 +30,7 @@ def test_tf_keras_file_predicts_the_same(name, ext):
     assert model.optimizer is not None and model.optimizer.name.lower() == "adam"
 
 
-@pytest.mark.parametrize("name", ["sequential", "functional", "subclassed", "densenet", "lstm"])
+@pytest.mark.parametrize("name", NAMES)
 def test_tf_keras_weights_file_loads(name):
     model = tf.keras.models.load_model(os.path.join(HERE, f"{name}.keras"), compile=False)
     for w in model.weights:

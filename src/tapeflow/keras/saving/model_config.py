@@ -59,7 +59,7 @@ def _functional_config(model: Any) -> dict:
     kept: dict[int, int] = {}  # id(node) -> its index among the model's calls of its layer
     count: dict[int, int] = {}
     for node in model._nodes:
-        kept[id(node)] = count.get(id(node.layer), 0)
+        kept[id(node)] = count.get(id(node.layer), _first_node(node.layer))
         count[id(node.layer)] = kept[id(node)] + 1
 
     def ref(x: Any) -> list:
@@ -76,6 +76,11 @@ def _functional_config(model: Any) -> dict:
     return {"name": model.name, "trainable": model.trainable, "layers": layers,
             "input_layers": [ref(x) for x in model.inputs],
             "output_layers": [ref(x) for x in model.outputs]}
+
+
+def _first_node(layer: Any) -> int:
+    """Keras numbers a nested model's calls from 1: its node 0 is its own Input."""
+    return int(is_graph_model(layer) and bool(layer.inputs))
 
 
 def _node_config(node: Any, ref: Any) -> list:
@@ -139,11 +144,13 @@ def _functional_from_config(config: dict, custom_objects: dict | None) -> Any:
         if isinstance(layer, InputLayer):
             outputs[(name, 0)] = [layer._inbound_nodes[0].outputs]
             continue
+        first = _first_node(layer)
+        done[name] = first
         for index, node in enumerate(entry.get("inbound_nodes", [])):
             if not isinstance(node, list):
                 raise ValueError(f"Layer {name!r}: unsupported inbound node format {node!r} "
                                  "(expected Keras 2's list of [layer, node, tensor, kwargs])")
-            pending.append((name, index, node))
+            pending.append((name, index + first, node))
 
     def value(ref: list) -> Any:
         found = outputs.get((ref[0], ref[1]))
