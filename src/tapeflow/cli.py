@@ -239,6 +239,12 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--logdir", default="logs",
                    help="TensorBoard logs (curves, histograms, the train step's graph); "
                         "'' for none (default: ./logs)")
+    t.add_argument("--workers", type=_positive_int, default=1,
+                   help="train on N processes: MultiWorkerMirroredStrategy under mpiexec, or "
+                        "the parameter-server workers (default: 1; see docs/distribute.md)")
+    t.add_argument("--strategy", default=None, choices=["multi-worker", "parameter-server"],
+                   help="multi-worker (synchronous, MPI; the default with --workers) or "
+                        "parameter-server (asynchronous, local Ray cluster)")
     e = commands.add_parser("export", help="export a saved model (or a zoo model) to ONNX")
     e.add_argument("model", help="a .keras/.h5 file, a SavedModel directory or a zoo name")
     e.add_argument("--format", default="onnx", choices=["onnx"])
@@ -251,6 +257,10 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "export":
         return export(args)
+    if args.workers > 1 or args.strategy:  # the distributed forms of the job
+        from tapeflow.distribute import cli_train
+
+        return cli_train.main(args, sys.argv[1:] if argv is None else argv)
     return train(args)
 
 
