@@ -159,3 +159,14 @@ def test_corrupt_files_give_clear_errors(tmp_path):
     (tmp_path / "x.keras").write_bytes(b"hello")
     with pytest.raises(ValueError, match="neither a .keras"):
         tf.keras.models.load_model(str(tmp_path / "x.keras"))
+
+
+def test_zoo_sequential_densenet_with_its_custom_block(tmp_path):
+    from tapeflow.models import DenseNetSequential
+
+    model = DenseNetSequential(input_shape=(12, 12, 1), num_blocks=2, layers_per_block=2)
+    x = np.random.RandomState(0).rand(2, 12, 12, 1).astype("float32")
+    model.save(str(tmp_path / "d.keras"))
+    loaded = tf.keras.models.load_model(str(tmp_path / "d.keras"))  # DenseBlock is registered
+    np.testing.assert_array_equal(loaded(x, training=False).numpy(),
+                                  model(x, training=False).numpy())

@@ -71,6 +71,7 @@ def DenseNet(input_shape: Any = (32, 32, 3), num_classes: int = 10,  # noqa: N80
     return keras.Model(inputs, outputs, name=name)
 
 
+@keras.utils.register_keras_serializable(package="tapeflow")  # .keras files load by name
 class DenseBlock(layers.Layer):
     """`num_layers` x [BN-ReLU-Conv3x3(growth_rate)], each output concatenated to its input."""
 
