@@ -37,10 +37,23 @@ def _seed_003(logdir):
         tf1.summary.FileWriter(str(logdir / "graphs"), g).close()
 
 
+def _trace(logdir):
+    @tf.function
+    def step(x):
+        with tf.name_scope("layer"):
+            return tf.nn.relu(tf.matmul(x, tf.ones([3, 5])))
+
+    tf.summary.trace_on(graph=True, profiler=True)
+    step(np.ones((4, 3), np.float32))
+    with tf.summary.create_file_writer(str(logdir / "trace")).as_default():
+        tf.summary.trace_export("step_trace", step=0)
+
+
 def test_tensorboard_serves_what_was_written(tmp_path):
     logdir = tmp_path / "logs"
     model, history = _fit(logdir, tmp_path)
     _seed_003(logdir)
+    _trace(logdir)
     with tensorboard(logdir) as tb:
         tb.wait_for("/data/runs", lambda runs: {"train", "validation", "graphs"} <= set(runs))
         tags = tb.wait_for("/data/plugin/scalars/tags",
@@ -70,6 +83,12 @@ def test_tensorboard_serves_what_was_written(tmp_path):
         keras_graph = tb.get("/data/plugin/graphs/graph", run="train", conceptual="true",
                              tag="keras").decode()
         assert '"Embedding"' in keras_graph or "Embedding" in keras_graph
+
+        info = tb.wait_for("/data/plugin/graphs/info", lambda i: "trace" in i)
+        assert info["trace"]["tags"]["step_trace"]["profile"] is True
+        meta = tb.get("/data/plugin/graphs/run_metadata", run="trace", tag="step_trace").decode()
+        assert 'node_name: "layer/MatMul"' in meta and "all_start_micros" in meta
+        assert "total_bytes: 80" in meta  # MatMul's [4, 5] float32 output
 
         assert "train" in tb.json("/data/plugin/projector/runs")
         (info,) = tb.json("/data/plugin/projector/info", run="train")["embeddings"]
