@@ -41,9 +41,25 @@ def generator():
     return out
 
 
+def stateful():
+    """Eager stateful ops after set_seed (implicit and repeated explicit op seeds)."""
+    tf.random.set_seed(5)
+    out = {"uniform_1": tf.random.uniform([3]), "uniform_2": tf.random.uniform([3]),
+           "normal_seed7_1": tf.random.normal([2], seed=7),
+           "normal_seed7_2": tf.random.normal([2], seed=7)}
+    tf.random.set_seed(5)
+    out["normal_scaled"] = tf.random.normal([3], mean=1.0, stddev=2.0)
+    out["truncated"] = tf.random.truncated_normal([3])
+    out["ints"] = tf.random.uniform([3], 0, 10, dtype=tf.int32)
+    out["uniform_range"] = tf.random.uniform([3], -2.0, 3.0)
+    tf.random.set_seed(None)
+    out["op_seed_only"] = tf.random.uniform([2], seed=3)
+    return out
+
+
 def as_lists(d):
     return {k: v.numpy().tolist() for k, v in d.items()}
 
 
-print(json.dumps({"stateless": as_lists(stateless()), "generator": as_lists(generator())},
-                 indent=1))
+print(json.dumps({"stateless": as_lists(stateless()), "generator": as_lists(generator()),
+                  "stateful": as_lists(stateful())}, indent=1))

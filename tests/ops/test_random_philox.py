@@ -84,3 +84,21 @@ def test_global_generator_and_bad_seeds():
     assert tf.random.get_global_generator() is g
     with pytest.raises(ValueError, match="shape \\[2\\]"):
         tf.random.stateless_normal([2], seed=[1, 2, 3])
+
+
+def test_seeded_eager_stateful_ops_match_tensorflow():
+    want = FIXTURE["stateful"]
+    tf.random.set_seed(5)
+    got = {"uniform_1": tf.random.uniform([3]), "uniform_2": tf.random.uniform([3]),
+           "normal_seed7_1": tf.random.normal([2], seed=7),
+           "normal_seed7_2": tf.random.normal([2], seed=7)}
+    tf.random.set_seed(5)
+    got["normal_scaled"] = tf.random.normal([3], mean=1.0, stddev=2.0)
+    got["truncated"] = tf.random.truncated_normal([3])
+    got["ints"] = tf.random.uniform([3], 0, 10, dtype=tf.int32)
+    got["uniform_range"] = tf.random.uniform([3], -2.0, 3.0)
+    tf.random.set_seed(None)
+    got["op_seed_only"] = tf.random.uniform([2], seed=3)
+    for name, value in got.items():
+        # normals: Box-Muller's float32 log/sin/cos may differ from glibc's by one ulp
+        np.testing.assert_allclose(value.numpy(), want[name], rtol=3e-7, err_msg=name)

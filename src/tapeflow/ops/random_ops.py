@@ -92,7 +92,10 @@ def _entropy_for(pair: tuple) -> list:
 
 def make_generator(seed: int | None = None) -> np.random.Generator:
     """The NumPy generator a random op draws from (see the module docstring for the rules)."""
-    pair = _seed_pair(seed)
+    return _generator_for(_seed_pair(seed))
+
+
+def _generator_for(pair: tuple | None) -> np.random.Generator:
     if pair is None:
         return _entropy
     if _state.seed_offset is not None:
@@ -111,6 +114,67 @@ def next_seed(seed: int | None = None) -> int | None:
     if pair is None:
         return None
     return int(np.random.SeedSequence(_entropy_for(pair)).generate_state(1)[0])
+
+
+# --- eager draws with TensorFlow's numbers ------------------------------------------------------
+#
+# Eagerly (outside tf.data maps), a seeded tf.random.uniform/normal/truncated_normal gives
+# TensorFlow 2.21's numbers: an implicit op seed is the k-th draw of Python's
+# random.Random(global_seed).randint(0, 2**31 - 1) (TF's eager context does exactly this), both
+# seeds are taken modulo 2**31 - 1, the kernel's Philox key is the global seed and its counter
+# starts at (0, op seed); a repeated explicit op seed continues its stream (TF caches the kernel),
+# advancing 256 counters per output, and set_seed restarts everything. Traced functions and
+# tf.data maps keep the NumPy streams above (same rules, not TF's bits).
+
+_MAXINT32 = 2**31 - 1
+
+
+def _tf_op_seed(global_seed: int, k: int) -> int:
+    """The k-th implicit op seed TensorFlow's eager context hands out after set_seed."""
+    import random as _random
+
+    with _lock:
+        cache = _global["streams"].setdefault(("tf_op_seeds", global_seed),
+                                              (_random.Random(global_seed), []))
+        rng, seeds = cache
+        while len(seeds) <= k:
+            seeds.append(rng.randint(0, _MAXINT32))
+        return seeds[k]
+
+
+def _tf_stream(kind: str, shape: tuple, dtype: Any, seed: int | None,
+               pair: tuple) -> tuple:
+    """(key, counter) of TF's kernel for this eager call, advancing its cached stream."""
+    g, s = pair
+    if seed is None:
+        s = _tf_op_seed(g, s)
+    g, s = g % _MAXINT32, s % _MAXINT32
+    if (g, s) == (0, 0):
+        s = _MAXINT32
+    n = int(np.prod(shape))
+    with _lock:
+        key = ("tf_kernel", kind, dtype, g, s)
+        offset = _global["streams"].get(key, 0)
+        _global["streams"][key] = offset + 256 * n
+    return (g & 0xFFFFFFFF, g >> 32), (offset, s)
+
+
+def _tf_draw(kind: str, shape: Any, dtype: Any, seed: int | None, lo: Any = None,
+             hi: Any = None) -> Any:
+    """TF's numbers for an eager seeded draw, or None when this call takes the NumPy path."""
+    if _state.graph is not None or _state.seed_offset is not None:
+        return None
+    if _global["seed"] is None and seed is None:
+        return None
+    dims, static = shape_operands(shape, f"tf.random.{kind}")
+    if dims:
+        return None
+    from tapeflow.framework.tensor import wrap
+    from tapeflow.ops.stateless_random import draw
+
+    pair = _seed_pair(seed)
+    key, counter = _tf_stream(kind, static, dtype, seed, pair)
+    return wrap(draw(key, counter, static, kind, dtype, lo, hi))
 
 
 # --- ops --------------------------------------------------------------------------------------
@@ -191,6 +255,12 @@ def uniform(shape: Any, minval: Any = 0, maxval: Any = None, dtype: Any = _dtype
     lo, hi = _value(minval), _value(maxval)
     if dtype.is_integer and not lo < hi:
         raise ValueError(f"tf.random.uniform: need minval < maxval, got {lo} and {hi}")
+    tf_numbers = _tf_draw("int" if dtype.is_integer else "uniform", shape, dtype, seed, lo, hi)
+    if tf_numbers is not None:
+        if dtype.is_integer:
+            return tf_numbers
+        span = np.asarray(hi, dtype._np) - np.asarray(lo, dtype._np)
+        return _wrap_array(tf_numbers._value * span + np.asarray(lo, dtype._np))
     dims, static = shape_operands(shape, "tf.random.uniform")
     return apply(_uniform, *dims, shape=static, dtype=dtype, minval=lo, maxval=hi,
                  gen=make_generator(seed))
@@ -200,8 +270,12 @@ def uniform(shape: Any, minval: Any = 0, maxval: Any = None, dtype: Any = _dtype
 def normal(shape: Any, mean: Any = 0.0, stddev: Any = 1.0, dtype: Any = _dtypes.float32,
            seed: int | None = None, name: str | None = None):
     """Normally distributed values."""
+    dtype = _float_dtype(dtype, "tf.random.normal")
+    tf_numbers = _tf_draw("normal", shape, dtype, seed)
+    if tf_numbers is not None:
+        return _scaled(tf_numbers, mean, stddev, dtype)
     dims, static = shape_operands(shape, "tf.random.normal")
-    return apply(_normal, *dims, shape=static, dtype=_float_dtype(dtype, "tf.random.normal"),
+    return apply(_normal, *dims, shape=static, dtype=dtype,
                  mean=_value(mean), stddev=_value(stddev), gen=make_generator(seed))
 
 
@@ -210,10 +284,26 @@ def truncated_normal(shape: Any, mean: Any = 0.0, stddev: Any = 1.0,
                      dtype: Any = _dtypes.float32, seed: int | None = None,
                      name: str | None = None):
     """Normal values, redrawn when more than two standard deviations from the mean."""
+    dtype = _float_dtype(dtype, "tf.random.truncated_normal")
+    tf_numbers = _tf_draw("truncated_normal", shape, dtype, seed)
+    if tf_numbers is not None:
+        return _scaled(tf_numbers, mean, stddev, dtype)
     dims, static = shape_operands(shape, "tf.random.truncated_normal")
-    return apply(_truncated_normal, *dims, shape=static,
-                 dtype=_float_dtype(dtype, "tf.random.truncated_normal"),
+    return apply(_truncated_normal, *dims, shape=static, dtype=dtype,
                  mean=_value(mean), stddev=_value(stddev), gen=make_generator(seed))
+
+
+def _wrap_array(a: np.ndarray) -> Any:
+    from tapeflow.framework.tensor import wrap
+
+    return wrap(a)
+
+
+def _scaled(rnd: Any, mean: Any, stddev: Any, dtype: Any) -> Any:
+    """rnd * stddev + mean in the output dtype, as TF's Python wrapper computes it."""
+    np_dtype = dtype._np
+    out = rnd._value * np.asarray(_value(stddev), np_dtype) + np.asarray(_value(mean), np_dtype)
+    return _wrap_array(out.astype(np_dtype, copy=False))
 
 
 @export("random.shuffle")
