@@ -238,6 +238,19 @@ class Dataset:
         return PaddedBatchDataset(self, positive(batch_size, "batch_size"), padded_shapes,
                                   padding_values, bool(drop_remainder))
 
+    def bucket_by_sequence_length(self, element_length_func: Callable, bucket_boundaries: Any,
+                                  bucket_batch_sizes: Any, padded_shapes: Any = None,
+                                  padding_values: Any = None,
+                                  pad_to_bucket_boundary: bool = False, no_padding: bool = False,
+                                  drop_remainder: bool = False,
+                                  name: str | None = None) -> Dataset:
+        """Padded batches of elements whose lengths fall in the same bucket."""
+        from tapeflow.data.bucketing import BucketBySequenceLengthDataset
+        return BucketBySequenceLengthDataset(self, element_length_func, list(bucket_boundaries),
+                                             list(bucket_batch_sizes), padded_shapes,
+                                             padding_values, pad_to_bucket_boundary, no_padding,
+                                             drop_remainder)
+
     def ragged_batch(self, batch_size: int, drop_remainder: bool = False,
                      row_splits_dtype: Any = None, name: str | None = None) -> Dataset:
         """Batch elements of different lengths into RaggedTensors (ragged first dim)."""
