@@ -163,3 +163,14 @@ def test_input_signature_with_ragged_spec():
 ])
 def test_gradients_match_finite_differences(fn):
     check_grads(fn, [np.array([1.0, 2.5, 3.0, 4.0, 0.5, 6.0])])
+
+
+def test_io_ragged_feature():
+    from tapeflow.io.parsing import serialized_example
+
+    records = [serialized_example({"t": [1, 2, 3]}), serialized_example({"t": [4]})]
+    spec = {"t": tf.io.RaggedFeature(tf.int64), "u": tf.io.RaggedFeature(tf.int64, value_key="t")}
+    out = tf.io.parse_example(records, spec)
+    assert out["t"].to_list() == [[1, 2, 3], [4]] and out["u"].to_list() == [[1, 2, 3], [4]]
+    one = tf.io.parse_single_example(records[0], {"t": tf.io.RaggedFeature(tf.int64)})
+    assert one["t"].numpy().tolist() == [1, 2, 3]

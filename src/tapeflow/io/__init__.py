@@ -6,6 +6,7 @@ from tapeflow.io.files import read_file, write_file
 from tapeflow.io.parsing import (
     FixedLenFeature,
     FixedLenSequenceFeature,
+    RaggedFeature,
     VarLenFeature,
     parse_example,
     parse_single_example,
@@ -13,7 +14,7 @@ from tapeflow.io.parsing import (
 from tapeflow.io.tfrecord import TFRecordOptions, TFRecordWriter, tf_record_iterator
 from tapeflow.sparse.tensor import SparseTensor
 
-__all__ = ["FixedLenFeature", "FixedLenSequenceFeature", "SparseTensor", "TFRecordOptions",
-           "TFRecordWriter", "VarLenFeature", "decode_image", "decode_jpeg", "decode_png",
-           "decode_raw", "encode_jpeg", "encode_png", "parse_example", "parse_single_example",
-           "read_file", "tf_record_iterator", "write_file"]
+__all__ = ["FixedLenFeature", "FixedLenSequenceFeature", "RaggedFeature", "SparseTensor",
+           "TFRecordOptions", "TFRecordWriter", "VarLenFeature", "decode_image", "decode_jpeg",
+           "decode_png", "decode_raw", "encode_jpeg", "encode_png", "parse_example",
+           "parse_single_example", "read_file", "tf_record_iterator", "write_file"]

@@ -29,6 +29,17 @@ class VarLenFeature(NamedTuple):
     dtype: Any
 
 
+class RaggedFeature(NamedTuple):
+    """A feature of any length, parsed to a RaggedTensor (a 1-D tensor for one Example).
+    Only the flat form: `partitions` (nested row splits from other keys) are not supported."""
+
+    dtype: Any
+    value_key: str | None = None
+    partitions: tuple = ()
+    row_splits_dtype: Any = _dtypes.int64
+    validate: bool = False
+
+
 class FixedLenSequenceFeature(NamedTuple):
     """A feature whose leading dimension varies (shape gives the rest)."""
 
@@ -221,15 +232,34 @@ def _sparse(col: _Column, dtype: _dtypes.DType) -> SparseTensor:
     return SparseTensor(indices, col.values.astype(dtype._np, copy=False), [n, width])
 
 
+def _source(key: str, spec: Any) -> str:
+    """The Example key a feature reads (a RaggedFeature may name another `value_key`)."""
+    if isinstance(spec, RaggedFeature):
+        if spec.partitions:
+            raise NotImplementedError("tf.io.RaggedFeature with partitions")
+        return spec.value_key or key
+    return key
+
+
+def _ragged(col: _Column, dtype: _dtypes.DType, spec: RaggedFeature) -> Any:
+    from tapeflow.ragged.tensor import RaggedTensor
+
+    lengths = col.counts.astype(_dtypes.as_dtype(spec.row_splits_dtype)._np)
+    return RaggedTensor.from_row_lengths(wrap(col.values.astype(dtype._np, copy=False)),
+                                         wrap(lengths), validate=False)
+
+
 def parse_batch(records: list, features: dict) -> dict:
     """{key: NumPy array or SparseTensor} for a list of serialized Examples (bytes)."""
-    columns = _columns(records, features)
+    columns = _columns(records, {_source(k, spec): spec for k, spec in features.items()})
     out: dict[str, Any] = {}
     for key, spec in features.items():
         dtype = _dtypes.as_dtype(spec.dtype)
-        col = columns[key]
+        col = columns[_source(key, spec)]
         if isinstance(spec, VarLenFeature):
             out[key] = _sparse(col, dtype)
+        elif isinstance(spec, RaggedFeature):
+            out[key] = _ragged(col, dtype, spec)
         elif isinstance(spec, FixedLenSequenceFeature):
             out[key] = _sequence(key, spec, col, dtype)
         else:
@@ -256,6 +286,8 @@ def parse_single_example(serialized: Any, features: dict, name: str | None = Non
         if isinstance(v, SparseTensor):
             values = v.values._value
             out[key] = SparseTensor(np.arange(len(values)).reshape(-1, 1), values, [len(values)])
+        elif hasattr(v, "flat_values"):  # RaggedFeature: one example's values
+            out[key] = v.flat_values
         else:
             out[key] = wrap(v[0, ...])
     return out
@@ -270,7 +302,8 @@ def parse_example(serialized: Any, features: dict, name: str | None = None,
             f"parse_example: serialized must be a vector, got shape {list(data.shape)}\n"
             f"{errors.user_line()}")
     parsed = parse_batch(data.tolist(), features)
-    return {key: v if isinstance(v, SparseTensor) else wrap(v) for key, v in parsed.items()}
+    return {key: v if isinstance(v, SparseTensor) or hasattr(v, "flat_values") else wrap(v)
+            for key, v in parsed.items()}
 
 
 def serialized_example(features: dict) -> bytes:
