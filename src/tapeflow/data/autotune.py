@@ -60,6 +60,7 @@ class StageStats:
     started: float = field(default_factory=time.perf_counter)
     ended: float | None = None
     notes: list = field(default_factory=list)
+    on_change: object = None
 
     def finish(self) -> None:
         """Freeze the clock when the stage's iterator ends (reports stay meaningful after)."""
@@ -71,6 +72,14 @@ class StageStats:
         self.buffered_bytes += n_bytes
         if self.buffered_bytes > self.peak_buffered_bytes:
             self.peak_buffered_bytes = self.buffered_bytes
+        if self.on_change is not None and n_bytes > 0:
+            self.on_change()
+
+    def held_by_budget(self, held: int) -> None:
+        """Note that the RAM budget kept this stage's buffer at `held` elements."""
+        note = f"RAM budget held the buffer at {held}"
+        if not any(n.startswith("RAM budget held") for n in self.notes):
+            self.notes.append(note)
 
     def record_call(self, wall_s: float, cpu_s: float) -> None:
         self.busy_s += wall_s
@@ -100,10 +109,12 @@ class Tuner:
         self.elements = 0
         self.started = time.perf_counter()
         self.ended: float | None = None
+        self.peak_bytes = 0
         self._lock = threading.Lock()
 
     def stage(self, name: str, **knobs) -> StageStats:
         stats = StageStats(name, **knobs)
+        stats.on_change = self._note_peak
         with self._lock:
             self.stages.append(stats)
         return stats
@@ -140,6 +151,16 @@ class Tuner:
     def buffered_bytes(self) -> int:
         return sum(s.buffered_bytes for s in self.stages)
 
+    def _note_peak(self) -> None:
+        total = self.buffered_bytes()
+        if total > self.peak_bytes:
+            self.peak_bytes = total
+
+    def admits(self, n_bytes: int) -> bool:
+        """Whether buffering `n_bytes` more keeps the whole pipeline within the RAM budget.
+        (A stage whose buffer is empty may always hold one element, so the pipeline moves.)"""
+        return self.buffered_bytes() + n_bytes <= self.ram_budget
+
     def report(self) -> AutotuneReport:
         return AutotuneReport.build(self)
 
@@ -155,18 +176,23 @@ class AutotuneReport:
     consumer_wait_s: float
     stages: list
     bottleneck: str
+    buffered_bytes: int = 0
+    peak_bytes: int = 0
 
     @classmethod
     def build(cls, tuner: Tuner) -> AutotuneReport:
         elapsed = (tuner.ended or time.perf_counter()) - tuner.started
         return cls(tuner.cpu_budget, tuner.ram_budget, elapsed, tuner.elements,
-                   tuner.consumer_wait_s, list(tuner.stages), _bottleneck(tuner, elapsed))
+                   tuner.consumer_wait_s, list(tuner.stages), _bottleneck(tuner, elapsed),
+                   tuner.buffered_bytes(), tuner.peak_bytes)
 
     def __str__(self) -> str:
         lines = [
             f"tf.data autotune report: {self.elements} elements in {self.elapsed_s:.3f} s, "
             f"consumer waited {self.consumer_wait_s:.3f} s "
             f"(CPU budget {self.cpu_budget} cores, RAM budget {self.ram_budget / 2**20:.0f} MiB)",
+            f"  memory: {_size(self.buffered_bytes)} buffered now, peak {_size(self.peak_bytes)}"
+            f" of the {_size(self.ram_budget)} budget",
             f"  {'stage':<36}{'parallelism':>13}{'buffer':>9}{'buffered':>12}{'peak':>12}"
             f"{'waited on':>11}{'busy':>8}{'cpu':>6}",
         ]

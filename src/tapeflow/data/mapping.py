@@ -120,7 +120,7 @@ class ParallelMapDataset(MapDataset):
         deterministic = (ctx.options.is_deterministic if self._deterministic is None
                          else self._deterministic)
         run = _MapRun(self._inputs[0]._iterate(ctx), self._fn, stats, ctx.salt(self),
-                      ctx.epoch(self))
+                      ctx.epoch(self), tuner)
         for _ in range(parallelism):
             run.add_worker()
         try:
@@ -163,8 +163,9 @@ class _MapRun:
     yields a whole chunk without touching the lock. Workers and consumer wait on separate
     conditions of one lock, so each hand-off wakes only the side that can act on it."""
 
-    def __init__(self, source: Iterator, fn: Callable, stats: Any, stage: int, epoch: int):
-        self.source, self.fn, self.stats = source, fn, stats
+    def __init__(self, source: Iterator, fn: Callable, stats: Any, stage: int, epoch: int,
+                 tuner: Any):
+        self.source, self.fn, self.stats, self.tuner = source, fn, stats, tuner
         self.stage, self.epoch = stage, epoch
         lock = threading.Lock()
         self.work_ready = threading.Condition(lock)     # workers wait: room for a chunk
@@ -178,10 +179,18 @@ class _MapRun:
         self.end = False
         self.closed = False
         self.threads: list = []
+        self.bytes_out = 0          # bytes of all mapped elements so far (for the RAM budget)
 
     def add_worker(self) -> None:
         wid = len(self.threads)
         self.threads.append(workers.start_thread(self._work, wid, name=f"map-{wid}"))
+
+    def _chunk_bytes(self) -> int:
+        """Bytes a chunk of mapped elements is expected to hold (by the averages so far)."""
+        stats = self.stats
+        if stats.elements == 0:
+            return 0
+        return self.bytes_out // stats.elements * self._chunk_size()
 
     def _chunk_size(self) -> int:
         """Elements per chunk: about `_CHUNK_TARGET_S` of reading and mapping, by the averages
@@ -198,9 +207,15 @@ class _MapRun:
         cond, stats = self.work_ready, self.stats
         while True:
             with cond:
-                while (not self.closed and not self.end and wid < stats.parallelism
-                       and self.reserved >= stats.parallelism):
-                    cond.wait()
+                while not self.closed and not self.end and wid < stats.parallelism:
+                    if self.reserved >= stats.parallelism:
+                        cond.wait()
+                    elif self.reserved and not self.tuner.admits(
+                            (self.reserved + 1) * self._chunk_bytes() - stats.buffered_bytes):
+                        stats.held_by_budget(self.reserved)
+                        cond.wait(workers._BUDGET_POLL_S)
+                    else:
+                        break
                 if self.closed or self.end or wid >= stats.parallelism:
                     return
                 self.reserved += 1
@@ -244,6 +259,7 @@ class _MapRun:
         self.stats.record_call(time.perf_counter() - start, time.thread_time() - cpu)
         chunk.nbytes = sum(structure.nbytes(v) for v in chunk.values)
         with self.result_ready:
+            self.bytes_out += chunk.nbytes
             chunk.done = True
             self.busy -= 1
             self.stats.elements += len(chunk.values)

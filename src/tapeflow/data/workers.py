@@ -20,6 +20,7 @@ from tapeflow.data import structure
 from tapeflow.data.autotune import StageStats, Tuner
 
 _END = object()
+_BUDGET_POLL_S = 0.02
 
 
 def start_thread(target: Callable, *args: Any, name: str) -> threading.Thread:
@@ -64,9 +65,14 @@ class Buffer:
         """Add an element, waiting while full; False when the consumer has gone."""
         size = structure.nbytes(element)
         with self._cond:
-            while len(self._items) >= (self._capacity or self.stats.buffer_size) \
-                    and not self._closed:
-                self._cond.wait()
+            while not self._closed:
+                if len(self._items) >= (self._capacity or self.stats.buffer_size):
+                    self._cond.wait()
+                elif self._items and not self.tuner.admits(size):
+                    self.stats.held_by_budget(len(self._items))
+                    self._cond.wait(_BUDGET_POLL_S)   # other stages may free memory meanwhile
+                else:
+                    break
             if self._closed:
                 return False
             self._items.append((element, size))
