@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tapeflow.data import AUTOTUNE, Dataset
-from tapeflow.data.autotune import StageStats
+from tapeflow.data.autotune import StageStats, Tuner
 from tapeflow.data.mapping import _CHUNK_TARGET_S, _MAX_CHUNK, _MapRun
 from tapeflow.framework import dtypes
 from tapeflow.framework.context import state as context_state
@@ -34,7 +34,7 @@ def test_cheap_map_keeps_order():
     (1e-6, 0.015, 1), (_CHUNK_TARGET_S / 4, _CHUNK_TARGET_S / 4, 2)])
 def test_chunk_size_follows_measured_read_and_call_cost(call_s, read_s, expected):
     stats = StageStats("ParallelMap(f)")
-    run = _MapRun(iter(()), lambda x: x, stats, stage=1, epoch=1)
+    run = _MapRun(iter(()), lambda x: x, stats, stage=1, epoch=1, tuner=Tuner())
     if call_s is not None:
         stats.elements = run.index = 100
         stats.record_call(100 * call_s, 100 * call_s)
