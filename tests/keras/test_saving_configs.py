@@ -33,6 +33,7 @@ ARGS = {
     "Convolution2DTranspose": lambda: L.Conv2DTranspose(2, 3),
     "Lambda": lambda: L.Lambda(_double, arguments={"k": 2.0}),
     "Dense": lambda: L.Dense(3, activation="relu", use_bias=False),
+    "TFOpLambda": lambda: (tf.keras.Input((3,)) * 2.0)._keras_history[0],
     "Conv2D": lambda: L.Conv2D(4, 3, strides=2, padding="same"),
     "CosineDecay": lambda: S.CosineDecay(0.1, 100, alpha=0.1),
     "ExponentialDecay": lambda: S.ExponentialDecay(0.1, 10, 0.5, staircase=True),

@@ -170,3 +170,25 @@ def test_zoo_sequential_densenet_with_its_custom_block(tmp_path):
     loaded = tf.keras.models.load_model(str(tmp_path / "d.keras"))  # DenseBlock is registered
     np.testing.assert_array_equal(loaded(x, training=False).numpy(),
                                   model(x, training=False).numpy())
+
+
+@pytest.mark.parametrize("ext", [".keras", ".h5"])
+def test_tf_ops_in_a_functional_model(tmp_path, ext):
+    a = tf.keras.Input((3,))
+    h = L.Dense(4)(a)
+    y = tf.nn.relu(h * 2.0 + 1.0)[:, 1:3]
+    model = tf.keras.Model(a, tf.concat([y, tf.reduce_sum(h, axis=1, keepdims=True)], -1))
+    model.save(str(tmp_path / f"m{ext}"))
+    loaded = tf.keras.models.load_model(str(tmp_path / f"m{ext}"))
+    assert [x.name for x in loaded.layers] == [x.name for x in model.layers]
+    x = np.random.RandomState(0).rand(2, 3).astype("float32")
+    np.testing.assert_array_equal(loaded(x).numpy(), model(x).numpy())
+
+
+def test_tf_keras_op_layer_config_is_refused():
+    from tapeflow.keras.saving import serialization
+
+    config = {"module": "keras.layers", "class_name": "TFOpLambda",
+              "config": {"name": "tf.math.multiply", "function": "math.multiply"}}
+    with pytest.raises(ValueError, match="names a Python function"):
+        serialization.deserialize_keras_object(config)

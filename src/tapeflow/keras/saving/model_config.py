@@ -169,7 +169,8 @@ def _functional_from_config(config: dict, custom_objects: dict | None) -> Any:
             kwargs = {k: value(v[1:]) if isinstance(v, list) and v[:1] == [_TENSOR_REF] else v
                       for k, v in kwargs.items()}
             inputs = [value(entry) for entry in node]
-            out = layers[name](inputs[0] if len(inputs) == 1 else inputs, **kwargs)
+            single = len(inputs) == 1 and not _takes_list(layers[name])
+            out = layers[name](inputs[0] if single else inputs, **kwargs)
             outputs[(name, index)] = nest.flatten(out)
             done[name] = index + 1
             progress = True
@@ -184,6 +185,13 @@ def _functional_from_config(config: dict, custom_objects: dict | None) -> Any:
                          "tensors that the layers do not produce")
     return functional(ins if len(ins) > 1 else ins[0], outs if len(outs) > 1 else outs[0],
                       name=config.get("name"))
+
+
+def _takes_list(layer: Any) -> bool:
+    """TF op layers are always called on a list of their symbolic inputs."""
+    from tapeflow.keras.engine.op_lambda import TFOpLambda
+
+    return isinstance(layer, TFOpLambda)
 
 
 def clone_model(model: Any, input_tensors: Any = None, clone_function: Any = None) -> Any:

@@ -43,10 +43,12 @@ def _classes(kind: str) -> dict[str, Any]:
            if isinstance(value, type) and hasattr(value, "get_config")}
     if kind == "layers":
         from tapeflow.keras.engine.functional import Functional
+        from tapeflow.keras.engine.op_lambda import TFOpLambda
         from tapeflow.keras.engine.sequential import Sequential
         from tapeflow.keras.engine.training import Model
 
-        out.update(Functional=Functional, Sequential=Sequential, Model=Model)
+        out.update(Functional=Functional, Sequential=Sequential, Model=Model,
+                   TFOpLambda=TFOpLambda)
     if kind == "optimizers":
         out.update({k: v for k, v in vars(module.legacy).items() if isinstance(v, type)})
     return out
@@ -90,8 +92,12 @@ def serialize_keras_object(obj: Any) -> Any:
     builtin = _is_builtin(cls)
     from tapeflow.keras.saving import model_config
 
-    config = model_config.model_config(obj) if model_config.is_graph_model(obj) \
-        else obj.get_config()
+    if model_config.is_graph_model(obj):
+        config = model_config.model_config(obj)
+    elif _is_op_lambda(cls):
+        config = _op_lambda_config(obj)
+    else:
+        config = obj.get_config()
     if builtin:
         module = _MODEL_MODULES.get(cls.__name__) or (_KINDS[kind][0] if kind else None)
         registered = cls.__name__ if cls.__name__ in _MODEL_MODULES else None
@@ -185,6 +191,8 @@ def deserialize_keras_object(config: Any, custom_objects: dict | None = None,
     with object_registration.CustomObjectScope(custom_objects):
         if model_config.is_graph_model_class(cls):
             obj = model_config.model_from_config(cls, inner, custom_objects)
+        elif _is_op_lambda(cls):
+            obj = _op_lambda_from_config(inner)
         else:
             obj = _from_config(cls, _strip(inner))
         build = config.get("build_config")
@@ -240,3 +248,44 @@ def build_from_config(obj: Any, input_shape: Any) -> None:
         return
     nested = isinstance(input_shape, list) and input_shape and isinstance(input_shape[0], list)
     obj._maybe_build([KerasTensor(s) for s in input_shape] if nested else KerasTensor(input_shape))
+
+
+# --- TF ops on KerasTensors (``x * 2`` in a functional model) ---------------------------------
+def _is_op_lambda(cls: type) -> bool:
+    from tapeflow.keras.engine.op_lambda import TFOpLambda
+
+    return cls is TFOpLambda
+
+
+def _op_lambda_config(layer: Any) -> dict:
+    """The op by its registry name, its attributes and constant inputs as tagged JSON (the
+    graph-IR encoding of SavedModels); tapeflow reads it back, tf-keras names ops otherwise."""
+    from tapeflow.saved_model import graph_json
+
+    def refuse(var: Any) -> Any:
+        raise ValueError(f"layer {layer.name!r}: a variable inside a TF op layer cannot be "
+                         "saved in a Keras file")
+
+    node = type("Node", (), {"op": layer.op, "name": layer.name, "location": ""})
+    encode = lambda key, value: graph_json._encode_value(value, node, key, refuse, [])  # noqa: E731
+    return {"name": layer.name, "trainable": layer.trainable, "dtype": layer.dtype,
+            "op": layer.op.name, "attrs": {k: encode(k, v) for k, v in layer.attrs.items()},
+            "template": encode("template", tuple(layer._template))}
+
+
+def _op_lambda_from_config(config: dict) -> Any:
+    from tapeflow.framework.dispatch import REGISTRY
+    from tapeflow.keras.engine.op_lambda import TFOpLambda
+    from tapeflow.saved_model import graph_json
+
+    op = REGISTRY.get(config.get("op"))
+    if op is None:
+        raise ValueError(f"TF op layer {config.get('name')!r}: unknown op {config.get('op')!r}"
+                         " (a TFOpLambda config written by tf-keras names a Python function, "
+                         "which tapeflow does not look up)")
+    decode = lambda value: graph_json._decode_value(value, [], None, [])  # noqa: E731
+    name = str(config.get("name", "tf.op"))
+    layer = TFOpLambda(op, {k: decode(v) for k, v in config.get("attrs", {}).items()},
+                       decode(config["template"]), name[3:] if name.startswith("tf.") else name)
+    layer._name = name
+    return layer
