@@ -90,7 +90,7 @@ def _trials(tmp_path, n: int, seed: int) -> None:
 
 
 def test_kill_during_save_loses_nothing(tmp_path):
-    _trials(tmp_path, 4, seed=0)
+    _trials(tmp_path, 3, seed=0)
 
 
 @pytest.mark.slow
