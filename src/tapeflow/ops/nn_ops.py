@@ -16,10 +16,12 @@ import numpy as np
 
 from tapeflow._api import export
 from tapeflow.framework import errors
+from tapeflow.framework.context import state as _state
 from tapeflow.framework.dispatch import apply, op
 from tapeflow.framework.shape_rules import same_as_first
 from tapeflow.kernels import activations as _activations
 from tapeflow.kernels import bias as _bias
+from tapeflow.kernels import layer_norm as _layer_norm
 from tapeflow.ops import math_ops
 from tapeflow.ops.array_ops import expand_dims, reshape, transpose
 from tapeflow.ops.conv_ops import as_tensor
@@ -225,13 +227,22 @@ def _(g, out, x):
 
 @op("Softmax", shape=lambda x, *, axis: x)
 def _softmax(x, *, axis):
-    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    e = x - x.max(axis=axis, keepdims=True)
+    np.exp(e, out=e)
     e /= e.sum(axis=axis, keepdims=True)
     return e
 
 
+@op("SoftmaxGrad", shape=lambda g, y: y, same_dtype=True, output="fresh")
+def _softmax_grad(g, y):
+    """(g - sum(g * y)) * y over the last axis, one compiled pass (``kernels/layer_norm``)."""
+    return _layer_norm.softmax_grad(g, y)
+
+
 @_softmax.def_grad
 def _(g, y, x, *, axis):
+    if axis in (-1, (x.shape.rank or 0) - 1) and not _state.tapes:
+        return apply(_softmax_grad, g, y)
     return (g - reduce_sum(g * y, axis, keepdims=True)) * y
 
 

@@ -1,5 +1,8 @@
 """Normalization: moments, batch_normalization, l2_normalize and the fused training batch norm.
 
+``layer_norm`` (what LayerNormalization over the last axis calls) is the primitive _LayerNorm,
+one compiled pass per row forward and one backward (_LayerNormGrad).
+
 ``moments``/``batch_normalization``/``l2_normalize`` are compositions of math ops, so every
 mode and derivative order comes for free. ``fused_batch_norm`` (what a BatchNormalization layer
 should call in training) is one primitive, FusedBatchNorm, computing y and the batch statistics
@@ -18,6 +21,7 @@ from tapeflow.framework.context import state as _state
 from tapeflow.framework.dispatch import apply, op
 from tapeflow.framework.tensor import EagerTensor
 from tapeflow.kernels import batch_norm as _bn
+from tapeflow.kernels import layer_norm as _ln
 from tapeflow.ops import math_ops
 from tapeflow.ops.array_ops import transpose
 from tapeflow.ops.conv_ops import as_tensor
@@ -197,3 +201,64 @@ def fused_batch_norm(x: Any, scale: Any, offset: Any, mean: Any = None, variance
         rank = y.shape.rank
         y = transpose(y, [0, rank - 1] + list(range(1, rank - 1)))
     return y, mean, variance
+
+
+# --- fused layer normalization over the last axis -----------------------------------------------
+
+
+def _layer_norm_rule(x, gamma, beta, *, epsilon):
+    xs, dtype = x
+    lead = None if xs is None else xs[:-1]
+    return [(xs, dtype), (lead, dtype), (lead, dtype)]
+
+
+def _check_layer_norm(x, gamma, beta) -> None:
+    d = x.shape[-1] if x.ndim else None
+    if d is None or gamma.shape != (d,) or beta.shape != (d,):
+        raise ValueError(f"_LayerNorm: gamma and beta must be vectors of x's last dimension "
+                         f"{d}, got {list(gamma.shape)} and {list(beta.shape)} for x "
+                         f"{list(x.shape)}")
+
+
+@op("_LayerNorm", multi_output=True, same_dtype=True, shape=_layer_norm_rule, worker=True)
+def _layer_norm(x, gamma, beta, *, epsilon):
+    """(y, mean, 1/sqrt(var + epsilon)) over x's last axis, y scaled by gamma, shifted by beta
+    (``kernels/layer_norm.py``)."""
+    _check_layer_norm(x, gamma, beta)
+    return _ln.forward(x, gamma, beta, epsilon)
+
+
+def _layer_norm_grad_rule(g, x, gamma, mean, inv):
+    return [x, gamma, gamma]
+
+
+@op("_LayerNormGrad", multi_output=True, same_dtype=True, shape=_layer_norm_grad_rule,
+    worker=True)
+def _layer_norm_grad(g, x, gamma, mean, inv):
+    """(dx, dgamma, dbeta) of ``_LayerNorm``'s y."""
+    return _ln.backward(g, x, gamma, mean, inv)
+
+
+def _layer_norm_backward_in_ops(g, x, gamma, epsilon: float):
+    """``_LayerNormGrad`` written in differentiable ops (for higher-order gradients)."""
+    mean, var = moments(x, [-1], keepdims=True)
+    inv = math_ops.rsqrt(var + epsilon)
+    xhat = (x - mean) * inv
+    dxhat = g * gamma
+    dx = inv * (dxhat - reduce_mean(dxhat, -1, keepdims=True)
+                - xhat * reduce_mean(dxhat * xhat, -1, keepdims=True))
+    lead = list(range(x.shape.rank - 1))
+    return dx, reduce_sum(g * xhat, lead), reduce_sum(g, lead)
+
+
+@_layer_norm.def_grad
+def _(gs, outs, x, gamma, beta, *, epsilon):
+    _, mean, inv = outs  # the statistics are internal: their gradients are never asked for
+    if _state.tapes:
+        return _layer_norm_backward_in_ops(gs[0], x, gamma, epsilon)
+    return apply(_layer_norm_grad, gs[0], x, gamma, mean, inv)
+
+
+def layer_norm(x: Any, gamma: Any, beta: Any, epsilon: float) -> Any:
+    """(x - mean) / sqrt(var + epsilon) * gamma + beta over the last axis, as one op."""
+    return apply(_layer_norm, x, gamma, beta, epsilon=float(epsilon))[0]

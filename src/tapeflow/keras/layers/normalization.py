@@ -261,6 +261,12 @@ class LayerNormalization(Layer):
     def call(self, inputs: Any):
         x = tf.convert_to_tensor(inputs)
         rank = x.shape.rank
+        if self._axes == [rank - 1] and x.dtype in (tf.float32, tf.float64) and all(
+                v is None or v.dtype == x.dtype for v in (self.gamma, self.beta)):
+            d = x.shape[-1]  # one fused op (ops/normalization_ops.layer_norm)
+            gamma = tf.ones([d], x.dtype) if self.gamma is None else self.gamma
+            beta = tf.zeros([d], x.dtype) if self.beta is None else self.beta
+            return normalization_ops.layer_norm(x, gamma, beta, self.epsilon)
         mean, variance = tf.nn.moments(x, axes=self._axes, keepdims=True)
         out = (x - mean) * tf.math.rsqrt(variance + self.epsilon)
         if self.gamma is not None:
