@@ -40,8 +40,32 @@ def _sequence_flops(node) -> float:
     return 2.0 * p[0] * p[1] * r[0] * r[1]
 
 
+def _dims(node) -> tuple | None:
+    """(B, T, U, itemsize) at the node's static shapes, from the gates output [B, T, 4U]."""
+    gates = node.outputs[5] if len(node.outputs) == 6 else node.outputs[0]
+    shape = gates.shape.as_tuple()
+    if shape is None or None in shape:
+        return None
+    return shape[0], shape[1], shape[2] // 4, gates.dtype.size
+
+
+def _sequence_workspace(node) -> int:
+    """The running h, c, tanh(c) and the step's [B, 4U] product."""
+    dims = _dims(node)
+    return 0 if dims is None else (3 * dims[0] * dims[2] + 4 * dims[0] * dims[2]) * dims[3]
+
+
+def _grad_workspace(node) -> int:
+    """Every step's previous h [B, T, U] (for dR), R transposed and the step's dz [B, 4U]."""
+    dims = _dims(node)
+    if dims is None:
+        return 0
+    b, t, u, size = dims
+    return (b * t * u + 4 * u * u + 4 * b * u) * size
+
+
 @op("_LSTMSequence", multi_output=True, same_dtype=True, shape=_sequence_rule, worker=True,
-    flops=_sequence_flops)
+    flops=_sequence_flops, workspace=_sequence_workspace)
 def _lstm_sequence(projected, h0, c0, recurrent_kernel):
     """LSTM over all T steps of `projected`: (hs, h_T, c_T, cs, tanh(cs), gates)."""
     b, _, width = projected.shape
@@ -67,7 +91,7 @@ def _grad_flops(node) -> float:
 
 
 @op("_LSTMSequenceGrad", multi_output=True, same_dtype=True, shape=_grad_rule, worker=True,
-    flops=_grad_flops)
+    flops=_grad_flops, workspace=_grad_workspace)
 def _lstm_sequence_grad(g_hs, g_h, g_c, h0, c0, recurrent_kernel, hs, cs, tcs, gates):
     """(d projected, dh0, dc0, d recurrent_kernel) of ``_LSTMSequence``."""
     return _lstm.backward(g_hs, g_h, g_c, h0, c0, recurrent_kernel, hs, cs, tcs, gates)
