@@ -163,6 +163,7 @@ class Communicator:
     def _wait(self, request: Any, what: str, index: int) -> None:
         start = time.monotonic()
         deadline = start + self.timeout
+        ask_at = deadline - min(5.0, max(0.5, self.timeout / 4))
         spin_until = start + _SPIN_S
         delay = 1e-4
         polls = 0
@@ -172,8 +173,8 @@ class Communicator:
                 continue
             self._answer_queries(index)
             now = time.monotonic()
-            if now >= deadline:
-                self._timed_out(request, what, index)
+            if now >= ask_at:  # ask who is here in time to name the others at the deadline
+                self._timed_out(request, what, index, deadline)
                 return
             if now > spin_until:
                 time.sleep(delay)
@@ -190,22 +191,21 @@ class Communicator:
             self._replies.append((self._ctrl.Isend(reply, source, _TAG_HERE), reply))
         self._replies = [(r, b) for r, b in self._replies if not r.Test()]
 
-    def _timed_out(self, request: Any, what: str, index: int) -> None:
-        """Ask the peers who is waiting; raise naming the ones that are not."""
+    def _timed_out(self, request: Any, what: str, index: int, deadline: float) -> None:
+        """Ask the peers who is waiting; if the collective is still not done at the deadline,
+        raise naming the ones that did not answer."""
         MPI = mpi()
         query = np.array([index], np.int64)
         peers = [r for r in range(self.size) if r != self.rank]
         sends = [self._ctrl.Isend(query, r, _TAG_QUERY) for r in peers]
         at: dict[int, int] = {}
-        grace_end = time.monotonic() + min(5.0, max(1.0, self.timeout / 4))
         status = MPI.Status()
-        while time.monotonic() < grace_end and len(at) < len(peers):
+        while time.monotonic() < deadline:
             if request.Test():
-                for s in sends:
-                    s.Cancel()
-                return  # the late rank(s) arrived during the grace period
+                self._replies += [(r, query) for r in sends]  # completed later, as replies are
+                return  # the late rank(s) arrived in time
             self._answer_queries(index)
-            if self._ctrl.Iprobe(MPI.ANY_SOURCE, _TAG_HERE, status):
+            if len(at) < len(peers) and self._ctrl.Iprobe(MPI.ANY_SOURCE, _TAG_HERE, status):
                 reply = np.empty(2, np.int64)
                 self._ctrl.Recv(reply, status.Get_source(), _TAG_HERE)
                 if reply[0] == index:
