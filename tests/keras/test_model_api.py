@@ -120,6 +120,14 @@ def test_missing_super_init_is_a_clear_error_at_construction():
                                            r"Forgot.__init__"):
         Forgot()
 
+    class ForgotLayer(layers.Layer):  # tf-keras: "You must call `super().__init__()` ..."
+        def __init__(self):
+            self.inner = layers.Dense(1)
+
+    with pytest.raises(RuntimeError, match=r"You must call `super\(\).__init__\(\)` in the "
+                                           r"layer constructor \(ForgotLayer.__init__\)"):
+        ForgotLayer()
+
 
 def test_fit_options_validation_freq_initial_epoch_steps_and_execution():
     model = keras.Model(*_dense_graph())

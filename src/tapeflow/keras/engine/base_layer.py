@@ -99,6 +99,11 @@ def _resolve_constraint(constraint: Any) -> Any:
         raise ValueError(f"add_weight: {e}") from None
 
 
+def _holds_state(value: Any) -> bool:
+    flat = nest.flatten(value)
+    return bool(flat) and all(isinstance(v, (Layer, Variable)) for v in flat)
+
+
 def _shape_of(x: Any) -> TensorShape:
     return x.shape if isinstance(x.shape, TensorShape) else as_shape(x.shape)
 
@@ -153,6 +158,17 @@ class Layer:
         elif batch_shape is None and "input_dim" in kwargs:
             batch_shape = (kwargs.get("batch_size"), kwargs["input_dim"])
         self._batch_input_shape = None if batch_shape is None else tuple(batch_shape)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # Keras's construction-time check: a sub-layer or variable assigned before
+        # Layer.__init__ ran (one dict lookup once the layer is initialised)
+        if "_name" not in self.__dict__ and _holds_state(value):
+            raise RuntimeError(self._missing_super_message())
+        object.__setattr__(self, name, value)
+
+    def _missing_super_message(self) -> str:
+        return (f"You must call `super().__init__()` in the layer constructor "
+                f"({type(self).__name__}.__init__).")
 
     # --- identity -------------------------------------------------------------------
     @property

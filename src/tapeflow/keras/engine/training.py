@@ -45,13 +45,6 @@ def _validate_now(epoch: int, validation_freq: Any) -> bool:
     return epoch + 1 in set(validation_freq)
 
 
-def _holds_layers(value: Any) -> bool:
-    from tapeflow.framework.variable import Variable
-
-    flat = nest.flatten(value)
-    return bool(flat) and all(isinstance(v, (Layer, Variable)) for v in flat)
-
-
 def _inject_functional(cls: type) -> None:
     """Put ``Functional`` between a Model subclass and ``Model`` in its bases, as Keras does
     when the subclass is constructed with inputs and outputs."""
@@ -111,12 +104,10 @@ class Model(Layer):
         self._predict_fn = None
         self._distribution_strategy = distribute.keras_fit.strategy_for_new_model()
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        if "_name" not in self.__dict__ and _holds_layers(value):
-            raise RuntimeError("It looks like you are subclassing `Model` and you forgot to "
-                               f"call `super().__init__()` in {type(self).__name__}.__init__. "
-                               "Always start with this line.")
-        object.__setattr__(self, name, value)
+    def _missing_super_message(self) -> str:
+        return ("It looks like you are subclassing `Model` and you forgot to call "
+                f"`super().__init__()` in {type(self).__name__}.__init__. Always start with "
+                "this line.")
 
     # --- structure --------------------------------------------------------------------
     @property
