@@ -178,7 +178,7 @@ class Communicator:
                 return
             if now > spin_until:
                 time.sleep(delay)
-                delay = min(delay * 2, 2e-3)
+                delay = min(delay * 2, 1e-3)
 
     def _answer_queries(self, index: int) -> None:
         MPI = mpi()
