@@ -61,6 +61,22 @@ from tapeflow.keras.layers.pooling import (
     MaxPooling1D,
     MaxPooling2D,
 )
+from tapeflow.keras.layers.preprocessing import (
+    CategoryEncoding,
+    CenterCrop,
+    Discretization,
+    Hashing,
+    IntegerLookup,
+    Normalization,
+    RandomBrightness,
+    RandomContrast,
+    RandomCrop,
+    RandomFlip,
+    Rescaling,
+    Resizing,
+    StringLookup,
+    TextVectorization,
+)
 from tapeflow.keras.layers.recurrent import (
     GRU,
     LSTM,

@@ -1,0 +1,24 @@
+"""Keras preprocessing layers: images, numbers, categories, lookups and text."""
+
+from tapeflow.keras.layers.preprocessing.image import (
+    CenterCrop,
+    RandomBrightness,
+    RandomContrast,
+    RandomCrop,
+    RandomFlip,
+    Rescaling,
+    Resizing,
+    smart_resize,
+)
+from tapeflow.keras.layers.preprocessing.lookup import IntegerLookup, StringLookup
+from tapeflow.keras.layers.preprocessing.numeric import (
+    CategoryEncoding,
+    Discretization,
+    Hashing,
+    Normalization,
+)
+from tapeflow.keras.layers.preprocessing.text import TextVectorization
+
+__all__ = ["CategoryEncoding", "CenterCrop", "Discretization", "Hashing", "IntegerLookup",
+           "Normalization", "RandomBrightness", "RandomContrast", "RandomCrop", "RandomFlip",
+           "Rescaling", "Resizing", "StringLookup", "TextVectorization", "smart_resize"]

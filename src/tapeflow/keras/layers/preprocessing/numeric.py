@@ -1,0 +1,247 @@
+"""Numeric preprocessing layers: Normalization and Discretization (with ``adapt``),
+CategoryEncoding and Hashing, with Keras 2's names, defaults, configs and dtypes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+import tapeflow as tf
+from tapeflow.keras.engine.base_layer import Layer
+from tapeflow.keras.layers.utils import layer_error
+
+EPSILON = 1e-7   # keras.backend.epsilon(): the smallest standard deviation divided by
+
+
+class PreprocessingLayer(Layer):
+    """A layer that takes plain Python lists (of strings, numbers) as one tensor, as Keras's
+    preprocessing layers do: ``StringLookup()(["a", "b"])`` is one input, not two."""
+
+    def __call__(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(inputs, (list, tuple)) and not any(
+                isinstance(v, tf.Tensor) or hasattr(v, "_keras_history")
+                for v in tf.nest.flatten(inputs)):
+            inputs = tf.constant(inputs)
+        return super().__call__(inputs, *args, **kwargs)
+
+
+def adapt_array(data: Any, batch_size: int | None = None, steps: int | None = None) -> np.ndarray:
+    """The values `adapt` sees: an array, a tensor, or the concatenated batches of a Dataset."""
+    if isinstance(data, tf.data.Dataset):
+        batches = []
+        for i, batch in enumerate(data):
+            if steps is not None and i >= steps:
+                break
+            batches.append(np.asarray(batch.numpy() if hasattr(batch, "numpy") else batch))
+        if not batches:
+            raise ValueError("adapt: the dataset is empty")
+        return np.concatenate([b.reshape((-1,) + b.shape[1:]) if b.ndim else b[None]
+                               for b in batches])
+    return np.asarray(data.numpy() if hasattr(data, "numpy") else data)
+
+
+class Normalization(PreprocessingLayer):
+    """(x - mean) / max(sqrt(variance), 1e-7) per feature along `axis` (``invert``: undo it).
+
+    ``adapt(data)`` sets mean and variance from data; or pass them as ``mean=``/``variance=``.
+    """
+
+    def __init__(self, axis: Any = -1, mean: Any = None, variance: Any = None,
+                 invert: bool = False, **kwargs: Any):
+        super().__init__(**kwargs)
+        if axis is None:
+            axis = ()
+        self.axis = (axis,) if isinstance(axis, int) else tuple(axis)
+        if (mean is None) != (variance is None):
+            raise layer_error(f"Normalization: when setting values directly, both `mean` and "
+                              f"`variance` must be set. Got mean: {mean} and variance: "
+                              f"{variance}")
+        self.input_mean, self.input_variance, self.invert = mean, variance, invert
+        self._mean = self._variance = None
+
+    def _kept(self, rank: int) -> tuple[int, ...]:
+        return tuple(sorted(a % rank for a in self.axis))
+
+    def _broadcast_shape(self, shape: list) -> list:
+        kept = self._kept(len(shape))
+        return [shape[i] if i in kept else 1 for i in range(len(shape))]
+
+    def build(self, input_shape: Any) -> None:
+        shape = tf.TensorShape(input_shape).as_list()
+        self._shape = self._broadcast_shape(shape)
+        if self.input_mean is not None:
+            self._set(np.asarray(self.input_mean, np.float64), np.asarray(self.input_variance,
+                                                                          np.float64))
+        self.built = True
+
+    def _set(self, mean: np.ndarray, variance: np.ndarray) -> None:
+        target = [1 if d is None else d for d in self._shape]
+        dtype = self.compute_dtype
+        self._mean = tf.constant(np.broadcast_to(mean, target).astype(dtype))
+        self._variance = tf.constant(np.broadcast_to(variance, target).astype(dtype))
+
+    def adapt(self, data: Any, batch_size: int | None = None, steps: int | None = None) -> None:
+        """Set mean and (population) variance from `data` over all but the kept axes."""
+        values = adapt_array(data, batch_size, steps).astype(np.float64)
+        if values.ndim == 1 and self.axis == (-1,):
+            values = values[:, None]
+        if not self.built:
+            self.build([None] + list(values.shape[1:]))
+        kept = self._kept(values.ndim)
+        reduce = tuple(i for i in range(values.ndim) if i not in kept)
+        self._set(values.mean(axis=reduce, keepdims=True), values.var(axis=reduce,
+                                                                      keepdims=True))
+
+    @property
+    def mean(self) -> Any:
+        return self._mean
+
+    @property
+    def variance(self) -> Any:
+        return self._variance
+
+    def call(self, inputs: Any) -> Any:
+        if self._mean is None:
+            raise layer_error(f"Normalization {self.name!r}: call adapt() or pass mean= and "
+                              f"variance= before using the layer")
+        x = tf.cast(tf.convert_to_tensor(inputs), self.compute_dtype)
+        scale = tf.maximum(tf.sqrt(self._variance), EPSILON)
+        return self._mean + x * scale if self.invert else (x - self._mean) / scale
+
+    def compute_output_shape(self, input_shape: Any) -> tf.TensorShape:
+        return tf.TensorShape(input_shape)
+
+    def get_config(self) -> dict:
+        listed = lambda v: None if v is None else np.asarray(v).tolist()  # noqa: E731
+        return {**super().get_config(), "axis": list(self.axis), "invert": self.invert,
+                "mean": listed(self.input_mean), "variance": listed(self.input_variance)}
+
+
+class Discretization(PreprocessingLayer):
+    """Bucket index of each value: the number of `bin_boundaries` at or below it (int64).
+
+    ``adapt`` with ``num_bins`` places the boundaries at the data's quantiles (exact ones,
+    where Keras uses an approximate summary with tolerance ``epsilon``).
+    """
+
+    def __init__(self, bin_boundaries: Any = None, num_bins: int | None = None,
+                 epsilon: float = 0.01, output_mode: str = "int", sparse: bool = False,
+                 **kwargs: Any):
+        super().__init__(**kwargs)
+        if bin_boundaries is not None and num_bins is not None:
+            raise layer_error("Discretization: both `num_bins` and `bin_boundaries` should not "
+                              "be set.")
+        if output_mode not in ("int", "one_hot", "multi_hot", "count"):
+            raise layer_error(f"Discretization: unknown output_mode {output_mode!r}")
+        self.bin_boundaries = None if bin_boundaries is None else [float(b) for b in
+                                                                   bin_boundaries]
+        self.num_bins, self.epsilon, self.output_mode = num_bins, epsilon, output_mode
+        self.sparse = sparse
+
+    def adapt(self, data: Any, batch_size: int | None = None, steps: int | None = None) -> None:
+        if self.num_bins is None:
+            raise layer_error("Discretization: adapt needs `num_bins`")
+        values = adapt_array(data, batch_size, steps).astype(np.float64).reshape(-1)
+        quantiles = np.quantile(values, np.linspace(0, 1, self.num_bins + 1)[1:-1])
+        self.bin_boundaries = [float(q) for q in quantiles]
+
+    def call(self, inputs: Any) -> Any:
+        if self.bin_boundaries is None:
+            raise layer_error(f"Discretization {self.name!r}: set bin_boundaries or call adapt()")
+        x = tf.convert_to_tensor(inputs)
+        boundaries = np.asarray(self.bin_boundaries, x.dtype.as_numpy_dtype
+                                if x.dtype.is_floating else np.float64)
+        index = tf.searchsorted(tf.constant(boundaries), tf.reshape(
+            tf.cast(x, boundaries.dtype), [-1]), side="right")
+        index = tf.reshape(tf.cast(index, tf.int64), tf.shape(x))
+        if self.output_mode == "int":
+            return index
+        return CategoryEncoding(len(self.bin_boundaries) + 1, self.output_mode)(index)
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "bin_boundaries": self.bin_boundaries,
+                "num_bins": self.num_bins, "epsilon": self.epsilon,
+                "output_mode": self.output_mode, "sparse": self.sparse}
+
+
+class CategoryEncoding(PreprocessingLayer):
+    """Integer ids in [0, num_tokens) to one_hot, multi_hot or count vectors (float32)."""
+
+    def __init__(self, num_tokens: int | None = None, output_mode: str = "multi_hot",
+                 sparse: bool = False, **kwargs: Any):
+        super().__init__(**kwargs)
+        if output_mode not in ("one_hot", "multi_hot", "count"):
+            raise layer_error(f"CategoryEncoding: unknown output_mode {output_mode!r}; expected "
+                              f"one of ('count', 'multi_hot', 'one_hot')")
+        if num_tokens is None or int(num_tokens) < 1:
+            raise layer_error(f"CategoryEncoding: `num_tokens` must be >= 1, got {num_tokens}")
+        self.num_tokens, self.output_mode, self.sparse = int(num_tokens), output_mode, sparse
+
+    def call(self, inputs: Any, count_weights: Any = None) -> Any:
+        ids = tf.cast(tf.convert_to_tensor(inputs), tf.int64)
+        if tf.executing_eagerly():
+            values = ids.numpy()
+            if values.size and (values.min() < 0 or values.max() >= self.num_tokens):
+                raise layer_error(f"CategoryEncoding {self.name!r}: input values must be in the "
+                                  f"range 0 <= values < num_tokens with num_tokens="
+                                  f"{self.num_tokens}, got values in [{values.min()}, "
+                                  f"{values.max()}]")
+        rank = ids.shape.rank
+        if self.output_mode == "one_hot":
+            if rank is not None and rank > 1 and ids.shape.as_list()[-1] == 1:
+                ids = tf.squeeze(ids, [-1])
+            return tf.one_hot(ids, self.num_tokens, dtype=self.compute_dtype)
+        if rank == 1:
+            ids = tf.expand_dims(ids, -1)
+            if count_weights is not None:
+                count_weights = tf.expand_dims(count_weights, -1)
+        values = tf.one_hot(ids, self.num_tokens, dtype=self.compute_dtype)   # [b, n, tokens]
+        if count_weights is not None:
+            values = values * tf.cast(tf.expand_dims(count_weights, -1), self.compute_dtype)
+        counts = tf.reduce_sum(values, axis=-2)
+        return counts if self.output_mode == "count" else tf.minimum(counts, 1.0)
+
+    def build(self, input_shape: Any) -> None:
+        self.built = True
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "num_tokens": self.num_tokens,
+                "output_mode": self.output_mode, "sparse": self.sparse}
+
+
+class Hashing(PreprocessingLayer):
+    """Strings (or integers, hashed as their decimal text) to bins in [0, num_bins) with TF's
+    FarmHash Fingerprint64; with a `mask_value`, that value maps to 0 and others to
+    [1, num_bins); a `salt` switches to the keyed SipHash (to_hash_bucket_strong)."""
+
+    def __init__(self, num_bins: int, mask_value: Any = None, salt: Any = None,
+                 output_mode: str = "int", sparse: bool = False, **kwargs: Any):
+        super().__init__(**kwargs)
+        if num_bins is None or int(num_bins) <= 0:
+            raise layer_error(f"Hashing: `num_bins` must be > 0, got {num_bins}")
+        if output_mode != "int":
+            raise layer_error(f"Hashing: only output_mode='int' is supported, got "
+                              f"{output_mode!r}")
+        if isinstance(salt, int):
+            salt = [salt, salt]
+        self.num_bins, self.mask_value, self.salt = int(num_bins), mask_value, salt
+        self.output_mode, self.sparse = output_mode, sparse
+
+    def call(self, inputs: Any) -> Any:
+        x = tf.convert_to_tensor(inputs)
+        text = x if x.dtype == tf.string else tf.strings.as_string(x)
+        bins = self.num_bins - (self.mask_value is not None)
+        if self.salt is not None:
+            hashed = tf.strings.to_hash_bucket_strong(text, bins, self.salt)
+        else:
+            hashed = tf.strings.to_hash_bucket_fast(text, bins)
+        if self.mask_value is None:
+            return hashed
+        mask = tf.equal(x, tf.constant(self.mask_value, x.dtype))
+        return tf.where(mask, tf.zeros_like(hashed), hashed + 1)
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "num_bins": self.num_bins, "salt": self.salt,
+                "mask_value": self.mask_value, "output_mode": self.output_mode,
+                "sparse": self.sparse}
