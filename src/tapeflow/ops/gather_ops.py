@@ -11,6 +11,7 @@ from tapeflow._api import export
 from tapeflow.framework import errors
 from tapeflow.framework.constant import convert_to_tensor
 from tapeflow.framework.dispatch import apply, op
+from tapeflow.kernels import scatter as _scatter
 from tapeflow.ops.array_ops import _tensor
 
 # --- gather -----------------------------------------------------------------------------------
@@ -95,7 +96,7 @@ def _scatter_add_like(g, indices, like, *, axis, batch_dims=0):
     out = np.zeros(like.shape, dtype=g.dtype)
     moved = np.moveaxis(out, axis, 0)
     gm = np.moveaxis(g, list(range(axis, axis + indices.ndim)), list(range(indices.ndim)))
-    np.add.at(moved, indices.reshape(-1), gm.reshape((-1,) + moved.shape[1:]))
+    _scatter.add_rows(moved, indices, gm.reshape((-1,) + moved.shape[1:]))
     return out
 
 
