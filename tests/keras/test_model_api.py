@@ -1,6 +1,7 @@
 """Model API completeness (issue 19 item 1): functional subclasses, custom train/test/predict
 steps, fit's options, generators and Sequences, add_metric, summary(expand_nested), freezing."""
 
+import os
 import warnings
 
 import numpy as np
@@ -211,6 +212,32 @@ def test_sequence_with_workers_trains_like_arrays(workers):
     assert model.predict(seq, verbose=0).shape == (24, 1)
     with pytest.raises(ValueError, match="`y` argument is not supported when using a Sequence"):
         model.fit(seq, Y, verbose=0)
+
+
+class PidBatches(Batches):
+    """Notes which process loaded each batch."""
+
+    def __init__(self, log):
+        super().__init__()
+        self.log = log
+
+    def __getitem__(self, index):
+        with open(self.log, "a") as f:
+            f.write(f"{os.getpid()}\n")
+        return super().__getitem__(index)
+
+
+def test_sequence_with_use_multiprocessing_loads_batches_in_worker_processes(tmp_path):
+    log = tmp_path / "pids.txt"
+    seq = PidBatches(str(log))
+    model = keras.Model(*_dense_graph())
+    model.compile(keras.optimizers.SGD(0.05), "mse")
+    hist = model.fit(seq, epochs=2, shuffle=False, workers=2, use_multiprocessing=True,
+                     verbose=0).history
+    np.testing.assert_allclose(hist["loss"], _reference_history()["loss"], rtol=1e-6)
+    pids = {int(line) for line in log.read_text().split()}
+    assert pids and os.getpid() not in pids
+    assert seq.epochs_ended == 2  # on_epoch_end runs in the training process
 
 
 def test_shuffled_sequence_follows_the_seed():

@@ -8,9 +8,7 @@ iterated as it is (its elements are ``x``, ``(x, y)`` or ``(x, y, sample_weight)
 from __future__ import annotations
 
 import math
-from collections import deque
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -19,6 +17,7 @@ from tapeflow.framework import errors, nest
 from tapeflow.framework.constant import convert_to_tensor
 from tapeflow.framework.tensor import EagerTensor
 from tapeflow.keras.engine import structures
+from tapeflow.keras.engine.sequence import ordered_batches
 from tapeflow.ops import random_ops
 
 
@@ -133,8 +132,9 @@ class DataHandler:
 
     Arrays (NumPy, tensors, nested dicts/lists of them) are sliced into batches; a
     ``tf.data.Dataset``, a Python generator and a ``keras.utils.Sequence`` give whole batches
-    (``x``, ``(x, y)`` or ``(x, y, sample_weight)``). A Sequence's batches are loaded by
-    `workers` threads, up to `max_queue_size` ahead, and ``on_epoch_end`` runs after each epoch.
+    (``x``, ``(x, y)`` or ``(x, y, sample_weight)``). A Sequence's batches are loaded by `workers`
+    threads (forked processes with `use_multiprocessing`), up to `max_queue_size` ahead, and
+    ``on_epoch_end`` runs after each epoch.
     """
 
     def __init__(self, x: Any, y: Any = None, sample_weight: Any = None,
@@ -155,6 +155,7 @@ class DataHandler:
             self._source = x
             self._iterator: Iterator | None = None
             self._workers, self._max_queue = max(int(workers), 1), max(int(max_queue_size), 1)
+            self._multiprocessing = bool(use_multiprocessing)
             self._shuffle = shuffle and self._kind == "Sequence"
             self._rng = _shuffle_generator() if self._shuffle else None
             size = _cardinality(x) if self._kind == "dataset" else \
@@ -244,18 +245,9 @@ class DataHandler:
         count = len(seq) if self.steps is None else min(self.steps, len(seq))
         order = self._permutation(len(seq))[:count].tolist() if self._shuffle \
             else list(range(count))
-        if self._workers == 1:
-            for i in order:
-                yield self._element(seq[i])
-        else:
-            with ThreadPoolExecutor(self._workers, thread_name_prefix="keras_sequence") as pool:
-                pending: deque = deque()
-                for i in order:
-                    pending.append(pool.submit(seq.__getitem__, i))
-                    if len(pending) >= self._max_queue:
-                        yield self._element(pending.popleft().result())
-                while pending:
-                    yield self._element(pending.popleft().result())
+        for batch in ordered_batches(seq, order, self._workers, self._max_queue,
+                                     self._multiprocessing):
+            yield self._element(batch)
         seq.on_epoch_end()
 
     def _weights(self, y: Any, sw: Any) -> Any:

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import functools
+import multiprocessing
+from collections import deque
 from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Any
 
 
@@ -22,3 +26,44 @@ class Sequence:
     def __iter__(self) -> Iterator[Any]:
         for i in range(len(self)):
             yield self[i]
+
+
+# Sequences being loaded by forked workers, by id: a child inherits this table at fork, so the
+# Sequence itself is never pickled (only batch indices go out and batches come back).
+_SHARED: dict[int, Sequence] = {}
+
+
+def _load(uid: int, index: int) -> Any:
+    return _SHARED[uid][index]
+
+
+def ordered_batches(seq: Sequence, indices: list[int], workers: int, max_queue_size: int,
+                    use_multiprocessing: bool) -> Iterator[Any]:
+    """``seq[i]`` for each index, in order, loaded by `workers` threads (or forked processes
+    with `use_multiprocessing`, as Keras does), at most `max_queue_size` ahead. The pool lives
+    for one epoch, so processes see the Sequence as ``on_epoch_end`` left it."""
+    if workers <= 1:
+        for i in indices:
+            yield seq[i]
+        return
+    fork = use_multiprocessing and "fork" in multiprocessing.get_all_start_methods()
+    if fork:
+        pool: Any = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+        uid = id(seq)
+        _SHARED[uid] = seq
+        submit = functools.partial(pool.submit, _load, uid)
+    else:
+        pool = ThreadPoolExecutor(workers, thread_name_prefix="keras_sequence")
+        submit = functools.partial(pool.submit, seq.__getitem__)
+    try:
+        pending: deque = deque()
+        for i in indices:
+            pending.append(submit(i))
+            if len(pending) >= max_queue_size:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+        if fork:
+            _SHARED.pop(uid, None)
