@@ -57,8 +57,18 @@ def _measured_peak(concrete, arrays) -> int:
         tracemalloc.stop()
 
 
+@pytest.fixture
+def one_thread():
+    """The plan follows the calling thread's order; with the inter-op worker, kernels overlap
+    as the machine's load lets them (RevNet's measured peak then varies by 20%)."""
+    before = tf.config.threading.get_inter_op_parallelism_threads()
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+    yield
+    tf.config.threading.set_inter_op_parallelism_threads(before)
+
+
 @pytest.mark.parametrize("name", list(ZOO))
-def test_predicted_peak_of_a_training_step_is_within_10_percent(name):
+def test_predicted_peak_of_a_training_step_is_within_10_percent(name, one_thread):
     model, x, y = ZOO[name]()
     model(x[:1])
     step = _train_step(model)
