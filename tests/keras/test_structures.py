@@ -354,3 +354,20 @@ def test_validation_split_and_validation_data_keep_dict_pairing():
     hist = model.fit([XZ, XA], [Y_REG, Y_CLS], batch_size=N, verbose=0,
                      validation_data=({"alpha": XA, "zeta": XZ}, y))
     assert hist.history["val_cls_loss"][0] == pytest.approx(_sce(probs), rel=1e-5)
+
+
+def test_nested_outputs_flatten_as_keras_does():
+    inp = keras.Input((2,))
+    a = layers.Dense(1, name="a", kernel_initializer="ones")(inp)
+    b = layers.Dense(1, name="b", kernel_initializer="zeros")(inp)
+    c = layers.Dense(1, name="c", kernel_initializer=keras.initializers.Constant(2.0))(inp)
+    model = keras.Model(inp, [a, [b, c]])
+    model.compile("sgd", ["mse", "mae", "mse"], run_eagerly=True)
+    x = np.ones((2, 2), np.float32)
+    ya, yb, yc = np.zeros((2, 1)), np.full((2, 1), 3.0), np.full((2, 1), 1.0)
+    # recorded with TensorFlow 2.21 + tf-keras for both target forms
+    expected = {"loss": 16.0, "a_loss": 4.0, "b_loss": 3.0, "c_loss": 9.0}
+    assert _evaluate(model, x, [ya, [yb, yc]]) == expected
+    assert _evaluate(model, x, {"a": ya, "b": yb, "c": yc}) == expected
+    out = model.predict(x, verbose=0)
+    assert out[1][1][0, 0] == 4.0 and out[1][0][0, 0] == 0.0
