@@ -14,7 +14,7 @@ from tapeflow.version import KERAS_VERSION as __version__
 
 _SUBMODULES = ("activations", "backend", "callbacks", "constraints", "datasets", "engine",
                "initializers", "layers", "losses", "metrics", "models", "optimizers",
-               "regularizers", "saving", "utils")
+               "preprocessing", "regularizers", "saving", "utils")
 
 _NAMES = {
     "Model": "tapeflow.keras.engine.training",

@@ -11,6 +11,14 @@ import numpy as np
 from tapeflow.keras.callbacks import Progbar
 from tapeflow.keras.engine.data_adapter import unpack_x_y_sample_weight
 from tapeflow.keras.engine.sequence import Sequence
+from tapeflow.keras.preprocessing import (
+    get_file,
+    image_dataset_from_directory,
+    pad_sequences,
+    text_dataset_from_directory,
+    timeseries_dataset_from_array,
+    validate_file,
+)
 from tapeflow.keras.saving.object_registration import (
     CustomObjectScope,
     custom_object_scope,
@@ -20,7 +28,9 @@ from tapeflow.keras.saving.object_registration import (
     register_keras_serializable,
 )
 
-__all__ = ["CustomObjectScope", "Progbar", "Sequence", "custom_object_scope",
+__all__ = ["get_file", "image_dataset_from_directory", "pad_sequences",
+           "text_dataset_from_directory", "timeseries_dataset_from_array", "validate_file",
+           "CustomObjectScope", "Progbar", "Sequence", "custom_object_scope",
            "get_custom_objects", "get_registered_name", "get_registered_object",
            "is_keras_tensor", "normalize", "pack_x_y_sample_weight",
            "register_keras_serializable", "set_random_seed", "to_categorical",
