@@ -74,3 +74,16 @@ def test_image_pipeline_fused_or_not_gives_the_same_batches(tmp_path, sizes):
     assert [b.shape for b in fused] == [(4, 8, 8, 3), (4, 8, 8, 3), (3, 8, 8, 3)]
     for a, b in zip(fused, plain):
         np.testing.assert_array_equal(a, b)
+
+
+def test_cmyk_jpeg_goes_to_pillow(monkeypatch):
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    rgba = np.random.default_rng(0).integers(0, 255, (8, 8, 4), dtype=np.uint8)
+    Image.fromarray(rgba, "RGBA").convert("CMYK").save(buf, "JPEG")
+    got = tf.io.decode_jpeg(buf.getvalue(), channels=3).numpy()
+    monkeypatch.setattr(decode, "_simplejpeg", None)
+    np.testing.assert_array_equal(got, tf.io.decode_jpeg(buf.getvalue(), channels=3).numpy())

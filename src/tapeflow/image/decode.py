@@ -99,7 +99,7 @@ def _turbo_decode(data: bytes, channels: int, fancy_upscaling: bool,
                   dct_method: str) -> np.ndarray | None:
     try:
         space = _simplejpeg.decode_jpeg_header(data)[2]
-        if space not in ("Gray", "YCbCr", "RGB"):
+        if space not in ("Gray", "YCbCr", "RGB"):   # CMYK and the like: Pillow converts them
             return None
         gray = channels == 1 or (channels == 0 and space == "Gray")
         arr = _simplejpeg.decode_jpeg(data, colorspace="GRAY" if gray else "RGB",
