@@ -116,3 +116,39 @@ def test_sync_batch_norm_on_one_replica_is_batch_norm():
             np.testing.assert_allclose(a.numpy(), b.numpy(), atol=2e-5)
     np.testing.assert_allclose(sync.moving_variance.numpy(), bn.moving_variance.numpy(),
                                rtol=1e-6)
+
+
+class _LoopbackComm:
+    """A two-rank communicator whose all-reduce leaves the buffer as it is."""
+
+    size, rank = 2, 0
+
+    def iallreduce(self, buf, op, what, out=None):
+        from tapeflow.distribute.communicator import Pending
+
+        pending = Pending(self, None, buf, what, 0)
+        pending.done = True
+        return pending
+
+
+def test_traced_step_posts_a_bucket_before_the_backward_pass_ends():
+    model = tf.keras.Sequential([tf.keras.layers.Dense(64, "relu", input_shape=(32,)),
+                                 tf.keras.layers.Dense(64, "relu"), tf.keras.layers.Dense(10)])
+    optimizer = tf.keras.optimizers.SGD(0.1)
+    x = np.ones((8, 32), np.float32)
+
+    @tf.function
+    def step(x):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(model(x) ** 2)
+        grads = tape.gradient(loss, model.trainable_variables)
+        grads = collective_ops.all_reduce_gradients(grads, _LoopbackComm(), 20_000)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        return loss
+
+    step(x)
+    lines = step.get_concrete_function(x).code.splitlines()
+    starts = [i for i, line in enumerate(lines) if "collective_bucket_start(" in line]
+    products = [i for i, line in enumerate(lines) if "dot(" in line]
+    assert len(starts) == 2  # the first layer's 8 KB kernel does not fit the first bucket
+    assert starts[0] < products[-1]  # posted while the first layer's gradient is computed
