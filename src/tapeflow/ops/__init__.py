@@ -2,6 +2,7 @@
 
 from tapeflow.framework import backprop as _backprop
 from tapeflow.ops import (
+    api_extras,
     array_ops,
     bitwise_set_ops,
     complex_ops,
@@ -19,6 +20,7 @@ from tapeflow.ops import (
     math_ops,
     matrix_ops,
     misc_ops,
+    moving_average,
     nn_ops,
     numpy_api,
     operators,
