@@ -101,8 +101,23 @@ def write_tensors(prefix: str, tensors: dict[str, np.ndarray]) -> str:
     arrays = {k: np.asarray(v, order="C") for k, v in tensors.items()}
     metadata = {"format": FORMAT, "version": VERSION, "crc32": _checksum(arrays)}
     path = data_path(prefix)
-    atomic_write(path, _st_save(arrays, metadata=metadata))
+    atomic_write(path, _canonical(_st_save(arrays, metadata=metadata)))
     return path
+
+
+def _canonical(data: bytes) -> bytes:
+    """The same file with its JSON header's keys in sorted order.
+
+    safetensors writes the metadata entries in its hash map's order, which changes from process
+    to process, so two identical saves differed in their bytes. Sorting keeps the header's length
+    (only the order moves; the library's space padding is kept), so offsets stay valid.
+    """
+    size = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8:8 + size])
+    text = json.dumps(header, separators=(",", ":"), sort_keys=True).encode()
+    if len(text) > size:   # never expected: the library writes the same compact JSON
+        return data
+    return data[:8] + text.ljust(size, b" ") + data[8 + size:]
 
 
 def _resolve(prefix: str) -> str:
