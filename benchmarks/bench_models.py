@@ -42,15 +42,18 @@ def _peak_rss_mb() -> float:
     return float("nan")
 
 
-def _median_ms(step, steps: int, warmup: int) -> float:
+def _step_ms(step, steps: int, warmup: int) -> dict:
+    """Step time after warm-up: median, min and p90 in ms (the spread, not only the median)."""
     for _ in range(warmup):
         step()
     times = []
     for _ in range(steps):
         start = time.perf_counter()
         step()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e3
+        times.append((time.perf_counter() - start) * 1e3)
+    times.sort()
+    p90 = times[min(len(times) - 1, round(0.9 * (len(times) - 1)))]
+    return {"ms": statistics.median(times), "min_ms": times[0], "p90_ms": p90}
 
 
 def _w4_data(batch: int = 64):
@@ -78,8 +81,7 @@ def w4_tapeflow(mode: str, steps: int, warmup: int) -> dict:
         return loss
 
     step = tf.function(train_step) if mode == "graph" else train_step
-    ms = _median_ms(lambda: step(x, y), steps, warmup)
-    return {"ms": ms, "rss_mb": _peak_rss_mb()}
+    return {**_step_ms(lambda: step(x, y), steps, warmup), "rss_mb": _peak_rss_mb()}
 
 
 def _torch_densenet(torch):
@@ -126,7 +128,7 @@ def w4_torch(mode: str, steps: int, warmup: int) -> dict:
         loss.backward()
         optimizer.step()
 
-    return {"ms": _median_ms(step, steps, warmup), "rss_mb": _peak_rss_mb(),
+    return {**_step_ms(step, steps, warmup), "rss_mb": _peak_rss_mb(),
             "params": sum(p.numel() for p in model.parameters())}
 
 
@@ -218,7 +220,7 @@ def w4_tensorflow(mode: str, steps: int, warmup: int) -> dict:
         optimizer.apply_gradients(zip(grads, model.trainable_variables))
         return loss
 
-    return {"ms": _median_ms(lambda: step().numpy(), steps, warmup), "rss_mb": _peak_rss_mb(),
+    return {**_step_ms(lambda: step().numpy(), steps, warmup), "rss_mb": _peak_rss_mb(),
             "params": int(sum(np.prod(v.shape) for v in model.trainable_variables))}
 
 
@@ -406,7 +408,8 @@ def _report_w4(rounds: list[dict]) -> None:
     the per-round ratios to that round's PyTorch run."""
     print(f"W4 DenseNet training step, batch 64, [64,32,32,3], Adam (median of {len(rounds)} "
           "round(s))")
-    print(f"  {'run':22s} {'step ms':>9s} {'vs torch':>9s} {'peak RSS MB':>12s} {'vs torch':>9s}")
+    print(f"  {'run':22s} {'min ms':>7s} {'median':>7s} {'p90':>7s} {'vs torch':>9s} "
+          f"{'peak RSS MB':>12s} {'vs torch':>9s}")
     ok = [r for r in rounds if "ms" in r["w4-torch-eager"]]
     for name in rounds[0]:
         runs = [r[name] for r in rounds if "ms" in r[name]]
@@ -419,7 +422,10 @@ def _report_w4(rounds: list[dict]) -> None:
         ratio = statistics.median(a["ms"] / b["ms"] for a, b in pairs) if pairs else math.nan
         rss_ratio = (statistics.median(a["rss_mb"] / b["rss_mb"] for a, b in pairs) if pairs
                      else math.nan)
-        print(f"  {name:22s} {ms:9.1f} {ratio:8.2f}x {rss:12.0f} {rss_ratio:8.2f}x")
+        low, high = (statistics.median(r.get(k, math.nan) for r in runs)
+                     for k in ("min_ms", "p90_ms"))
+        print(f"  {name:22s} {low:7.1f} {ms:7.1f} {high:7.1f} {ratio:8.2f}x {rss:12.0f} "
+              f"{rss_ratio:8.2f}x")
     if ok and "w4-tensorflow-graph" not in rounds[0]:
         torch_ms = statistics.median(r["w4-torch-eager"]["ms"] for r in ok)
         quoted = TF_REFERENCE["w4_graph_ms"]
