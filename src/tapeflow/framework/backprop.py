@@ -6,13 +6,15 @@ hands its outputs' gradients to the op's gradient rule and adds what it returns 
 inputs' gradients. Gradient rules are written in tapeflow ops, so the walk runs eagerly or
 emits backward nodes into the graph being built, and is itself recorded by any outer tape.
 
-The two ops the walker needs itself (adding gradients, zeros for a multi-output op's missing
-ones) belong to the op library, a layer above this one: it installs them (``install``).
+The few ops the walker and the tape need themselves (adding gradients, ones for the seed,
+zeros for missing ones, a cast) belong to the op library, a layer above this one: it installs
+them (``install``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from types import SimpleNamespace
 from typing import Any
 
 
@@ -33,20 +35,22 @@ class Step:
         self.multi = multi
 
 
-_add: Callable[[Any, Any], Any] | None = None
-_zeros_like: Callable[[Any], Any] | None = None
+ops = SimpleNamespace(add=None, zeros_like=None, ones_like=None, zeros=None, cast=None)
 
 
-def install(add: Callable[[Any, Any], Any], zeros_like: Callable[[Any], Any]) -> None:
-    """Called by the op library (``tapeflow.ops``) with its add and zeros_like."""
-    global _add, _zeros_like
-    _add, _zeros_like = add, zeros_like
+def install(**fns: Callable) -> None:
+    """Called by the op library (``tapeflow.ops``) with add, zeros_like, ones_like, zeros and
+    cast."""
+    unknown = set(fns) - set(vars(ops))
+    if unknown:
+        raise TypeError(f"backprop.install: unknown ops {sorted(unknown)}")
+    vars(ops).update(fns)
 
 
 def accumulate(grads: dict[int, Any], key: int, g: Any) -> None:
     """Add gradient `g` into ``grads[key]``."""
     prev = grads.get(key)
-    grads[key] = g if prev is None else _add(prev, g)
+    grads[key] = g if prev is None else ops.add(prev, g)
 
 
 def relevant(steps: Iterable[Step], source_keys: set[int]) -> list[Step]:
@@ -81,7 +85,7 @@ def backward(steps: list[Step], grads: dict[int, Any], source_keys: set[int],
             gs = [take(k) for k in s.out_keys]
             if all(g is None for g in gs):
                 continue
-            gs = tuple(_zeros_like(o) if g is None else g for g, o in zip(gs, s.outs))
+            gs = tuple(ops.zeros_like(o) if g is None else g for g, o in zip(gs, s.outs))
         else:
             gs = take(s.out_keys[0])
             if gs is None:

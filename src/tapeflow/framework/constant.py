@@ -115,9 +115,7 @@ def convert_to_tensor(value: Any, dtype: Any = None, dtype_hint: Any = None,
     if isinstance(value, np.generic):
         return convert_to_tensor(np.asarray(value), dtype)
     if isinstance(value, (list, tuple)) and any(_is_symbolic(v) for v in _flat(value)):
-        from tapeflow.ops import array_ops
-
-        return array_ops.stack([convert_to_tensor(v, dtype, dtype_hint) for v in value])
+        return stack([convert_to_tensor(v, dtype, dtype_hint) for v in value])
     if dtype is None:
         inferred = _infer_python_dtype(value)
         if dtype_hint is not None:
@@ -126,6 +124,11 @@ def convert_to_tensor(value: Any, dtype: Any = None, dtype_hint: Any = None,
                 inferred = hint
         dtype = inferred
     return _maybe_symbolic(wrap(_to_array(value, dtype, _op_name)))
+
+
+# a list holding symbolic tensors becomes their stack: an op, installed by the op library
+# (ops/array_ops.py) from the layer above
+stack: Any = None
 
 
 def _hint_compatible(inferred: _dtypes.DType, hint: _dtypes.DType, value: Any) -> bool:

@@ -13,8 +13,6 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
 from tapeflow.framework import backprop, errors
 from tapeflow.framework.context import state as _state
 from tapeflow.framework.nest import flatten, pack_sequence_as
@@ -158,8 +156,6 @@ class GradientTape:
         return result
 
     def _gradient(self, target, sources, output_gradients, unconnected_gradients):
-        from tapeflow.ops import array_ops, math_ops
-
         unconnected = UnconnectedGradients(
             unconnected_gradients.value if isinstance(unconnected_gradients, UnconnectedGradients)
             else str(unconnected_gradients).lower())
@@ -185,9 +181,9 @@ class GradientTape:
             if isinstance(t, Variable):
                 t = t.read_value()
             if og is None:
-                og = array_ops.ones_like(t)
+                og = backprop.ops.ones_like(t)
             elif not isinstance(og, Tensor):
-                og = math_ops.cast(og, t.dtype)
+                og = backprop.ops.cast(og, t.dtype)
             backprop.accumulate(grads, id(t), og)
 
         source_keys = {id(s) for s in flat_sources}
@@ -197,66 +193,13 @@ class GradientTape:
         for s in flat_sources:
             g = grads.get(id(s))
             if g is None and unconnected is UnconnectedGradients.ZERO:
-                g = (array_ops.zeros(s.shape, dtype=s.dtype) if s.shape.is_fully_defined()
-                     else array_ops.zeros_like(s))  # an unknown dim: take it at run time
+                g = (backprop.ops.zeros(s.shape, dtype=s.dtype) if s.shape.is_fully_defined()
+                     else backprop.ops.zeros_like(s))  # an unknown dim: take it at run time
             out.append(g)
         return pack_sequence_as(sources, out)
 
-    def jacobian(self, target: Any, sources: Any, unconnected_gradients: Any =
-                 UnconnectedGradients.NONE, parallel_iterations: Any = None,
-                 experimental_use_pfor: bool = True):
-        """Full Jacobian d target[i...] / d source[j...], shaped target.shape + source.shape."""
-        from tapeflow.ops import array_ops
-
-        if self._used and not self._persistent:
-            raise RuntimeError(_used_twice(self._first_use))
-        target_shape = [int(d) for d in target.shape]
-        n = int(np.prod(target_shape)) if target_shape else 1
-        flat_sources = flatten(sources)
-        rows: list[list] = [[] for _ in flat_sources]
-        for i in range(n):
-            onehot = np.zeros(n, dtype=target.dtype.as_numpy_dtype)
-            onehot[i] = 1
-            seed = array_ops.reshape(onehot, target_shape)
-            gs = self._gradient(target, flat_sources, seed, unconnected_gradients)
-            for j, g in enumerate(gs):
-                rows[j].append(g)
-        out = []
-        for s, gl in zip(flat_sources, rows):
-            if all(g is None for g in gl):
-                out.append(None)
-                continue
-            gl = [array_ops.zeros(s.shape, s.dtype) if g is None else g for g in gl]
-            stacked = array_ops.stack(gl)
-            out.append(array_ops.reshape(stacked, target_shape + [int(d) for d in s.shape]))
-        if not self._persistent:
-            self._used = True
-            self._first_use = errors.user_line()
-            self._entries = []
-        return pack_sequence_as(sources, out)
-
-    def batch_jacobian(self, target: Any, source: Any, unconnected_gradients: Any =
-                       UnconnectedGradients.NONE, parallel_iterations: Any = None,
-                       experimental_use_pfor: bool = True):
-        """Per-example Jacobian: [b, *target_rest, *source_rest] for batch-independent maps."""
-        from tapeflow.ops import array_ops, gather_ops
-
-        jac = self.jacobian(target, source, unconnected_gradients)
-        if jac is None:
-            return None
-        t_shape = [int(d) for d in target.shape]
-        s_shape = [int(d) for d in source.shape]
-        b = t_shape[0]
-        if s_shape[0] != b:
-            raise ValueError(f"batch_jacobian: target batch {b} != source batch {s_shape[0]}")
-        t_rest, s_rest = t_shape[1:], s_shape[1:]
-        tn, sn = int(np.prod(t_rest)), int(np.prod(s_rest))
-        j = array_ops.reshape(jac, [b, tn, b, sn])
-        j = array_ops.transpose(j, [0, 2, 1, 3])
-        j = array_ops.reshape(j, [b * b, tn, sn])
-        idx = [i * b + i for i in range(b)]
-        diag = gather_ops.gather(j, idx)
-        return array_ops.reshape(diag, [b] + t_rest + s_rest)
+    # jacobian and batch_jacobian (built from ops: stack, reshape, gather) are installed by the
+    # op library: ops/jacobian_ops.py
 
 
 def custom_gradient(f: Callable | None = None):

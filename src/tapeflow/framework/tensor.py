@@ -111,12 +111,7 @@ class EagerTensor(Tensor):
             return format(self._value[()], spec)
         return format(str(self), spec)
 
-    def __iter__(self):
-        if self._value.ndim == 0:
-            raise TypeError("Cannot iterate over a scalar tensor.")
-        from tapeflow.ops import array_ops
-
-        return iter(array_ops.unstack(self, num=self._value.shape[0]))
+    # __iter__ (unstack, an op) is installed by the op library: ops/array_ops.py
 
     def __copy__(self) -> EagerTensor:
         return self

@@ -139,22 +139,8 @@ class Variable:
     def _as_tensor(self) -> Tensor:
         return self.read_value()
 
-    def read_value(self) -> Tensor:
-        """The current value (eager) or a read node (graph). Under a tape, eager reads go
-        through an Identity of the variable itself, so gradients reach the variable (as TF's
-        ReadVariableOp does): ``tf.convert_to_tensor(v) * 3`` has gradient 3 for v."""
-        if _state.graph is None and self._value is not None:
-            if _state.tapes:
-                from tapeflow.framework.dispatch import apply
-                from tapeflow.ops.array_ops import _identity
-
-                return apply(_identity, self)
-            return wrap(self._value)
-        from tapeflow.ops import state_ops
-
-        return state_ops.read_variable(self)
-
-    value = read_value
+    # read_value / value, assign, assign_add, assign_sub and initializer are ops: the op
+    # library installs them (ops/state_ops.py), as ops/operators.py installs the operators
 
     def numpy(self) -> np.ndarray:
         if self._value is None:
@@ -186,38 +172,6 @@ class Variable:
 
     def __format__(self, spec: str) -> str:
         return format(self.read_value(), spec)
-
-    # --- writing ------------------------------------------------------------------------
-    def assign(self, value: Any, use_locking: bool = False, name: str | None = None,
-               read_value: bool = True):
-        """Set the value; returns the variable (eager) or the assign op's output (graph)."""
-        from tapeflow.ops import state_ops
-
-        out = state_ops.assign(self, value)
-        return self if (_state.graph is None and read_value) else out
-
-    def assign_add(self, delta: Any, use_locking: bool = False, name: str | None = None,
-                   read_value: bool = True):
-        from tapeflow.ops import state_ops
-
-        out = state_ops.assign_add(self, delta)
-        return self if (_state.graph is None and read_value) else out
-
-    def assign_sub(self, delta: Any, use_locking: bool = False, name: str | None = None,
-                   read_value: bool = True):
-        from tapeflow.ops import state_ops
-
-        out = state_ops.assign_sub(self, delta)
-        return self if (_state.graph is None and read_value) else out
-
-    @property
-    def initializer(self):
-        """compat.v1: the op that sets the initial value when run in a Session."""
-        from tapeflow.ops import state_ops
-
-        if self._initial_value is None:
-            return state_ops.assign(self, wrap(np.array(self._value)))
-        return state_ops.assign(self, self._initial_value)
 
     @property
     def initial_value(self):

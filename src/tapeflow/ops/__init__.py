@@ -15,6 +15,7 @@ from tapeflow.ops import (
     gather_ops,
     gradient_registry,
     indexing_ops,
+    jacobian_ops,
     linalg_ops,
     lookup_ops,
     math_ops,
@@ -38,4 +39,5 @@ from tapeflow.ops import (
 )
 
 # the reverse-mode walker (framework, below this layer) adds gradients with the op library's ops
-_backprop.install(add=math_ops.add, zeros_like=array_ops.zeros_like)
+_backprop.install(add=math_ops.add, zeros_like=array_ops.zeros_like,
+                  ones_like=array_ops.ones_like, zeros=array_ops.zeros, cast=math_ops.cast)

@@ -12,12 +12,13 @@ from typing import Any
 import numpy as np
 
 from tapeflow._api import export, export_value
+from tapeflow.framework import constant as _constant
 from tapeflow.framework import dtypes as _dtypes
 from tapeflow.framework import errors
 from tapeflow.framework.constant import convert_to_tensor
 from tapeflow.framework.dispatch import apply, op
 from tapeflow.framework.shape_rules import same_as_first
-from tapeflow.framework.tensor import Tensor
+from tapeflow.framework.tensor import EagerTensor, Tensor
 from tapeflow.framework.variable import Variable
 from tapeflow.kernels import concat as _concat_kernel
 from tapeflow.ops.shape_args import (  # noqa: F401  (imported from here by other ops)
@@ -810,3 +811,15 @@ def top_k(input: Any, k: int = 1, sorted: bool = True, name: str | None = None):
     order = apply(_argsort, x, axis=x.shape.rank - 1, descending=True)
     indices = slice_by_index(order, (Ellipsis, slice(None, k)))
     return TopKV2(apply(_take_along_axis, x, indices, axis=x.shape.rank - 1), indices)
+
+
+def _iterate_eager(self: EagerTensor):
+    """Iterating over an eager tensor yields its rows (unstack along axis 0)."""
+    if self._value.ndim == 0:
+        raise TypeError("Cannot iterate over a scalar tensor.")
+    return iter(unstack(self, num=self._value.shape[0]))
+
+
+# methods and hooks the framework layer needs from the op library, installed from here
+EagerTensor.__iter__ = _iterate_eager
+_constant.stack = stack

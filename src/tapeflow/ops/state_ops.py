@@ -7,7 +7,10 @@ from typing import Any
 import numpy as np
 
 from tapeflow.framework import errors
+from tapeflow.framework.context import state as _state
 from tapeflow.framework.dispatch import apply, op
+from tapeflow.framework.tensor import wrap
+from tapeflow.framework.variable import Variable
 
 
 def _var_spec(*, var):
@@ -130,3 +133,52 @@ def assign_add(var, delta: Any):
 
 def assign_sub(var, delta: Any):
     return apply(_assign_sub, _as_value(var, delta), var=var)
+
+
+# --- Variable's reading and writing methods, installed on the framework's class from here ------
+
+
+def _variable_read_value(self: Variable):
+    """The current value (eager) or a read node (graph). Under a tape, eager reads go
+    through an Identity of the variable itself, so gradients reach the variable (as TF's
+    ReadVariableOp does): ``tf.convert_to_tensor(v) * 3`` has gradient 3 for v."""
+    if _state.graph is None and self._value is not None:
+        if _state.tapes:
+            from tapeflow.ops.array_ops import _identity
+
+            return apply(_identity, self)
+        return wrap(self._value)
+    return read_variable(self)
+
+
+def _variable_assign(self: Variable, value: Any, use_locking: bool = False,
+                     name: str | None = None, read_value: bool = True):
+    """Set the value; returns the variable (eager) or the assign op's output (graph)."""
+    out = assign(self, value)
+    return self if (_state.graph is None and read_value) else out
+
+
+def _variable_assign_add(self: Variable, delta: Any, use_locking: bool = False,
+                         name: str | None = None, read_value: bool = True):
+    out = assign_add(self, delta)
+    return self if (_state.graph is None and read_value) else out
+
+
+def _variable_assign_sub(self: Variable, delta: Any, use_locking: bool = False,
+                         name: str | None = None, read_value: bool = True):
+    out = assign_sub(self, delta)
+    return self if (_state.graph is None and read_value) else out
+
+
+def _variable_initializer(self: Variable):
+    """compat.v1: the op that sets the initial value when run in a Session."""
+    if self._initial_value is None:
+        return assign(self, wrap(np.array(self._value)))
+    return assign(self, self._initial_value)
+
+
+Variable.read_value = Variable.value = _variable_read_value
+Variable.assign = _variable_assign
+Variable.assign_add = _variable_assign_add
+Variable.assign_sub = _variable_assign_sub
+Variable.initializer = property(_variable_initializer)
