@@ -19,6 +19,7 @@ LAYERS = {"_api": 0, "framework": 0, "kernels": 0, "ops": 1, "graph": 2}  # ever
 KNOWN = {
     "tapeflow.framework.testing_api": {"tapeflow.ops", "tapeflow.sparse"},
     "tapeflow.graph.ir": {"tapeflow.compat"},
+    "tapeflow.ops.api_extras": {"tapeflow.graph"},
     "tapeflow.ops.bitwise_set_ops": {"tapeflow.sparse"},
     "tapeflow.ops.control_flow_ops": {"tapeflow.graph"},  # cond/while_loop: to move to graph/
     "tapeflow.ops.debug_ops": {"tapeflow.graph"},
