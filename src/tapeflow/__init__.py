@@ -28,6 +28,7 @@ from tapeflow import (
     data,
     datasets,
     distribute,
+    feature_column,
     image,
     io,
     keras,

@@ -15,6 +15,11 @@ S = tf.keras.optimizers.schedules
 ARGS = {
     "EinsumDense": lambda: L.EinsumDense("ab,bc->ac", output_shape=4, bias_axes="c"),
     "Embedding": lambda: L.Embedding(10, 3),
+    "DenseFeatures": lambda: L.DenseFeatures([
+        tf.feature_column.numeric_column("a", shape=2),
+        tf.feature_column.embedding_column(tf.feature_column.crossed_column(
+            [tf.feature_column.bucketized_column(tf.feature_column.numeric_column("a"), [0, 1]),
+             "s"], 5), 2)]),
     "GRU": lambda: L.GRU(3, return_sequences=True), "GRUCell": lambda: L.GRUCell(3),
     "LSTM": lambda: L.LSTM(3, go_backwards=True), "LSTMCell": lambda: L.LSTMCell(3),
     "SimpleRNN": lambda: L.SimpleRNN(3), "SimpleRNNCell": lambda: L.SimpleRNNCell(3),

@@ -66,7 +66,11 @@ class Sequential(Model):
                 self._output = layer(self._output)
 
     def _maybe_build(self, inputs: Any) -> None:
-        if not self.built:  # the first call's batch size is not part of the model
+        if not self.built and isinstance(inputs, dict):
+            # Keras 2's deferred mode for dict inputs (DenseFeatures first): no Input network;
+            # each layer builds on its first call
+            self.built = True
+        elif not self.built:  # the first call's batch size is not part of the model
             self.build((None,) + tuple(inputs.shape.as_list()[1:]))
 
     def build(self, input_shape: Any = None) -> None:

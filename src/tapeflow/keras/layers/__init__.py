@@ -22,6 +22,7 @@ from tapeflow.keras.layers.core import (
     Reshape,
     SpatialDropout2D,
 )
+from tapeflow.keras.layers.dense_features import DenseFeatures
 from tapeflow.keras.layers.einsum_dense import EinsumDense
 from tapeflow.keras.layers.embedding import Embedding
 from tapeflow.keras.layers.merge import (
