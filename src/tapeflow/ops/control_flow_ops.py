@@ -56,10 +56,13 @@ def _trace_subgraph(fn, name: str, arg_specs: list, args_structure: Any = None):
     return sub, result
 
 
-def _hoist_reads(sub) -> None:
-    """Variable reads in `sub` that it never assigns become captures of reads in the parent,
-    made by an op on the variable (as any other use of it), so a tape around the loop or
-    branch carries the capture's gradient to the variable."""
+def _hoist_reads(subs: list) -> None:
+    """Variable reads in the sub-graphs of one control-flow op (both branches; a loop's cond and
+    body) that none of them assigns become captures of one read per variable in the parent,
+    made by an op on the variable (as any other use of it), so a tape around the op carries the
+    capture's gradient to the variable. One read shared by all the sub-graphs: two reads of one
+    variable became one placeholder when the function was differentiated, and the branch not
+    taken then added the taken one's gradient again (doubled gradients)."""
     ir, _ = _graph_mod()
     assigned = set()
 
@@ -70,22 +73,24 @@ def _hoist_reads(sub) -> None:
             for s in ir.subgraphs(n):
                 scan(s)
 
-    scan(sub)
+    for sub in subs:
+        scan(sub)
     outer_reads: dict[int, Any] = {}
-    dead = set()
-    for node in list(sub.nodes):
-        if node.op.name != "ReadVariableOp" or id(node.attrs["var"]) in assigned:
-            continue
-        var = node.attrs["var"]
-        if id(var) not in outer_reads:  # an op on the variable itself: tapes link it to var
-            with graph_scope(sub.parent):
-                outer_reads[id(var)] = apply(_identity, var)
-        ph = sub.capture(outer_reads[id(var)])
-        if sub.nodes[-1] is ph.node:
-            sub.nodes.insert(0, sub.nodes.pop())
-        ir.replace_uses(sub, node.outputs[0], ph)
-        dead.add(id(node))
-    ir.remove_nodes(sub, dead)
+    for sub in subs:
+        dead = set()
+        for node in list(sub.nodes):
+            if node.op.name != "ReadVariableOp" or id(node.attrs["var"]) in assigned:
+                continue
+            var = node.attrs["var"]
+            if id(var) not in outer_reads:  # an op on the variable itself: tapes link it to var
+                with graph_scope(sub.parent):
+                    outer_reads[id(var)] = apply(_identity, var)
+            ph = sub.capture(outer_reads[id(var)])
+            if sub.nodes[-1] is ph.node:
+                sub.nodes.insert(0, sub.nodes.pop())
+            ir.replace_uses(sub, node.outputs[0], ph)
+            dead.add(id(node))
+        ir.remove_nodes(sub, dead)
 
 
 def _align_captures(graphs: list, n_args: int) -> list:
@@ -206,8 +211,7 @@ def cond(pred: Any, true_fn: Any = None, false_fn: Any = None, name: str | None 
     then_g, then_r = _trace_subgraph(true_fn, "cond_true", [])
     else_g, else_r = _trace_subgraph(false_fn, "cond_false", [])
     structure = _merge_branch_outputs(then_g, then_r, else_g, else_r)
-    for g in (then_g, else_g):
-        _hoist_reads(g)
+    _hoist_reads([then_g, else_g])
     outers = _align_captures([then_g, else_g], 0)
     then_g, else_g = _optimized(then_g), _optimized(else_g)
     stateful = _is_stateful([then_g, else_g])
@@ -478,8 +482,7 @@ def while_loop(cond: Any, body: Any, loop_vars: Any, shape_invariants: Any = Non
         raise TypeError(f"tf.while_loop: cond must return a bool, got {test_t.dtype.name}\n"
                         f"{errors.user_line()}")
     cond_g.outputs = [test_t]
-    for sub in (cond_g, body_g):
-        _hoist_reads(sub)
+    _hoist_reads([cond_g, body_g])
     n = len(flat)
     outers = _align_captures([cond_g, body_g], n)
     cond_g, body_g = _optimized(cond_g), _optimized(body_g)
