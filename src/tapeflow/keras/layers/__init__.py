@@ -3,13 +3,15 @@
 from tapeflow.keras.engine.base_layer import Layer
 from tapeflow.keras.engine.input_layer import Input, InputLayer
 from tapeflow.keras.layers import experimental
-from tapeflow.keras.layers.activation import ELU, LeakyReLU, ReLU, Softmax
+from tapeflow.keras.layers.activation import ELU, LeakyReLU, PReLU, ReLU, Softmax, ThresholdedReLU
 from tapeflow.keras.layers.attention import AdditiveAttention, Attention
 from tapeflow.keras.layers.convolutional import (
     Conv1D,
+    Conv1DTranspose,
     Conv2D,
     Conv2DTranspose,
     Convolution1D,
+    Convolution1DTranspose,
     Convolution2D,
     Convolution2DTranspose,
 )
@@ -25,10 +27,12 @@ from tapeflow.keras.layers.core import (
 from tapeflow.keras.layers.dense_features import DenseFeatures
 from tapeflow.keras.layers.einsum_dense import EinsumDense
 from tapeflow.keras.layers.embedding import Embedding
+from tapeflow.keras.layers.group_normalization import GroupNormalization, UnitNormalization
 from tapeflow.keras.layers.merge import (
     Add,
     Average,
     Concatenate,
+    Dot,
     Maximum,
     Minimum,
     Multiply,
@@ -36,6 +40,7 @@ from tapeflow.keras.layers.merge import (
     add,
     average,
     concatenate,
+    dot,
     maximum,
     minimum,
     multiply,
@@ -87,11 +92,21 @@ from tapeflow.keras.layers.recurrent import (
     SimpleRNN,
     SimpleRNNCell,
 )
+from tapeflow.keras.layers.regularization import ActivityRegularization, AlphaDropout
 from tapeflow.keras.layers.reshaping import (
     Cropping2D,
     Permute,
     RepeatVector,
     UpSampling2D,
     ZeroPadding2D,
+)
+from tapeflow.keras.layers.reshaping_1d import Cropping1D, UpSampling1D, ZeroPadding1D
+from tapeflow.keras.layers.separable import (
+    DepthwiseConv1D,
+    DepthwiseConv2D,
+    SeparableConv1D,
+    SeparableConv2D,
+    SeparableConvolution1D,
+    SeparableConvolution2D,
 )
 from tapeflow.keras.layers.wrappers import Bidirectional, TimeDistributed

@@ -1,4 +1,5 @@
-"""Activation layers with their own arguments: ReLU, LeakyReLU, ELU, Softmax."""
+"""Activation layers with their own arguments: ReLU, LeakyReLU, ELU, Softmax,
+ThresholdedReLU and PReLU (a learned negative slope)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 import numpy as np
 
 import tapeflow as tf
-from tapeflow.keras import activations
+from tapeflow.keras import activations, initializers, regularizers
 from tapeflow.keras.engine.base_layer import Layer
 from tapeflow.keras.layers.utils import layer_error
 
@@ -104,3 +105,66 @@ class Softmax(Layer):
 
     def get_config(self) -> dict:
         return {**super().get_config(), "axis": self.axis}
+
+
+class ThresholdedReLU(Layer):
+    """x where x > theta, 0 elsewhere (Konda et al., 2014)."""
+
+    def __init__(self, theta: float = 1.0, **kwargs: Any):
+        super().__init__(**kwargs)
+        if theta is None or not float(theta) >= 0:
+            raise layer_error(f"ThresholdedReLU: `theta` must be a non-negative float, got "
+                             f"{theta}")
+        self.theta = float(theta)
+
+    def call(self, inputs: Any):
+        x = tf.convert_to_tensor(inputs)
+        return x * tf.cast(x > self.theta, x.dtype)
+
+    def compute_output_shape(self, input_shape: Any) -> tf.TensorShape:
+        return tf.TensorShape(input_shape)
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "theta": self.theta}
+
+
+class PReLU(Layer):
+    """max(x, 0) + alpha * min(x, 0) with a learned ``alpha`` per input position, shared
+    across ``shared_axes`` (e.g. ``shared_axes=[1, 2]``: one slope per channel of an image)."""
+
+    def __init__(self, alpha_initializer: Any = "zeros", alpha_regularizer: Any = None,
+                 alpha_constraint: Any = None, shared_axes: Any = None, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.alpha_initializer = initializers.get(alpha_initializer)
+        self.alpha_regularizer = regularizers.get(alpha_regularizer)
+        self.alpha_constraint = alpha_constraint
+        if shared_axes is None or isinstance(shared_axes, (list, tuple)):
+            self.shared_axes = None if shared_axes is None else [int(a) for a in shared_axes]
+        else:
+            self.shared_axes = [int(shared_axes)]
+
+    def build(self, input_shape: Any) -> None:
+        dims = tf.TensorShape(input_shape).as_list()[1:]
+        for axis in self.shared_axes or []:
+            if not 1 <= axis <= len(dims):
+                raise layer_error(f"PReLU {self.name!r}: shared axis {axis} is out of range for "
+                                 f"inputs of shape {tf.TensorShape(input_shape)}")
+            dims[axis - 1] = 1
+        if None in dims:
+            raise layer_error(f"PReLU {self.name!r}: needs known non-batch dims (or share the "
+                             f"unknown ones with shared_axes), got {tf.TensorShape(input_shape)}")
+        self.alpha = self.add_weight("alpha", shape=dims, initializer=self.alpha_initializer,
+                                     regularizer=self.alpha_regularizer,
+                                     constraint=self.alpha_constraint)
+        self.built = True
+
+    def call(self, inputs: Any):
+        x = tf.convert_to_tensor(inputs)
+        return tf.nn.relu(x) - self.alpha * tf.nn.relu(-x)
+
+    def compute_output_shape(self, input_shape: Any) -> tf.TensorShape:
+        return tf.TensorShape(input_shape)
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "shared_axes": self.shared_axes,
+                "alpha_initializer": initializers.serialize(self.alpha_initializer)}

@@ -1,4 +1,4 @@
-"""Convolution layers: Conv1D, Conv2D and Conv2DTranspose (channels-last inputs, as Keras).
+"""Convolution layers: Conv1D, Conv2D, Conv1DTranspose, Conv2DTranspose (channels-last, as Keras).
 
 They share one base, ``_Conv``: arguments, weights (``kernel`` then ``bias``), bias add and
 activation. Each subclass says only how to convolve and how long its outputs are.
@@ -195,6 +195,38 @@ class Conv2DTranspose(_Conv):
         return {**super().get_config(), "output_padding": self.output_padding}
 
 
+class Conv1DTranspose(Conv2DTranspose):
+    """Transposed 1-D convolution over [batch, steps, channels], run as a height-1
+    Conv2DTranspose. Weights as Keras: ``kernel`` [k, filters, in_channels], ``bias``
+    [filters]."""
+
+    rank = 1
+
+    def __init__(self, filters: int, kernel_size: Any, strides: Any = 1,
+                 padding: str = "valid", output_padding: Any = None, **kwargs: Any):
+        _Conv.__init__(self, filters, kernel_size, strides=strides, padding=padding, **kwargs)
+        self.output_padding = None
+        if output_padding is not None:
+            self.output_padding = normalize_tuple(output_padding, 1, "output_padding",
+                                                  "Conv1DTranspose")
+            if not 0 <= self.output_padding[0] < self.strides[0]:
+                raise layer_error(f"Conv1DTranspose: `output_padding` {self.output_padding} "
+                                 f"must be non-negative and smaller than the strides "
+                                 f"{self.strides}")
+
+    def convolve(self, inputs: Any) -> Any:
+        batch, steps, _ = static_shape(inputs)
+        if steps is None:
+            raise layer_error(f"Conv1DTranspose {self.name!r}: the number of steps of the "
+                             f"inputs must be known, got shape {inputs.shape}")
+        out_shape = [batch, 1, self.output_length(0, steps), self.filters]
+        out = tf.nn.conv2d_transpose(tf.expand_dims(inputs, 1), tf.expand_dims(self.kernel, 0),
+                                     out_shape, strides=(1,) + self.strides,
+                                     padding=self.padding, dilations=(1,) + self.dilation_rate)
+        return tf.squeeze(out, 1)
+
+
 Convolution1D = Conv1D
+Convolution1DTranspose = Conv1DTranspose
 Convolution2D = Conv2D
 Convolution2DTranspose = Conv2DTranspose

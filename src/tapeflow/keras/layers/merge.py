@@ -1,4 +1,4 @@
-"""Merge layers: combine a list of tensors (Concatenate, Add, Subtract, Multiply, Average...)."""
+"""Merge layers: combine a list of tensors (Concatenate, Add, Subtract, Multiply, Dot...)."""
 
 from __future__ import annotations
 
@@ -124,6 +124,68 @@ class Concatenate(_Merge):
 
     def get_config(self) -> dict:
         return {**super().get_config(), "axis": self.axis}
+
+
+class Dot(_Merge):
+    """Per-sample dot product of two inputs along `axes` (an int, or one axis per input);
+    ``normalize=True`` L2-normalizes both first (cosine similarity). [b, n] . [b, n] gives
+    [b, 1]; [b, n, d] . [b, m, d] with ``axes=2`` gives [b, n, m] (Keras's batch_dot)."""
+
+    def __init__(self, axes: Any, normalize: bool = False, **kwargs: Any):
+        super().__init__(**kwargs)
+        if isinstance(axes, int):
+            axes = (axes, axes)
+        if not isinstance(axes, (list, tuple)) or len(axes) != 2 or not all(
+                isinstance(a, int) for a in axes):
+            raise layer_error(f"Dot: `axes` must be an int or a list of 2 ints, got {axes!r}")
+        self.axes, self.normalize = tuple(axes), bool(normalize)
+
+    def _axes(self, shapes: list) -> tuple[int, int]:
+        ranks = [s.rank for s in shapes]
+        if len(shapes) != 2 or None in ranks or min(ranks) < 2:
+            raise layer_error(f"Dot {self.name!r}: expects 2 inputs of known rank >= 2, got "
+                             f"shapes {[str(s) for s in shapes]}")
+        axes = tuple(a % r for a, r in zip(self.axes, ranks))
+        if 0 in axes:
+            raise layer_error(f"Dot {self.name!r}: cannot contract the batch axis (axes "
+                             f"{self.axes})")
+        a, b = (s[ax] for s, ax in zip(shapes, axes))
+        if a is not None and b is not None and a != b:
+            raise layer_error(f"Dot {self.name!r}: dimension incompatibility {a} != {b} along "
+                             f"axes {self.axes} of shapes {[str(s) for s in shapes]}")
+        return axes
+
+    def build(self, input_shape: Any) -> None:
+        self._axes([tf.TensorShape(s) for s in self._check(input_shape)])
+        self.built = True
+
+    def _merge(self, inputs: list) -> Any:
+        x, y = (tf.convert_to_tensor(t) for t in inputs)
+        ax, ay = self._axes([x.shape, y.shape])
+        if self.normalize:
+            x, y = tf.nn.l2_normalize(x, axis=ax), tf.nn.l2_normalize(y, axis=ay)
+        letters = iter("cdefghijklmnopqrstuvwxyz")
+        xs = ["a"] + [next(letters) for _ in range(x.shape.rank - 1)]
+        ys = ["a"] + [next(letters) for _ in range(y.shape.rank - 1)]
+        ys[ay] = xs[ax] = "b"
+        out = [c for c in xs if c != "b"] + [c for c in ys[1:] if c != "b"]
+        result = tf.einsum(f"{''.join(xs)},{''.join(ys)}->{''.join(out)}", x, y)
+        return tf.expand_dims(result, -1) if len(out) == 1 else result
+
+    def compute_output_shape(self, input_shape: Any) -> tf.TensorShape:
+        shapes = [tf.TensorShape(s) for s in self._check(input_shape)]
+        ax, ay = self._axes(shapes)
+        first, second = shapes[0].as_list(), shapes[1].as_list()
+        dims = first[:ax] + first[ax + 1:] + second[1:ay] + second[ay + 1:]
+        return tf.TensorShape(dims + [1] if len(dims) == 1 else dims)
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "axes": self.axes, "normalize": self.normalize}
+
+
+def dot(inputs: list, axes: Any, normalize: bool = False, **kwargs: Any) -> Any:
+    """Functional form of ``Dot``."""
+    return Dot(axes=axes, normalize=normalize, **kwargs)(inputs)
 
 
 def add(inputs: list, **kwargs: Any) -> Any:
