@@ -93,14 +93,14 @@ class Communicator:
     def iallreduce(self, array: np.ndarray, op: str = "sum", what: str = "all-reduce",
                    out: np.ndarray | None = None) -> Pending:
         """Post an all-reduce of a contiguous array; the result lands in `out` (or a new one)."""
-        MPI = mpi()
         send = np.ascontiguousarray(array)
         recv = np.empty_like(send) if out is None else out
         index = self._next()
-        if self.size == 1:
+        if self.size == 1:   # one process: a copy, and mpi4py need not be installed
             if recv is not send:
                 recv[...] = send
             return _done(self, recv, what, index)
+        MPI = mpi()
         if recv is send:  # the caller's own buffer: reduce in place
             req = self.comm.Iallreduce(MPI.IN_PLACE, recv, op=_mpi_op(MPI, op))
         else:
