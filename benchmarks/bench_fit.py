@@ -50,7 +50,7 @@ class TapeflowRun:
         start = time.perf_counter()
         self.model.fit(x[:2 * BATCH], y[:2 * BATCH], batch_size=BATCH, epochs=1, verbose=0)
         self.warmup_s = time.perf_counter() - start
-        self.batches = [(tf.constant(x[i:i + BATCH]), tf.constant(y[i:i + BATCH]), None)
+        self.batches = [(tf.constant(x[i:i + BATCH]), tf.constant(y[i:i + BATCH]))
                         for i in range(0, len(x), BATCH)]
 
     def fit_epoch(self) -> float:
