@@ -27,7 +27,7 @@ import functools
 import os
 import threading
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from threadpoolctl import ThreadpoolController
 
@@ -109,6 +109,23 @@ def pin_blas() -> None:
     _blas[:] = ThreadpoolController().select(user_api="blas").lib_controllers
     for lib in _blas:
         lib.set_num_threads(1)
+    _getters[:] = [_thread_count_getter(lib) for lib in _blas]
+
+
+# each library's own C getter, looked up once: threadpoolctl looks the symbol up on every call,
+# which made the check around each graph call cost about 2 us
+_GETTER_SYMBOLS = {"openblas": "openblas_get_num_threads", "mkl": "MKL_Get_Max_Threads",
+                   "blis": "bli_thread_get_num_threads"}
+_getters: list = []
+
+
+def _thread_count_getter(lib: Any) -> Any:
+    symbol = _GETTER_SYMBOLS.get(getattr(lib, "internal_api", ""))
+    try:
+        func = lib._get_symbol(symbol) if symbol else None
+    except Exception:   # a threadpoolctl without the private lookup: its public call
+        func = None
+    return func if func is not None else lib.get_num_threads
 
 
 def blas_threads() -> list[int]:
@@ -120,7 +137,7 @@ def _enter() -> None:
     global _inside
     with _lock:
         if _inside == 0:
-            _restore[:] = [lib.get_num_threads() for lib in _blas]
+            _restore[:] = [get() for get in _getters]
             for lib, n in zip(_blas, _restore):
                 if n != 1:
                     lib.set_num_threads(1)
