@@ -25,6 +25,18 @@ from tapeflow.framework.variable import Variable
 from tapeflow.graph.codegen import compile_graph
 from tapeflow.graph.ir import Graph, Node, SymbolicTensor
 from tapeflow.ops.control_flow_ops import group
+from tapeflow.ops.variable_updates import (  # noqa: F401  (tf.compat.v1.scatter_*)
+    scatter_add,
+    scatter_div,
+    scatter_max,
+    scatter_min,
+    scatter_mul,
+    scatter_nd_add,
+    scatter_nd_sub,
+    scatter_nd_update,
+    scatter_sub,
+    scatter_update,
+)
 
 AUTO_REUSE = "AUTO_REUSE"
 

@@ -1,6 +1,8 @@
 """The op library. Importing this package registers every op and its public names."""
 
 from tapeflow.framework import backprop as _backprop
+from tapeflow.framework.tensor import Tensor as _Tensor
+from tapeflow.framework.variable import Variable as _Variable
 from tapeflow.ops import (
     api_extras,
     array_ops,
@@ -36,8 +38,10 @@ from tapeflow.ops import (
     special_math_ops,
     state_ops,
     stateless_random,
+    variable_updates,
 )
 
 # the reverse-mode walker (framework, below this layer) adds gradients with the op library's ops
+variable_updates.install(_Variable, _Tensor)  # v[0, 1].assign(x), v.scatter_*
 _backprop.install(add=math_ops.add, zeros_like=array_ops.zeros_like,
                   ones_like=array_ops.ones_like, zeros=array_ops.zeros, cast=math_ops.cast)

@@ -1,0 +1,98 @@
+"""``tf.IndexedSlices``: some rows of a tensor, as gradients of row lookups (gather) are.
+
+Converting one to a tensor adds the rows into zeros of `dense_shape` and warns, as TensorFlow
+does, when the dense result is big or of unknown shape (it may use a lot of memory).
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+
+from tapeflow._api import export
+from tapeflow.framework.tensor import Tensor
+
+# TensorFlow's threshold (elements) above which densifying an IndexedSlices warns
+LARGE_SPARSE_NUM_ELEMENTS = 100_000_000
+
+
+@export("IndexedSlices")
+class IndexedSlices:
+    """Rows `values[i]` at positions `indices[i]` of a tensor shaped `dense_shape`."""
+
+    def __init__(self, values: Any, indices: Any, dense_shape: Any = None):
+        from tapeflow.framework.constant import convert_to_tensor
+
+        self._values = values if isinstance(values, Tensor) else convert_to_tensor(values)
+        self._indices = indices if isinstance(indices, Tensor) else convert_to_tensor(indices)
+        if dense_shape is not None and not isinstance(dense_shape, Tensor):
+            dense_shape = convert_to_tensor(dense_shape, dtype_hint=self._indices.dtype)
+        self._dense_shape = dense_shape
+
+    @property
+    def values(self) -> Tensor:
+        return self._values
+
+    @property
+    def indices(self) -> Tensor:
+        return self._indices
+
+    @property
+    def dense_shape(self) -> Tensor | None:
+        return self._dense_shape
+
+    @property
+    def dtype(self):
+        return self._values.dtype
+
+    @property
+    def device(self) -> str:
+        return self._values.device
+
+    @property
+    def shape(self):
+        from tapeflow.framework.shapes import TensorShape
+
+        if self._dense_shape is None:
+            return TensorShape(None)
+        static = getattr(self._dense_shape, "_value", None)
+        if static is not None:
+            return TensorShape([int(d) for d in static])
+        return TensorShape([None] * (self._values.shape.rank or 0) or None)
+
+    def __neg__(self) -> IndexedSlices:
+        return IndexedSlices(-self._values, self._indices, self._dense_shape)
+
+    def _as_tensor(self) -> Tensor:
+        return densify(self)
+
+    def __array__(self, dtype=None, copy=None):
+        arr = densify(self).numpy()
+        return arr if dtype is None else arr.astype(dtype)
+
+    def __repr__(self) -> str:
+        shape = None if self._dense_shape is None else self._dense_shape
+        return (f"IndexedSlices(indices={self._indices!r}, values={self._values!r}, "
+                f"dense_shape={shape!r})")
+
+
+def densify(slices: IndexedSlices) -> Tensor:
+    """The dense tensor: rows added into zeros (duplicate indices add up, as in TensorFlow)."""
+    from tapeflow.ops import segment_ops
+
+    shape = slices.shape
+    if slices.dense_shape is None or not shape.is_fully_defined():
+        warnings.warn("Converting sparse IndexedSlices to a dense Tensor of unknown shape. "
+                      "This may consume a large amount of memory.", UserWarning, stacklevel=3)
+    elif shape.num_elements() > LARGE_SPARSE_NUM_ELEMENTS:
+        warnings.warn(f"Converting sparse IndexedSlices({slices}) to a dense Tensor with "
+                      f"{shape.num_elements()} elements. This may consume a large amount of "
+                      "memory.", UserWarning, stacklevel=3)
+    if slices.dense_shape is None:
+        from tapeflow.ops import math_ops, reduce_ops
+
+        rows = math_ops.add(reduce_ops.reduce_max(slices.indices), 1)
+        return segment_ops.unsorted_segment_sum(slices.values, slices.indices, rows)
+    return segment_ops.unsorted_segment_sum(slices.values, slices.indices,
+                                            slices.dense_shape[0])
