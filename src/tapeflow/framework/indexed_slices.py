@@ -9,7 +9,6 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-
 from tapeflow._api import export
 from tapeflow.framework.tensor import Tensor
 
