@@ -538,9 +538,9 @@ def _ta_write(buf, index, value, *, size, dynamic):
     fits = buf.ndim == value.ndim + 1 and buf.shape[1:] == value.shape
     n = max(size or 0, i + 1, buf.shape[0] if fits else 0)
     if not dynamic and size is not None and i >= size:
-        raise errors.InvalidArgumentError(
+        raise errors.OutOfRangeError(
             None, "TensorArrayWrite",
-            f"TensorArray index {i} out of range for a TensorArray of size {size}")
+            f"Tried to write to index {i} but array is not resizeable and size is: {size}")
     out = np.zeros((n, *value.shape), dtype=value.dtype)
     if fits:
         out[:buf.shape[0]] = buf
@@ -559,23 +559,28 @@ def _(g, out, buf, index, value, *, size, dynamic):
 
 @export("TensorArray")
 class TensorArray:
-    """``tf.TensorArray`` (minimal): a list of same-shaped tensors usable as a loop variable.
+    """``tf.TensorArray``: a list of same-shaped tensors usable as a loop variable.
 
     Stored as one dense tensor [size, *element_shape]; ``write`` returns a new TensorArray (use
-    the returned value, as in TF), ``stack`` returns the dense tensor.
+    the returned value, as in TF), ``stack`` returns the dense tensor. Eagerly, a read clears
+    its element when `clear_after_read` (the default), so a second read fails as in TensorFlow;
+    inside ``tf.function`` reads do not clear (TensorFlow's traced TensorArrays are lists).
     """
 
     def __init__(self, dtype: Any, size: Any = None, dynamic_size: bool | None = None,
                  clear_after_read: bool | None = None, tensor_array_name: str | None = None,
                  handle: Any = None, flow: Any = None, infer_shape: bool = True,
                  element_shape: Any = None, colocate_with_first_write_call: bool = True,
-                 name: str | None = None, _buffer: Any = None):
+                 name: str | None = None, _buffer: Any = None, _cleared: set | None = None):
         self._dtype = _dtypes.as_dtype(dtype)
         ir, _ = _graph_mod()
         symbolic = isinstance(size, ir.SymbolicTensor)  # known when the graph runs: grow
         self._size = None if size is None or symbolic else int(size)
         self._dynamic = bool(dynamic_size) or self._size is None
+        self._clear = True if clear_after_read is None else bool(clear_after_read)
+        self._infer_shape = bool(infer_shape)
         self._element_shape = TensorShape(element_shape) if element_shape is not None else None
+        self._cleared = set() if _cleared is None else _cleared  # eager reads so far
         if _buffer is None:
             from tapeflow.ops import array_ops
 
@@ -594,26 +599,57 @@ class TensorArray:
     def dynamic_size(self) -> bool:
         return self._dynamic
 
+    @property
+    def element_shape(self) -> TensorShape:
+        return self._element_shape if self._element_shape is not None else TensorShape(None)
+
     def _buffer_tensor(self):
         return self._buffer
 
-    def _with_buffer(self, buf) -> TensorArray:
-        return TensorArray(self._dtype, self._size, self._dynamic,
-                           element_shape=self._element_shape, _buffer=buf)
+    def _with_buffer(self, buf, element_shape: Any = None) -> TensorArray:
+        shape = self._element_shape if element_shape is None else element_shape
+        return TensorArray(self._dtype, self._size, self._dynamic, self._clear,
+                           infer_shape=self._infer_shape, element_shape=shape, _buffer=buf,
+                           _cleared=self._cleared)
+
+    def _value(self, value: Any):
+        return convert_to_tensor(value, dtype=self._dtype) if not isinstance(
+            value, Tensor) else value
 
     def write(self, index: Any, value: Any, name: str | None = None) -> TensorArray:
         """A TensorArray with element `index` set to `value`."""
-        value = convert_to_tensor(value, dtype=self._dtype) if not isinstance(
-            value, Tensor) else value
+        value = self._value(value)
+        shape = self._element_shape
+        if self._infer_shape or shape is not None:
+            if shape is not None and not shape.is_compatible_with(value.shape):
+                raise ValueError(f"TensorArray.write: Incompatible shape for value "
+                                 f"({value.shape}), expected ({shape})\n{errors.user_line()}")
+            shape = value.shape if shape is None else shape.merge_with(value.shape)
         index = convert_to_tensor(index) if not isinstance(index, Tensor) else index
         buf = apply(_ta_write, self._buffer, index, value, size=self._size,
                     dynamic=self._dynamic)
-        return self._with_buffer(buf)
+        if _state.graph is None:
+            self._cleared.discard(int(index))
+        return self._with_buffer(buf, shape)
 
     def read(self, index: Any, name: str | None = None):
         from tapeflow.ops import gather_ops
 
+        if _state.graph is None and self._clear:
+            i = int(index)
+            if i in self._cleared:
+                raise errors.InvalidArgumentError(
+                    None, "TensorArrayRead",
+                    f"Could not read index {i} twice because it was cleared after a previous "
+                    f"read (perhaps try setting clear_after_read = false?)\n{errors.user_line()}")
+            self._cleared.add(i)
         return gather_ops.gather(self._buffer, index)
+
+    def gather(self, indices: Any, element_shape: Any = None, name: str | None = None):
+        """Elements `indices`, stacked."""
+        from tapeflow.ops import gather_ops
+
+        return gather_ops.gather(self._buffer, indices)
 
     def stack(self, name: str | None = None):
         """All elements as one tensor [size, *element_shape]."""
@@ -621,9 +657,68 @@ class TensorArray:
 
         return array_ops.identity(self._buffer)
 
+    def concat(self, name: str | None = None):
+        """All elements joined along their first axis (they share one shape here)."""
+        from tapeflow.ops import array_ops
+
+        shape = array_ops.shape(self._buffer)
+        return array_ops.reshape(self._buffer, array_ops.concat([[-1], shape[2:]], 0))
+
     def unstack(self, value: Any, name: str | None = None) -> TensorArray:
+        """A TensorArray whose elements are the rows of `value`."""
         value = convert_to_tensor(value, dtype=self._dtype)
-        return self._with_buffer(value)
+        if not self._dynamic and value.shape.rank and value.shape[0] is not None and \
+                self._size is not None and value.shape[0] > self._size:
+            raise errors.OutOfRangeError(
+                None, "TensorArrayUnstack", f"Tried to unstack {value.shape[0]} elements into "
+                f"a TensorArray of size {self._size}\n{errors.user_line()}")
+        return self._with_buffer(value, value.shape[1:] if value.shape.rank else None)
+
+    def scatter(self, indices: Any, value: Any, name: str | None = None) -> TensorArray:
+        """A TensorArray with element indices[k] set to value[k]."""
+        from tapeflow.ops import array_ops
+
+        value = self._value(value)
+        indices = convert_to_tensor(indices) if not isinstance(indices, Tensor) else indices
+        n = indices.shape[0] if indices.shape.rank == 1 else None
+        if n is None:
+            raise ValueError(f"TensorArray.scatter needs indices of static length, got shape "
+                             f"{indices.shape}\n{errors.user_line()}")
+        out = self
+        rows = array_ops.unstack(value, num=n)
+        for k in range(n):
+            out = out.write(indices[k], rows[k])
+        return out
+
+    def split(self, value: Any, lengths: Any, name: str | None = None) -> TensorArray:
+        """Element k is the next lengths[k] rows of `value` (equal lengths here: the elements
+        share one dense buffer)."""
+        from tapeflow.ops import array_ops
+
+        value = self._value(value)
+        lens = [int(n) for n in np.asarray(getattr(lengths, "_value", lengths)).ravel()]
+        if len(set(lens)) > 1:
+            raise NotImplementedError(f"TensorArray.split with unequal lengths {lens}: "
+                                      f"tapeflow's TensorArray elements share one shape\n"
+                                      f"{errors.user_line()}")
+        if lens and value.shape.rank and value.shape[0] is not None and \
+                sum(lens) != value.shape[0]:
+            raise errors.InvalidArgumentError(
+                None, "TensorArraySplit", f"Expected sum of lengths to be equal to values."
+                f"shape[0], but sum of lengths is {sum(lens)} and value's shape is: "
+                f"{value.shape}\n{errors.user_line()}")
+        parts = array_ops.reshape(value, array_ops.concat(
+            [[len(lens), lens[0] if lens else 0], array_ops.shape(value)[1:]], 0))
+        return self.unstack(parts)
+
+    def identity(self) -> TensorArray:
+        return self._with_buffer(self._buffer)
+
+    def close(self, name: str | None = None):
+        return None
+
+    def mark_used(self) -> None:
+        """TensorFlow's should-use check; nothing to do here."""
 
     def size(self, name: str | None = None):
         from tapeflow.ops import array_ops
