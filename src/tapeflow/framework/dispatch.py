@@ -237,38 +237,73 @@ _NO_ATTRS: dict = {}
 
 
 def _convert_eager_inputs(op: Op, inputs: tuple) -> tuple[tuple, list]:
-    hint = None
-    if op.same_dtype:
-        for x in inputs:
-            if hasattr(x, "_value") and not isinstance(x, np.ndarray):
-                hint = _dtypes.from_numpy(x._value.dtype) if x._value is not None else x.dtype
-                break
-        else:
-            hint = numpy_hint(inputs)
+    dtype = matching_dtype(inputs) if op.same_dtype else None
     converted = []
     for i, x in enumerate(inputs):
-        number = None if hint is None else number_as(x, hint._np)
-        if number is not None:
-            converted.append(number)  # `x + 1.0`: the common case
-        elif isinstance(x, Tensor) and not isinstance(x, EagerTensor):
+        if isinstance(x, Tensor) and not isinstance(x, EagerTensor):
             raise errors.InvalidArgumentError(
                 f"{op.name}: input {i} is a symbolic tensor from a graph ({x!r}) but the op runs "
                 f"eagerly. Return it from the traced function instead of leaking it.\n"
                 f"{errors.user_line()}")
-        elif hasattr(x, "_value") and not isinstance(x, np.ndarray):
+        if hasattr(x, "_value") and not isinstance(x, np.ndarray):
             converted.append(x)
         else:
-            from tapeflow.framework.constant import convert_to_tensor
-
-            converted.append(convert_to_tensor(x, dtype_hint=hint, _op_name=op.name))
+            converted.append(convert_operand(x, dtype, op.name))
     return tuple(converted), [x._value for x in converted]
 
 
-def numpy_hint(inputs: tuple) -> _dtypes.DType | None:
-    """`multiply(np.ones(3), 42)`: with no tensor input, a NumPy array's dtype is the one
-    Python numbers take (TF converts the array first)."""
-    return next((_dtypes.from_numpy(x.dtype) for x in inputs
-                 if isinstance(x, (np.ndarray, np.generic)) and x.dtype.kind in "biufc"), None)
+# --- TensorFlow's conversion rule for operands that must share one dtype ----------------------
+# (its args_to_matching_eager): the dtype is the first tensor's (or variable's); with no tensor,
+# the first operand's own dtype (an int is int32, a float float32, an array keeps its dtype).
+# Every other operand converts to it: NumPy arrays are cast (as TF casts them, even float to
+# int), Python numbers and lists must fit (1.5 meeting int32 is a TypeError).
+# tests/framework/reference/conversion_table.json records TF 2.21's outcomes.
+
+
+def matching_dtype(inputs: tuple) -> _dtypes.DType | None:
+    """The dtype that all operands of a same-dtype op convert to."""
+    for x in inputs:
+        if isinstance(x, (Tensor, Variable)):
+            return x.dtype
+    for x in inputs:
+        if isinstance(x, (np.ndarray, np.generic)):
+            return _dtypes.from_numpy(x.dtype) if x.dtype.kind in "biufc" else None
+        if x is not None:
+            from tapeflow.framework.constant import convert_to_tensor
+
+            try:
+                return convert_to_tensor(x).dtype
+            except (TypeError, ValueError):
+                return None
+    return None
+
+
+def convert_matching(*values: Any, op_name: str) -> list:
+    """`values` of one op that must share a dtype, by the rule above (tensors and Variables pass
+    as they are, so tapes still see a Variable's read)."""
+    dtype = matching_dtype(values)
+    return [x if isinstance(x, (Tensor, Variable)) else convert_operand(x, dtype, op_name)
+            for x in values]
+
+
+def convert_operand(x: Any, dtype: _dtypes.DType | None, op_name: str) -> Tensor:
+    """`x` (not a tensor) as a tensor of `dtype` by the rule above; its own dtype if None."""
+    from tapeflow.framework.constant import convert_to_tensor
+
+    if dtype is None:
+        return convert_to_tensor(x, _op_name=op_name)
+    number = number_as(x, dtype._np)
+    if number is not None:
+        return number  # `x + 1.0`: the common case
+    if isinstance(x, (np.ndarray, np.generic)) and x.dtype.kind in "biufc" and \
+            dtype._np.kind in "biufc":
+        return convert_to_tensor(np.asarray(x).astype(dtype._np, copy=False))
+    if isinstance(x, (list, tuple)) and (dtype.is_integer or dtype.is_bool):
+        own = convert_to_tensor(x, _op_name=op_name).dtype
+        if own.is_floating or own.is_complex:
+            raise TypeError(f"{op_name}: cannot convert {x!r} to a tensor of dtype {dtype.name} "
+                            f"(its values are {own.name}); use tf.cast\n{errors.user_line()}")
+    return convert_to_tensor(x, dtype=dtype, _op_name=op_name)
 
 
 def number_as(value: Any, np_dtype: np.dtype) -> EagerTensor | None:

@@ -18,7 +18,7 @@ import numpy as np
 from tapeflow.framework import dtypes as _dtypes
 from tapeflow.framework import errors
 from tapeflow.framework.context import graph_scope, scoped_name
-from tapeflow.framework.dispatch import Op, numpy_hint, op, probe_shape
+from tapeflow.framework.dispatch import Op, convert_operand, matching_dtype, op, probe_shape
 from tapeflow.framework.shapes import TensorShape, as_shape
 from tapeflow.framework.tensor import EagerTensor, Tensor
 from tapeflow.framework.variable import Variable
@@ -229,8 +229,7 @@ class Graph:
         """Dispatch hook: add `op` as a node; return (input tensors, symbolic output(s))."""
         hint = None
         if op.same_dtype:
-            hint = next((x.dtype for x in inputs if isinstance(x, (Tensor, Variable))), None)
-            hint = hint or numpy_hint(inputs)
+            hint = matching_dtype(inputs)
         tensors = [self.convert(x, hint, op.name) for x in inputs]
         specs = [(t._shape.as_tuple(), t._dtype) for t in tensors]
         if op.same_dtype and len(specs) > 1 and any(d is not specs[0][1] for _, d in specs):
@@ -253,10 +252,9 @@ class Graph:
         if isinstance(x, Variable):
             with graph_scope(self):
                 return x.read_value()
-        from tapeflow.framework.constant import convert_to_tensor
 
         with graph_scope(self):
-            t = convert_to_tensor(x, dtype_hint=hint, _op_name=op_name)
+            t = convert_operand(x, hint, op_name)
         return t if isinstance(t, SymbolicTensor) and t.graph is self else self.convert(t)
 
     def constant(self, value: np.ndarray, owner: Any = None) -> SymbolicTensor:

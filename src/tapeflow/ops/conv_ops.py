@@ -14,7 +14,7 @@ from typing import Any
 from tapeflow._api import export
 from tapeflow.framework import errors
 from tapeflow.framework.constant import convert_to_tensor
-from tapeflow.framework.dispatch import apply, op
+from tapeflow.framework.dispatch import apply, convert_matching, op
 from tapeflow.framework.tensor import Tensor
 from tapeflow.framework.variable import Variable
 from tapeflow.kernels import conv as _conv
@@ -230,7 +230,7 @@ def _(gw, out, x, g, *, filter_hw, strides, dilations, padding):
 def conv2d(input: Any, filters: Any, strides: Any, padding: Any,  # noqa: A002
            data_format: str = "NHWC", dilations: Any = None, name: str | None = None):
     """2-D cross-correlation of `input` [N, H, W, Cin] with `filters` [kh, kw, Cin, Cout]."""
-    x, w = as_tensor(input), as_tensor(filters)
+    x, w = convert_matching(input, filters, op_name="Conv2D")
     _check_float_rank4(x, "input", "Conv2D")
     _check_float_rank4(w, "filters", "Conv2D")
     attrs = dict(strides=_pair(strides, "strides", "Conv2D", data_format),

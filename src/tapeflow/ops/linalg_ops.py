@@ -94,8 +94,8 @@ def matmul(a: Any, b: Any, transpose_a: bool = False, transpose_b: bool = False,
            adjoint_a: bool = False, adjoint_b: bool = False, a_is_sparse: bool = False,
            b_is_sparse: bool = False, output_type: Any = None, name: str | None = None):
     """Matrix product of the last two dims, broadcasting the batch dims."""
-    if not hasattr(a, "dtype"):
-        a = convert_to_tensor(a, dtype_hint=getattr(b, "dtype", None))
+    if not hasattr(a, "dtype"):  # converted alone, as TensorFlow's wrapper does
+        a = convert_to_tensor(a)
     if not hasattr(b, "dtype"):
         b = convert_to_tensor(b, dtype_hint=a.dtype)
     return apply(_matmul, a, b, transpose_a=bool(transpose_a or adjoint_a),
