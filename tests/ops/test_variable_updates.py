@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import tapeflow as tf
-from tapeflow.framework import indexed_slices
 from tapeflow.framework.dispatch import apply
+from tapeflow.ops import indexed_slices
 from tapeflow.ops.indexing_ops import _expand_ellipsis
 from tapeflow.ops.variable_updates import _slice_update
 from tapeflow.testing import OpCase, op_table_tests

@@ -15,8 +15,8 @@ import numpy as np
 
 from tapeflow.framework import errors
 from tapeflow.framework.dispatch import apply, op
-from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.ops import array_ops, gather_ops, indexing_ops, math_ops, scatter_ops
+from tapeflow.ops.indexed_slices import IndexedSlices
 from tapeflow.ops.indexing_ops import _np_key, _strided_slice
 
 # --- sliced assignment ------------------------------------------------------------------------
