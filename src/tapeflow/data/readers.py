@@ -240,8 +240,8 @@ class CsvDataset(Dataset):
 
     def _fail(self, path: str, what: str) -> errors.InvalidArgumentError:
         """The row-by-row parser's error for this file (it names row and column)."""
-        for _ in self._rows(path):
-            pass
+        for _ in self._rows(path):   # raises, naming the row and column, on the bad field
+            continue
         return errors.InvalidArgumentError(f"{path}: {what}")
 
     def _compiled_blocks(self, path: str) -> Iterator[tuple]:
@@ -334,9 +334,7 @@ class CsvDataset(Dataset):
                     return
                 columns = self._columns([row for row in block if row])
                 if columns is None:   # some field is bad: the row-by-row parser names it
-                    for _ in self._rows(path):
-                        pass
-                    raise errors.InvalidArgumentError(f"{path}: cannot parse a CSV field")
+                    raise self._fail(path, "cannot parse a CSV field")
                 if len(columns[0]):
                     yield columns
 

@@ -76,7 +76,7 @@ class ClusterResolver:
     rpc_layer: str | None = None
 
     def cluster_spec(self) -> ClusterSpec:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement cluster_spec")
 
     def master(self, task_type: str | None = None, task_id: int | None = None,
                rpc_layer: str | None = None) -> str:

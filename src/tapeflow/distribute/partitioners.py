@@ -20,7 +20,7 @@ class Partitioner:
         return [shards if i == axis else 1 for i in range(len(shape))]
 
     def _num_shards(self, shape: list[int], itemsize: int, axis: int) -> int:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement _num_shards")
 
 
 def _itemsize(dtype: Any, partitioner: Any) -> int:

@@ -55,7 +55,7 @@ class FeatureColumn:
     name: str
 
     def get_config(self) -> dict:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement get_config")
 
     def _config_entry(self) -> dict:
         return {"class_name": type(self).__name__, "config": self.get_config()}
@@ -104,7 +104,7 @@ class CategoricalColumn(FeatureColumn):
     num_buckets: int
 
     def ids(self, features: Any) -> tuple:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement ids")
 
 
 class BucketizedColumn(CategoricalColumn):

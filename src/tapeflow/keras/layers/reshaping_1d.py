@@ -28,7 +28,7 @@ class _Steps(Layer):
         self.built = True
 
     def _steps(self, steps: int) -> int:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement _steps")
 
     def compute_output_shape(self, input_shape: Any) -> tf.TensorShape:
         b, steps, f = tf.TensorShape(input_shape).as_list()
