@@ -168,14 +168,18 @@ def apply(op: Op, *inputs: Any, **attrs: Any):
             else:
                 arrays = tuple([x._value for x in inputs])
         except AttributeError:
-            if symbolic_apply is not None:
-                out = symbolic_apply(op, inputs, attrs)
+            pair = _tensor_and_number(op, inputs) if n == 2 else None
+            if pair is not None:  # `x + 1.0`, `maximum(x, 0)`: the common case, first
+                inputs, arrays = pair
+            else:
+                if symbolic_apply is not None:
+                    out = symbolic_apply(op, inputs, attrs)
+                    if out is not NotImplemented:
+                        return out
+                out = _composite.apply_elementwise(op, inputs, attrs)  # ragged / sparse inputs
                 if out is not NotImplemented:
                     return out
-            out = _composite.apply_elementwise(op, inputs, attrs)  # ragged / sparse inputs
-            if out is not NotImplemented:
-                return out
-            inputs, arrays = _convert_eager_inputs(op, inputs)
+                inputs, arrays = _convert_eager_inputs(op, inputs)
         if op.same_dtype and len(arrays) > 1:
             d0 = arrays[0].dtype
             for a in arrays:
@@ -234,6 +238,21 @@ def _record(op, inputs, tensors, attrs, outs) -> None:
 
 
 _NO_ATTRS: dict = {}
+
+
+def _tensor_and_number(op: Op, inputs: tuple) -> tuple[tuple, tuple] | None:
+    """An eager tensor and a Python float/int of a same-dtype op, the number taking the tensor's
+    dtype (the conversion rule's answer, without its general walk); None for anything else."""
+    if not op.same_dtype:
+        return None
+    a, b = inputs
+    if type(a) is EagerTensor and type(b) in (float, int):
+        number = number_as(b, a._value.dtype)
+        return None if number is None else ((a, number), (a._value, number._value))
+    if type(b) is EagerTensor and type(a) in (float, int):
+        number = number_as(a, b._value.dtype)
+        return None if number is None else ((number, b), (number._value, b._value))
+    return None
 
 
 def _convert_eager_inputs(op: Op, inputs: tuple) -> tuple[tuple, list]:
