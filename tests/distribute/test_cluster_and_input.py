@@ -118,6 +118,14 @@ def test_sync_batch_norm_on_one_replica_is_batch_norm():
                                rtol=1e-6)
 
 
+def test_batch_norm_synchronized_argument_round_trips_its_config():
+    bn = tf.keras.layers.BatchNormalization(synchronized=True, momentum=0.5)
+    assert bn.get_config()["synchronized"] is True
+    again = tf.keras.layers.BatchNormalization.from_config(bn.get_config())
+    assert again.synchronized and not tf.keras.layers.BatchNormalization().synchronized
+    assert tf.keras.layers.experimental.SyncBatchNormalization().synchronized
+
+
 class _LoopbackComm:
     """A two-rank communicator whose all-reduce leaves the buffer as it is."""
 

@@ -34,17 +34,44 @@ def test_two_workers_of_batch_32_match_one_process_of_batch_64(tmp_path, mode, o
         assert float(two["mean_axis"]) == pytest.approx(1.5)
 
 
+def _max_drift(a: dict, b: dict) -> float:
+    keys = [k for k in b if k.startswith("w")]
+    assert len(keys) == 38 and all(a[k].dtype == b[k].dtype for k in keys)
+    return max(float(np.abs(a[k] - b[k]).max()) for k in keys)
+
+
 @pytest.mark.slow
-def test_densenet_with_sync_batch_norm_two_workers_match_one_process(tmp_path):
-    """SGD with momentum, 20 steps. (With Adam the runs drift apart by ~1e-2: the conv biases
-    feeding a batch norm have a true gradient of zero, and Adam scales their rounding noise,
-    which differs with the summation order, up to learning-rate-sized steps.)"""
+def test_densenet_with_synchronized_batch_norm_two_workers_match_one_process(tmp_path):
+    """SGD with momentum, float32, 20 steps: every weight within 1e-5."""
     two = _train(tmp_path, 2, "fit", "sgd", MWMS_MODEL="densenet")
     one = _train(tmp_path, 1, "fit", "sgd", MWMS_MODEL="densenet")
-    weights = [k for k in one if k.startswith("w")]
-    assert len(weights) == 38
-    for k in weights:
-        np.testing.assert_allclose(two[k], one[k], rtol=1e-5, atol=1e-5)
+    assert _max_drift(two, one) < 1e-5
+
+
+@pytest.mark.slow
+def test_densenet_adam_two_workers_match_one_process_in_float64(tmp_path):
+    """Adam(0.01), 20 steps. In float64 the two runs agree to 1e-9: the distributed step is the
+    one-process step. (Per-replica batch statistics instead drift by ~0.1.)"""
+    env = dict(MWMS_MODEL="densenet", MWMS_FLOATX="float64")
+    two = _train(tmp_path, 2, "fit", "adam", **env)
+    one = _train(tmp_path, 1, "fit", "adam", **env)
+    assert str(one["w0"].dtype) == "float64"
+    assert _max_drift(two, one) < 1e-9
+
+
+@pytest.mark.slow
+def test_densenet_adam_in_float32_drifts_no_more_than_one_process_reordering_its_batch(tmp_path):
+    """In float32 this training is chaotic: one process fed each batch in reverse order (the same
+    math) ends ~4e-2 from itself after 20 steps, and TensorFlow 2.21 does the same (4.7e-2,
+    tests/distribute/tf_reference/densenet_adam_reorder.py). 1e-5 cannot hold here; what can
+    is that 2 workers stay within that rounding band of one process."""
+    env = dict(MWMS_MODEL="densenet")
+    two = _train(tmp_path, 2, "fit", "adam", **env)
+    one = _train(tmp_path, 1, "fit", "adam", **env)
+    one_reversed = _train(tmp_path, 1, "fit", "adam", MWMS_PERMUTE="1", **env)
+    floor = _max_drift(one_reversed, one)
+    assert 1e-3 < floor  # the band exists (else this test would say nothing)
+    assert _max_drift(two, one) < 2 * floor
 
 
 def test_a_stalled_rank_is_named_and_the_job_ends():

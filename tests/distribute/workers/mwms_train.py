@@ -2,9 +2,13 @@
 writes what the tests compare to OUT (an .npz, from the chief).
 
 usage: mwms_train.py OUT {fit,loop,backup} {sgd,adam} GLOBAL_BATCH STEPS [DIE_AT_EPOCH]
+environment: MWMS_MODEL=densenet (the zoo's DenseNet with synchronized batch norm instead of the
+MLP), MWMS_FLOATX=float64, MWMS_PERMUTE=1 (each global batch in reverse order: the same math,
+another rounding).
 backup: 4 epochs of fit with BackupAndRestore in OUT.backup; rank 1 exits at DIE_AT_EPOCH.
 """
 
+import functools
 import os
 import sys
 
@@ -14,6 +18,8 @@ import tapeflow as tf
 
 out, mode, opt_name, global_batch, steps = sys.argv[1], sys.argv[2], sys.argv[3], \
     int(sys.argv[4]), int(sys.argv[5])
+if os.environ.get("MWMS_FLOATX"):
+    tf.keras.backend.set_floatx(os.environ["MWMS_FLOATX"])
 strategy = tf.distribute.MultiWorkerMirroredStrategy()
 rank = strategy.cluster_resolver.task_id
 densenet = os.environ.get("MWMS_MODEL") == "densenet"
@@ -22,7 +28,8 @@ x = rng.normal(size=(global_batch * steps, 12)).astype(np.float32)
 y = np.tanh(x @ rng.normal(size=(12, 3))).astype(np.float32)
 if densenet:  # the model zoo's DenseNet, small, with batch statistics over the global batch
     x = rng.normal(size=(global_batch * steps, 8, 8, 3)).astype(np.float32)
-    tf.keras.layers.BatchNormalization = tf.keras.layers.experimental.SyncBatchNormalization
+    tf.keras.layers.BatchNormalization = functools.partial(tf.keras.layers.BatchNormalization,
+                                                           synchronized=True)
 
 
 def make_optimizer():
@@ -42,6 +49,10 @@ with strategy.scope():
                                    layers_per_block=2, initial_filters=8)
     model.compile(optimizer=make_optimizer(), loss="mse", metrics=["mae"])
 
+if os.environ.get("MWMS_PERMUTE") == "1":  # reverse each global batch (same math)
+    order = np.concatenate([np.arange(i + global_batch - 1, i - 1, -1)
+                            for i in range(0, len(x), global_batch)])
+    x, y = x[order], y[order]
 results = {}
 if mode == "backup":
     die_at = int(sys.argv[6]) if len(sys.argv) > 6 else -1

@@ -113,7 +113,7 @@ class BatchNormalization(Layer):
                  gamma_initializer: Any = "ones", moving_mean_initializer: Any = "zeros",
                  moving_variance_initializer: Any = "ones", beta_regularizer: Any = None,
                  gamma_regularizer: Any = None, beta_constraint: Any = None,
-                 gamma_constraint: Any = None, **kwargs: Any):
+                 gamma_constraint: Any = None, synchronized: bool = False, **kwargs: Any):
         super().__init__(**kwargs)
         if not 0.0 <= momentum <= 1.0:
             raise layer_error(f"BatchNormalization: momentum must be in [0, 1], got {momentum}")
@@ -132,6 +132,7 @@ class BatchNormalization(Layer):
         self.gamma_regularizer = regularizers.get(gamma_regularizer)
         self.beta_constraint = beta_constraint
         self.gamma_constraint = gamma_constraint
+        self.synchronized = bool(synchronized)  # statistics over all replicas (distribute)
 
     def build(self, input_shape: Any) -> None:
         shape = tf.TensorShape(input_shape)
@@ -173,6 +174,10 @@ class BatchNormalization(Layer):
         if not training or not self.trainable:  # frozen: inference mode, as in Keras 2
             return self._affine(x, _broadcast_param(self.moving_mean, rank, self._axes),
                                 _broadcast_param(self.moving_variance, rank, self._axes))
+        if self.synchronized:
+            from tapeflow.keras.layers.sync_batch_norm import synchronized_batch_norm
+
+            return synchronized_batch_norm(self, x)
         if self._axes == [rank - 1]:  # channels last: one fused kernel for forward and backward
             shape = self.moving_mean.shape
             scale = self.gamma if self.gamma is not None else tf.ones(shape, x.dtype)
@@ -217,7 +222,8 @@ class BatchNormalization(Layer):
 
     def get_config(self) -> dict:
         return {**super().get_config(), "axis": self.axis, "momentum": self.momentum,
-                "epsilon": self.epsilon, "center": self.center, "scale": self.scale}
+                "epsilon": self.epsilon, "center": self.center, "scale": self.scale,
+                "synchronized": self.synchronized}
 
 
 class LayerNormalization(Layer):
