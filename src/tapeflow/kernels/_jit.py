@@ -14,12 +14,13 @@ except ImportError:  # numba is an optional extra; kernels fall back to NumPy
     _numba = None
 
 
-def jit() -> Callable[[Callable], Callable | None]:
-    """Compile with numba (cached on disk); without numba return None."""
+def jit(fastmath: bool | set = False) -> Callable[[Callable], Callable | None]:
+    """Compile with numba (cached on disk); without numba return None. `fastmath`: numba's
+    flags (a set such as {"reassoc"} lets a reduction run in SIMD lanes)."""
 
     def wrap(fn: Callable) -> Callable | None:
         if _numba is None:
             return None
-        return _numba.njit(cache=True, nogil=True)(fn)
+        return _numba.njit(cache=True, nogil=True, fastmath=fastmath)(fn)
 
     return wrap

@@ -1,14 +1,21 @@
-"""Layer normalization over the last axis, and the softmax gradient, each one compiled pass.
+"""Layer normalization over the last axis, softmax and its gradient, each in compiled passes.
 
 Why: written in ops, a LayerNormalization over [32, 64, 128] is ~10 passes forward (moments,
 subtract, rsqrt, scale, shift) and ~20 backward, each a fresh [32, 64, 128] array; the
 softmax gradient is four. Here each row (the last axis) is read once or twice while it is in
-cache. Rows are reduced with float64 sums in a fixed order, so results do not depend on the
-machine's load.
+cache. Rows are reduced with float64 sums in an order fixed at compile time (SIMD lanes:
+the loops may reassociate, 543 -> 170 us for W9's [32, 64, 128]), so results do not depend on
+the machine's load.
 
 Forward: y = (x - mean) * inv * gamma + beta with inv = 1 / sqrt(var + eps), the biased
 variance over the row (as Keras's LayerNormalization); mean and inv are kept for the backward
 pass, which gives dx, dgamma and dbeta.
+
+Softmax over the last axis: a compiled pass subtracts each row's maximum, NumPy's SIMD exp
+runs over the whole array (a compiled scalar exp costs ~100x more), and a compiled pass
+divides each row by its sum: 0.54 ms for W9's [32, 4, 64, 64] scores, 1.2 ms in NumPy's row
+reductions (the rows are short, 64). The loops may reassociate (SIMD) but keep infinities and
+NaNs as IEEE has them, so masked (-inf) scores still give 0.
 """
 
 from __future__ import annotations
@@ -19,8 +26,10 @@ import numpy as np
 
 from tapeflow.kernels._jit import jit
 
+_SIMD = {"reassoc", "nsz", "arcp", "contract"}  # no "nnan"/"ninf": IEEE infinities and NaNs
 
-@jit()
+
+@jit(fastmath=_SIMD)
 def _forward_nb(x, gamma, beta, eps, y, mean, inv):
     rows, d = x.shape
     for r in range(rows):
@@ -38,7 +47,7 @@ def _forward_nb(x, gamma, beta, eps, y, mean, inv):
         inv[r] = iv
 
 
-@jit()
+@jit(fastmath=_SIMD)
 def _backward_nb(g, x, gamma, mean, inv, dx, dgamma, dbeta):
     rows, d = x.shape
     for k in range(d):
@@ -62,7 +71,30 @@ def _backward_nb(g, x, gamma, mean, inv, dx, dgamma, dbeta):
             dx[r, k] = iv * (g[r, k] * gamma[k] - a - xhat * b)
 
 
-@jit()
+@jit(fastmath=_SIMD)
+def _shift_nb(x, e):
+    """e = x - the row's maximum."""
+    for r in range(x.shape[0]):
+        m = x[r, 0]
+        for k in range(1, x.shape[1]):
+            m = max(m, x[r, k])
+        for k in range(x.shape[1]):
+            e[r, k] = x[r, k] - m
+
+
+@jit(fastmath=_SIMD)
+def _normalize_nb(e):
+    """Each row divided by its sum."""
+    for r in range(e.shape[0]):
+        s = 0.0
+        for k in range(e.shape[1]):
+            s += e[r, k]
+        inv = 1.0 / s
+        for k in range(e.shape[1]):
+            e[r, k] *= inv
+
+
+@jit(fastmath=_SIMD)
 def _softmax_grad_nb(g, y, dx):
     rows, d = y.shape
     for r in range(rows):
@@ -117,6 +149,21 @@ def backward(g: np.ndarray, x: np.ndarray, gamma: np.ndarray, mean: np.ndarray,
                              - xhat * (dxhat * xhat).mean(axis=1, keepdims=True))
         dgamma, dbeta = (g_rows * xhat).sum(axis=0), g_rows.sum(axis=0)
     return dx.reshape(x.shape), dgamma, dbeta
+
+
+def softmax(x: np.ndarray) -> np.ndarray:
+    """exp(x - max) / sum(exp(x - max)) over the last axis."""
+    if not _compiled(x) or x.size == 0 or x.shape[-1] == 0:
+        e = x - x.max(axis=-1, keepdims=True) if x.size else np.array(x, copy=True)
+        np.exp(e, out=e)
+        e /= e.sum(axis=-1, keepdims=True)
+        return e
+    rows = _rows(x)
+    e = np.empty_like(rows)
+    _shift_nb(rows, e)
+    np.exp(e, out=e)
+    _normalize_nb(e)
+    return e.reshape(x.shape)
 
 
 def softmax_grad(g: np.ndarray, y: np.ndarray) -> np.ndarray:

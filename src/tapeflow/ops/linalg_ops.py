@@ -11,6 +11,8 @@ from tapeflow.framework import errors
 from tapeflow.framework.constant import convert_to_tensor
 from tapeflow.framework.dispatch import apply, op
 from tapeflow.framework.shape_rules import broadcast_shapes
+from tapeflow.kernels import einsum as _einsum_kernel
+from tapeflow.kernels import matmul as _matmul_kernel
 
 
 def _matmul_rule(a, b, *, transpose_a, transpose_b):
@@ -35,7 +37,8 @@ def _matmul_rule(a, b, *, transpose_a, transpose_b):
 
 def _matmul_emit(node, args: list[str], bind) -> str | None:
     """Matrices through ``np.dot`` (same BLAS call and result as np.matmul, less dispatch),
-    transposes as views."""
+    transposes as views; products the kernel may split over cores (large, or of unknown size)
+    through the kernel."""
     a, b = args
     ranks = [t.shape.rank for t in node.inputs]
     if None in ranks or min(ranks) < 2:
@@ -44,6 +47,9 @@ def _matmul_emit(node, args: list[str], bind) -> str | None:
         a = f"{a}.T" if ranks[0] == 2 else f"{a}.swapaxes(-1, -2)"
     if node.attrs["transpose_b"]:
         b = f"{b}.T" if ranks[1] == 2 else f"{b}.swapaxes(-1, -2)"
+    flops = _matmul_flops(node)
+    if not flops or flops >= _matmul_kernel.SPLIT_FLOPS:
+        return f"{bind(_matmul_kernel.matmul)}({a}, {b})"
     return f"{bind(np.dot if ranks == [2, 2] else np.matmul)}({a}, {b})"
 
 
@@ -67,7 +73,7 @@ def _matmul(a, b, *, transpose_a, transpose_b):
             None, "MatMul",
             f"Matrix size-incompatible: In[0]: {list(a.shape)}, In[1]: {list(b.shape)} "
             f"(MatMul contracts {a.shape[-1]} with {b.shape[-2]})\n{errors.user_line()}")
-    return np.matmul(a, b)
+    return _matmul_kernel.matmul(a, b)
 
 
 @_matmul.def_grad
@@ -173,7 +179,7 @@ def _einsum_rule(*xs, equation):
 @op("Einsum", same_dtype=True, shape=_einsum_rule)
 def _einsum(*xs, equation):
     _letter_sizes([x.shape for x in xs], equation)
-    return np.asarray(np.einsum(equation, *xs, optimize=len(xs) > 1))
+    return _einsum_kernel.einsum(equation, *xs)
 
 
 @_einsum.def_grad

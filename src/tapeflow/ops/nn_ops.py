@@ -227,6 +227,8 @@ def _(g, out, x):
 
 @op("Softmax", shape=lambda x, *, axis: x)
 def _softmax(x, *, axis):
+    if axis in (-1, x.ndim - 1):
+        return _layer_norm.softmax(x)
     e = x - x.max(axis=axis, keepdims=True)
     np.exp(e, out=e)
     e /= e.sum(axis=axis, keepdims=True)

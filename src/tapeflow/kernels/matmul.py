@@ -1,0 +1,62 @@
+"""Matrix products over the idle cores: rows (or batch entries) split by size, BLAS on one
+thread per slice.
+
+Why: the thread policy keeps BLAS on one thread (``framework.threads``: OpenBLAS's own spinning
+threads stalled graphs), so a large product ran on one core even with the other idle: W9's
+[2048, 128] x [128, 256] products and W10's [3200, 64] x [64, 512] ones. As every other
+kernel does (``kernels.parallel``), a product of at least ``SPLIT_FLOPS`` is cut into slices
+by its size alone, and the slices run one per idle core, or one after another on this thread
+when no core is idle: the result is the same bits either way.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tapeflow.framework.threads import intra_op_threads
+from tapeflow.kernels import parallel
+
+SPLIT_FLOPS = 4e6  # ~45 us on one core; a hand-over costs ~20 us
+
+
+def slices_for(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> int:
+    """How many slices the product a @ b -> out is cut into (its size alone decides)."""
+    if out.ndim < 2:
+        return 1
+    flops = 2.0 * out.size * a.shape[-1]
+    if flops < SPLIT_FLOPS:
+        return 1
+    return intra_op_threads()
+
+
+def matmul_into(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """np.matmul(a, b, out=out) with `out` any strided view, split over the idle cores: by the
+    leading axis when both `a` and `out` have it (batch entries, or a matrix's rows), else by
+    the columns."""
+    slices = slices_for(a, b, out)
+    if slices == 1:
+        return np.matmul(a, b, out=out)
+    lead = out.shape[0]
+    if lead > 1 and a.ndim == out.ndim and a.shape[0] == lead and \
+            (b.ndim == 2 or b.ndim == out.ndim and b.shape[0] == lead):
+        sliced_b = b.ndim > 2
+
+        def rows(lo: int, hi: int) -> None:
+            np.matmul(a[lo:hi], b[lo:hi] if sliced_b else b, out=out[lo:hi])
+
+        parallel.split(lead, 0, rows, slices=slices)
+    else:
+        def cols(lo: int, hi: int) -> None:
+            np.matmul(a, b[..., lo:hi], out=out[..., lo:hi])
+
+        parallel.split(out.shape[-1], 0, cols, slices=slices)
+    return out
+
+
+def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a @ b (NumPy's broadcasting over batch axes), large products split over idle cores."""
+    if a.ndim < 2 or b.ndim < 2 or a.shape[-1] != b.shape[-2]:
+        return np.matmul(a, b)
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    out = np.empty(batch + (a.shape[-2], b.shape[-1]), np.result_type(a, b))
+    return matmul_into(a, b, out)
