@@ -329,12 +329,40 @@ class Graph:
     def get_operations(self) -> list[Node]:
         return list(self.nodes)
 
+    def get_operation_by_name(self, name: str) -> Node:
+        """The node named `name` (TensorFlow's KeyError when there is none)."""
+        if not isinstance(name, str):
+            raise TypeError(f"Operation names are strings (or similar), not "
+                            f"{type(name).__name__}.")
+        for n in self.nodes:
+            if n.name == name:
+                return n
+        raise KeyError(f"The name {name!r} refers to an Operation not in the graph.")
+
     def get_tensor_by_name(self, name: str) -> SymbolicTensor:
+        """The tensor ``"<op name>:<output index>"`` (TensorFlow's errors otherwise)."""
+        if not isinstance(name, str):
+            raise TypeError(f"Tensor names are strings (or similar), not {type(name).__name__}.")
+        form = "Tensor names must be of the form \"<op_name>:<output_index>\"."
+        if ":" not in name:
+            if any(n.name == name for n in self.nodes):
+                raise ValueError(f"The name {name!r} refers to an Operation, not a Tensor. "
+                                 f"{form}")
+            raise ValueError(f"The name {name!r} looks like an (invalid) Operation name, not "
+                             f"a Tensor. {form}")
         op_name, _, idx = name.partition(":")
+        if not idx.isdigit():
+            raise ValueError(f"The name {name!r} looks a like a Tensor name, but is not a "
+                             f"valid one. {form}")
         for n in self.nodes:
             if n.name == op_name:
-                return n.outputs[int(idx or 0)]
-        raise KeyError(f"The name {name!r} refers to a Tensor which does not exist.")
+                if int(idx) >= len(n.outputs):
+                    raise KeyError(f"The name {name!r} refers to a Tensor which does not "
+                                   f"exist. The operation, {op_name!r}, exists but only has "
+                                   f"{len(n.outputs)} outputs.")
+                return n.outputs[int(idx)]
+        raise KeyError(f"The name {name!r} refers to a Tensor which does not exist. The "
+                       f"operation, {op_name!r}, does not exist in the graph.")
 
     def variables(self) -> list[Variable]:
         """Variables this graph reads or writes, in first-use order."""

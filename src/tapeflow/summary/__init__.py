@@ -7,6 +7,7 @@ plus per-node compute time and memory), ``record_if``, ``experimental.set_step``
 
 import types as _types
 
+from tapeflow.summary import introspection as _introspection
 from tapeflow.summary.summary_ops import graph, histogram, image, scalar, text
 from tapeflow.summary.trace import trace_export, trace_off, trace_on
 from tapeflow.summary.writer import (
@@ -19,6 +20,8 @@ from tapeflow.summary.writer import (
 )
 from tapeflow.summary.writer import get_step as _get_step
 from tapeflow.summary.writer import set_step as _set_step
+
+_introspection.install()  # graph.as_graph_def(), Operation.node_def, function_def ...
 
 experimental = _types.ModuleType("tapeflow.summary.experimental",
                                  "tf.summary.experimental: the default step.")

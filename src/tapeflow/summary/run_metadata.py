@@ -15,8 +15,7 @@ from typing import Any
 import numpy as np
 
 from tapeflow.summary import _tb
-
-DEVICE = "/job:localhost/replica:0/task:0/device:CPU:0"
+from tapeflow.summary.tf_ops import DEVICE
 
 
 def profile_run(concrete: Any, arrays: list, runs: int = 1) -> tuple[dict, float]:
@@ -56,7 +55,7 @@ def run_metadata(concrete: Any, arrays: list, runs: int = 1) -> Any:
     step_stats_pb2 = _tb.proto("step_stats_pb2")
     cost_pb2 = _tb.proto("allocation_description_pb2")
     desc_pb2 = _tb.proto("tensor_description_pb2")
-    from tapeflow.summary.graph_def import data_type, shape_proto
+    from tapeflow.summary.tf_ops import data_type, shape_proto
 
     times, start = profile_run(concrete, arrays, runs)
     # an unknown dim takes the size the inputs had at that position (the batch, mostly)
