@@ -106,6 +106,56 @@ def test_graph_histograms_images_embeddings_and_profile(tmp_path):
     assert any(e.get("cat") == "op" and e["name"] == "MatMul" for e in events)
 
 
+def test_profile_batch_times_the_real_steps(tmp_path):
+    """The profiled batches run the train step on instrumented code: its nodes' times fall
+    inside those steps' spans, the steps train as usual, and each profiled batch gets
+    RunMetadata (compute time and memory per node of the step graph) for the Graphs
+    dashboard, with the real batch's sizes."""
+    pytest.importorskip("tensorboard")
+    import gzip
+    import json
+
+    from tensorboard.compat.proto import config_pb2, graph_pb2
+
+    rng = np.random.default_rng(1)
+    x, y = rng.normal(size=(12, 3)).astype(np.float32), rng.integers(0, 2, 12)
+
+    def model():
+        m = keras.Sequential([layers.Dense(4, activation="relu", input_shape=(3,)),
+                              layers.Dense(2)])
+        m.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        return m
+
+    plain, profiled = model(), model()
+    profiled.set_weights(plain.get_weights())
+    plain.fit(x, y, batch_size=4, epochs=2, shuffle=False, verbose=0)
+    board = keras.callbacks.TensorBoard(tmp_path, profile_batch=(2, 3))
+    profiled.fit(x, y, batch_size=4, epochs=2, shuffle=False, verbose=0, callbacks=[board])
+    for a, b in zip(plain.get_weights(), profiled.get_weights()):
+        np.testing.assert_array_equal(a, b)
+
+    (trace,) = glob.glob(str(tmp_path / "train" / "plugins" / "profile" / "*" / "*.json.gz"))
+    events = json.load(gzip.open(trace))["traceEvents"]
+    spans = [(e["ts"], e["ts"] + e["dur"]) for e in events if e["name"] == "train"]
+    ops = [e for e in events if e.get("cat") == "op"]
+    assert len(spans) == 2 and {e["name"] for e in ops} >= {"MatMul", "Relu", "AddV2"}
+    for e in ops:  # timed in the real steps, not replayed afterwards
+        assert any(lo <= e["ts"] and e["ts"] + e["dur"] <= hi + 1 for lo, hi in spans), e
+
+    written = _events(tmp_path / "train")
+    (graph,) = [graph_pb2.GraphDef.FromString(e.graph_def) for e in written if e.graph_def]
+    tagged = [e.tagged_run_metadata for e in written if e.HasField("tagged_run_metadata")]
+    assert [t.tag for t in tagged] == ["batch_2", "batch_3"]
+    for t in tagged:
+        stats = config_pb2.RunMetadata.FromString(t.run_metadata).step_stats.dev_stats[0]
+        by_name = {s.node_name: s for s in stats.node_stats}
+        assert set(by_name) <= {n.name for n in graph.node}
+        matmul = by_name[f"{profiled.name}/{profiled.layers[0].name}/MatMul"]
+        assert [d.size for d in matmul.output[0].tensor_description.shape.dim] == [4, 4]
+        assert matmul.memory[0].total_bytes == 4 * 4 * 4
+        assert sum(s.all_end_rel_micros for s in stats.node_stats) > 0
+
+
 def test_missing_package_names_the_extra(monkeypatch, tmp_path):
     for name in list(sys.modules):
         if name == "tensorboard" or name.startswith("tensorboard."):

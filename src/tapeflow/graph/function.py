@@ -150,6 +150,23 @@ class ConcreteFunction:
         lines.append(f"{total / runs * 1e6:>10.1f}  total per call ({runs} runs)")
         return "\n".join(lines)
 
+    def instrument(self, profile: dict | None, calls: list | None = None) -> None:
+        """Run later calls on an instrumented copy that adds each node's wall time and call
+        count to ``profile[node]`` and appends ``(start, input shapes)`` of each call to
+        `calls` (None: back to the plain compiled code). tf.profiler and Keras's
+        `profile_batch` time the real steps this way."""
+        if profile is None:
+            self._fn = self._exe.fn
+            return
+        fn = compile_graph(self.graph, name=self.name, profile=profile).fn
+
+        def timed(*arrays: Any) -> Any:
+            if calls is not None:
+                calls.append((time.perf_counter(), [np.shape(a) for a in arrays]))
+            return fn(*arrays)
+
+        self._fn = timed
+
     def pretty_printed_signature(self) -> str:
         args = ", ".join(f"{p}: {s.dtype.name}{_shape_text(s.shape)}"
                          for p, s in zip(self.input_paths, self.structured_input_signature))

@@ -8,8 +8,9 @@ name scopes become collapsible groups) and the Keras model config (the conceptua
 convolution kernels as images; ``embeddings_freq`` each Embedding layer's matrix as a TSV for
 the projector (``projector_config.pbtxt``; ``embeddings_metadata`` label files are copied
 next to it, where TensorBoard looks for them);
-``profile_batch`` a Chrome trace of those batches (one span per step, and the step graph's
-nodes timed on one run) under ``log_dir/train/plugins/profile``.
+``profile_batch`` a Chrome trace of those batches under ``log_dir/train/plugins/profile`` (one
+span per step and, on an executor track, the step graph's nodes timed in the real steps) and
+their RunMetadata (``batch_<n>``: the Graphs dashboard's compute time and memory colouring).
 Everything goes through `tapeflow.summary` (the tensorboard package's protos and writer).
 """
 
@@ -79,6 +80,8 @@ class TensorBoard(Callback):
         self._epoch_batches = 0
         self._graph_written = False
         self._profiling = False
+        self._timed: list = []  # (concrete, per-node stats, calls) of instrumented steps
+        self._before: dict = {}
 
     @property
     def _train_dir(self) -> str:
@@ -117,11 +120,17 @@ class TensorBoard(Callback):
         if profiler.active():
             self._span = profiler.Trace("train", step_num=self._batches_seen + 1)
             self._span.__enter__()
+        if self._profiling:  # per-node totals so far, to tell this batch's share
+            self._instrument_steps()
+            self._before = {id(c): {n: s[0] for n, s in stats.items()}
+                            for c, stats, _ in self._timed}
 
     def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
         self._batches_seen += 1
         self._epoch_batches += 1
         if getattr(self, "_span", None) is not None:
+            if self._profiling:
+                self._profile_step(self._batches_seen, self._span._start)
             self._span.__exit__(None, None, None)
             self._span = None
         if not self._graph_written:
@@ -237,25 +246,54 @@ class TensorBoard(Callback):
             os.replace(tmp, path)
 
     # --- profiling ------------------------------------------------------------------------
+    def _train_concretes(self) -> list:
+        return list(getattr(getattr(self.model, "_train_fn", None), "_concretes", None) or [])
+
     def _start_profiling(self) -> None:
+        """From the first profiled batch on, the traced train steps run on instrumented code:
+        each node of the real steps is timed on the real batches. A step traced while
+        profiling is profiled by the profiler on the batch that traced it."""
         from tapeflow.summary import profiler
 
         profiler.start(self._train_dir)
         self._profiling = True
 
+    def _instrument_steps(self) -> None:
+        """Instrument the train step's traces not instrumented yet."""
+        done = {id(c) for c, _, _ in self._timed}
+        for concrete in self._train_concretes():
+            if id(concrete) not in done:
+                stats: dict = {}
+                calls: list = []
+                concrete.instrument(stats, calls)
+                self._timed.append((concrete, stats, calls))
+
+    def _profile_step(self, step: int, start_us: float) -> None:
+        """The nodes of the train step that ran in batch `step`: executor-track events from
+        the batch's start and, for the Graphs dashboard, RunMetadata tagged ``batch_<step>``
+        (compute time and memory per node)."""
+        from tapeflow.summary import _tb, profiler, run_metadata
+
+        for concrete, stats, calls in self._timed:
+            before = self._before.get(id(concrete), {})
+            times = {node: s[0] - before.get(node, 0.0) for node, s in stats.items()}
+            if not calls or not any(t > 0 for t in times.values()):
+                continue  # this trace did not run in the batch
+            profiler.add_events(profiler.timed_node_events(concrete, times, start_us))
+            meta = run_metadata.timed_run_metadata(concrete, times, time.time(), calls[-1][1])
+            event_pb2 = _tb.proto("event_pb2")
+            tagged = event_pb2.TaggedRunMetadata(tag=f"batch_{step}",
+                                                 run_metadata=meta.SerializeToString())
+            self._writer("train").add_event(event_pb2.Event(step=step,
+                                                            tagged_run_metadata=tagged))
+
     def _stop_profiling(self) -> None:
-        """End the profile; the step graph's nodes are timed on one run with zero inputs of
-        its traced shapes (variables are put back afterwards, see `run_metadata`)."""
         from tapeflow.summary import profiler
 
         self._profiling = False
-        fn = getattr(self.model, "_train_fn", None)
-        concretes = getattr(fn, "_concretes", None)
-        if concretes:
-            concrete = concretes[0]
-            arrays = [np.zeros([1 if d is None else d for d in t.shape.as_list()],
-                               dtype=t.dtype._np) for t in concrete.inputs]
-            profiler.add_function(concrete, arrays)
+        for concrete, _, _ in self._timed:
+            concrete.instrument(None)
+        self._timed = []
         profiler.stop()
 
 

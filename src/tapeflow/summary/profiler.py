@@ -88,17 +88,32 @@ def node_events(concrete: Any, arrays: list) -> list[dict]:
     from tapeflow.summary.run_metadata import profile_run
 
     times, _ = profile_run(concrete, arrays)
-    t = _now_us()
+    return timed_node_events(concrete, times, _now_us())
+
+
+def timed_node_events(concrete: Any, times: dict, start_us: float) -> list[dict]:
+    """Events for `concrete`'s nodes taking `times[node]` seconds each, end to end from
+    `start_us` (perf_counter microseconds, the trace's clock)."""
+    from tapeflow.summary.tf_ops import tf_type
+
+    t = start_us
     events = []
     for node in concrete.graph.nodes:
         dur = times.get(node, 0.0) * 1e6
-        events.append({"name": node.op.name, "ph": "X", "ts": t, "dur": dur, "pid": 1,
+        events.append({"name": tf_type(node), "ph": "X", "ts": t, "dur": dur, "pid": 1,
                        "tid": _EXECUTOR_TID, "cat": "op",
                        "args": {"node": node.name, "function": concrete.name,
                                 "source": node.location,
                                 "outputs": [str(o.shape) for o in node.outputs]}})
         t += dur
     return events
+
+
+def add_events(events: list[dict]) -> None:
+    """Add finished events to the running session's trace."""
+    with _lock:
+        if _session:
+            _session["events"].extend(events)
 
 
 def write_trace(logdir: str, events: list[dict]) -> str:

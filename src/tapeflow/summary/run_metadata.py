@@ -51,17 +51,23 @@ def _output_bytes(tensor: Any, sizes: dict) -> tuple[list[int], int]:
 
 def run_metadata(concrete: Any, arrays: list, runs: int = 1) -> Any:
     """The RunMetadata (step stats per node) of running `concrete` on `arrays`."""
+    times, start = profile_run(concrete, arrays, runs)
+    return timed_run_metadata(concrete, times, start, [np.shape(a) for a in arrays])
+
+
+def timed_run_metadata(concrete: Any, times: dict, start: float, input_shapes: list) -> Any:
+    """The RunMetadata of a run of `concrete` whose nodes took `times[node]` seconds, from
+    `start` (epoch seconds), on inputs of `input_shapes`."""
     config_pb2 = _tb.proto("config_pb2")
     step_stats_pb2 = _tb.proto("step_stats_pb2")
     cost_pb2 = _tb.proto("allocation_description_pb2")
     desc_pb2 = _tb.proto("tensor_description_pb2")
-    from tapeflow.summary.tf_ops import data_type, shape_proto
+    from tapeflow.summary.tf_ops import data_type, shape_proto, tf_type
 
-    times, start = profile_run(concrete, arrays, runs)
     # an unknown dim takes the size the inputs had at that position (the batch, mostly)
-    sizes = {}
-    for array in arrays:
-        for i, d in enumerate(np.shape(array)):
+    sizes: dict = {}
+    for shape in input_shapes:
+        for i, d in enumerate(shape):
             sizes.setdefault(i, d)
     device = step_stats_pb2.DeviceStepStats(device=DEVICE)
     t = start * 1e6
@@ -71,7 +77,7 @@ def run_metadata(concrete: Any, arrays: list, runs: int = 1) -> Any:
         stats = step_stats_pb2.NodeExecStats(node_name=node.name, all_start_micros=int(t),
                                              op_start_rel_micros=0, op_end_rel_micros=micros,
                                              all_end_rel_micros=micros,
-                                             timeline_label=f"{node.name} = {node.op.name}()")
+                                             timeline_label=f"{node.name} = {tf_type(node)}()")
         total = 0
         for slot, out in enumerate(node.outputs):
             dims, nbytes = _output_bytes(out, sizes)
