@@ -34,3 +34,16 @@ class TwoLayer(tf.keras.Model):
 
     def get_config(self):
         return {"hidden": self.hidden, "classes": self.classes, "name": self.name}
+
+
+@tf.keras.utils.register_keras_serializable(package="fixtures")
+class AutoConfig(tf.keras.Model):
+    """No get_config: saved with its constructor's arguments, as tf-keras does."""
+
+    def __init__(self, units, scale=1.0, **kwargs):
+        super().__init__(**kwargs)
+        self.scale = scale
+        self.d = tf.keras.layers.Dense(units)
+
+    def call(self, x):
+        return self.d(x) * self.scale

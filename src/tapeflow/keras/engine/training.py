@@ -8,6 +8,7 @@ is in variables), so a traced step updates them and the loop only reads ``result
 
 from __future__ import annotations
 
+import inspect
 import warnings
 from typing import Any
 
@@ -21,6 +22,21 @@ from tapeflow.framework.threads import single_threaded_blas
 from tapeflow.keras import callbacks as callbacks_mod
 from tapeflow.keras.engine import compile_utils, data_adapter
 from tapeflow.keras.engine.base_layer import Layer
+
+_PLAIN = (str, int, float, bool, type(None))
+
+
+def _init_config(cls: type, args: tuple, kwargs: dict) -> dict | None:
+    """The constructor's arguments by name when all are plain values (tf-keras's rule for the
+    default config of a subclass), else None."""
+    names = inspect.getfullargspec(cls.__init__).args[1:]
+    config = dict(kwargs)
+    config.update(zip(names, args))
+    try:
+        plain = all(isinstance(v, _PLAIN) for v in nest.flatten(config))
+    except TypeError:
+        return None
+    return config if plain else None
 
 
 def _is_functional_call(args: tuple, kwargs: dict) -> bool:
@@ -74,7 +90,10 @@ class Model(Layer):
             from tapeflow.keras.engine.functional import Functional
 
             return super().__new__(Functional)
-        return super().__new__(cls)
+        instance = super().__new__(cls)
+        if type(instance).get_config is Model.get_config:  # a subclassed model's default config
+            object.__setattr__(instance, "_init_config", _init_config(cls, args, kwargs))
+        return instance
 
     def __init__(self, *args: Any, **kwargs: Any):
         if _is_functional_call(args, kwargs):
@@ -512,4 +531,38 @@ class Model(Layer):
         return checkpoint.restore_into(self, str(filepath))
 
     def get_config(self) -> dict:
-        return {"name": self.name, "trainable": self.trainable}
+        """tf-keras's default config of a subclassed model: the arguments its constructor was
+        called with, when they are plain values (else ``{}``, with tf-keras's warning); name,
+        trainable and dtype only where ``__init__`` names them or takes ``**kwargs``.
+        (An override calling ``super().get_config()`` starts from name and trainable.)"""
+        if type(self).get_config is not Model.get_config:
+            return {"name": self.name, "trainable": self.trainable}
+        captured = self.__dict__.get("_init_config")
+        if captured is None:
+            warnings.warn("Model's `__init__()` arguments contain non-serializable objects. "
+                          "Please implement a `get_config()` method in the subclassed Model "
+                          "for proper saving and loading. Defaulting to empty config.",
+                          stacklevel=2)
+            return {}
+        config = {"name": self.name, "trainable": self.trainable, "dtype": self.dtype}
+        own = set(config)
+        config.update(captured)
+        spec = inspect.getfullargspec(type(self).__init__)
+        if spec.varkw != "kwargs":
+            for key in own - set(spec.args[1:]):
+                config.pop(key, None)
+        return config
+
+    @classmethod
+    def from_config(cls, config: dict, custom_objects: dict | None = None) -> Model:
+        try:
+            return cls(**config)
+        except TypeError as e:
+            raise TypeError(
+                f"Unable to revive model from config. When overriding the `get_config()` "
+                f"method, make sure that the returned config contains all items used as "
+                f"arguments in the  constructor to {cls}, which is the default behavior. You "
+                f"can override this default behavior by defining a `from_config(cls, config)` "
+                f"class method to specify how to create an instance of {cls.__name__} from its "
+                f"config.\n\nReceived config={config}\n\nError encountered during "
+                f"deserialization: {e}") from e

@@ -99,6 +99,16 @@ def save_weights(model: Any, filepath: str) -> None:
 
 def save(model: Any, filepath: str, include_optimizer: bool = True) -> None:
     """``model.save("m.h5")``: config, weights and (optionally) training state."""
+    from tapeflow.keras.engine.functional import Functional
+    from tapeflow.keras.engine.sequential import Sequential
+
+    if not isinstance(model, (Functional, Sequential)):  # tf-keras's refusal, word for word
+        raise NotImplementedError(
+            "Saving the model to HDF5 format requires the model to be a Functional model or a "
+            "Sequential model. It does not work for subclassed models, because such models are "
+            "defined via the body of a Python method, which isn't safely serializable. Consider "
+            "saving to the Tensorflow SavedModel format (by setting save_format=\"tf\") or "
+            "using `save_weights`.")
     config = serialize_keras_object(model)
     with h5_store.atomic_write(filepath) as out, h5_store.open_h5(out, "w") as f:
         f.attrs["backend"] = "tensorflow"

@@ -13,6 +13,7 @@ from collections import deque
 from typing import Any
 
 from tapeflow.framework import nest
+from tapeflow.keras.saving import tf_op_layers
 
 _TENSOR_REF = "__keras_tensor__"
 
@@ -87,11 +88,20 @@ def _node_config(node: Any, ref: Any) -> list:
     from tapeflow.keras.engine.keras_tensor import KerasTensor
     from tapeflow.keras.saving.serialization import _jsonable
 
+    call = tf_op_layers.as_tf_keras_call(node.layer) if _takes_list(node.layer) else None
+    if call is not None:  # tf-keras's form: the op's function, its other arguments by name
+        inputs = nest.flatten(node.call_inputs)
+        kwargs = {k: ref(inputs[1]) if v is tf_op_layers.TENSOR else v
+                  for k, v in call[3].items()}
+        if call[2]:  # a list of tensors as the first argument
+            return [ref(x) + [kwargs] for x in inputs]
+        return ref(inputs[0]) + [kwargs]  # one tensor: the entry itself, as tf-keras writes it
+
     if any(isinstance(a, KerasTensor) for a in nest.flatten(node.call_args)) or node.call_args:
         raise NotImplementedError(f"Layer {node.layer.name!r} was called with extra positional "
                                   "arguments; its model cannot be saved as a config (pass them "
                                   "by keyword).")
-    kwargs = {k: ([_TENSOR_REF] + ref(v) if isinstance(v, KerasTensor) else _jsonable(v))
+    kwargs = {k: (ref(v) if isinstance(v, KerasTensor) else _jsonable(v))
               for k, v in node.call_kwargs.items()}
     entries = [ref(x) + [{}] for x in nest.flatten(node.call_inputs)]
     entries[0][3] = kwargs
@@ -147,6 +157,8 @@ def _functional_from_config(config: dict, custom_objects: dict | None) -> Any:
         first = _first_node(layer)
         done[name] = first
         for index, node in enumerate(entry.get("inbound_nodes", [])):
+            if isinstance(node, list) and node and isinstance(node[0], str):
+                node = _Bare([node])  # one tensor as the first argument (tf-keras's op layers)
             if not isinstance(node, list):
                 raise ValueError(f"Layer {name!r}: unsupported inbound node format {node!r} "
                                  "(expected Keras 2's list of [layer, node, tensor, kwargs])")
@@ -162,14 +174,15 @@ def _functional_from_config(config: dict, custom_objects: dict | None) -> Any:
             name, index, node = pending.popleft()
             kwargs = dict(node[0][3]) if node and len(node[0]) > 3 else {}
             refs = [entry[:3] for entry in node] + [
-                v[1:] for v in kwargs.values() if isinstance(v, list) and v[:1] == [_TENSOR_REF]]
+                _tensor_ref(v) for v in kwargs.values() if _tensor_ref(v) is not None]
             if done.get(name, 0) != index or any(value(r) is None for r in refs):
                 pending.append((name, index, node))
                 continue
-            kwargs = {k: value(v[1:]) if isinstance(v, list) and v[:1] == [_TENSOR_REF] else v
+            kwargs = {k: v if _tensor_ref(v) is None else value(_tensor_ref(v))
                       for k, v in kwargs.items()}
             inputs = [value(entry) for entry in node]
-            single = len(inputs) == 1 and not _takes_list(layers[name])
+            single = isinstance(node, _Bare) or (len(inputs) == 1 and not isinstance(
+                layers[name], tf_op_layers.TFFunctionCall) and not _takes_list(layers[name]))
             out = layers[name](inputs[0] if single else inputs, **kwargs)
             outputs[(name, index)] = nest.flatten(out)
             done[name] = index + 1
@@ -185,6 +198,21 @@ def _functional_from_config(config: dict, custom_objects: dict | None) -> Any:
                          "tensors that the layers do not produce")
     return functional(ins if len(ins) > 1 else ins[0], outs if len(outs) > 1 else outs[0],
                       name=config.get("name"))
+
+
+class _Bare(list):
+    """An inbound node written as one entry: the layer was called on that tensor alone."""
+
+
+def _tensor_ref(value: Any) -> list | None:
+    """A tensor named in a call's keyword arguments: ``[layer, node, tensor]`` as tf-keras
+    writes it (or tapeflow's earlier ``["__keras_tensor__", layer, node, tensor]``)."""
+    if isinstance(value, list) and value[:1] == [_TENSOR_REF]:
+        value = value[1:]
+    if isinstance(value, list) and len(value) == 3 and isinstance(value[0], str) and all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value[1:]):
+        return value
+    return None
 
 
 def _takes_list(layer: Any) -> bool:

@@ -14,7 +14,7 @@ import importlib
 import re
 from typing import Any
 
-from tapeflow.keras.saving import object_registration
+from tapeflow.keras.saving import object_registration, tf_op_layers
 
 # the public module each kind of built-in object is written under, as tf-keras does
 _KINDS = {
@@ -48,7 +48,7 @@ def _classes(kind: str) -> dict[str, Any]:
         from tapeflow.keras.engine.training import Model
 
         out.update(Functional=Functional, Sequential=Sequential, Model=Model,
-                   TFOpLambda=TFOpLambda)
+                   TFOpLambda=TFOpLambda, SlicingOpLambda=TFOpLambda)
     if kind == "optimizers":
         out.update({k: v for k, v in vars(module.legacy).items() if isinstance(v, type)})
     return out
@@ -98,12 +98,16 @@ def serialize_keras_object(obj: Any) -> Any:
         config = _op_lambda_config(obj)
     else:
         config = obj.get_config()
+    class_name = cls.__name__
     if builtin:
         module = _MODEL_MODULES.get(cls.__name__) or (_KINDS[kind][0] if kind else None)
         registered = cls.__name__ if cls.__name__ in _MODEL_MODULES else None
     else:
         module, registered = None, object_registration.get_registered_name(cls)
-    out = {"module": module, "class_name": cls.__name__, "config": _jsonable(config),
+    if _is_op_lambda(cls) and "function" in config:  # an op layer in tf-keras's form
+        module, class_name = tf_op_layers.MODULE, config.pop("class_name")
+        registered = class_name
+    out = {"module": module, "class_name": class_name, "config": _jsonable(config),
            "registered_name": registered}
     shape = _build_shape(obj) if kind == "layers" else None
     if shape is not None:
@@ -258,9 +262,15 @@ def _is_op_lambda(cls: type) -> bool:
 
 
 def _op_lambda_config(layer: Any) -> dict:
-    """The op by its registry name, its attributes and constant inputs as tagged JSON (the
-    graph-IR encoding of SavedModels); tapeflow reads it back, tf-keras names ops otherwise."""
+    """tf-keras's form when the op is one TensorFlow function call (``tf_op_layers``), else
+    the op by its registry name, its attributes and constant inputs as tagged JSON (the
+    graph-IR encoding of SavedModels), which only tapeflow reads."""
     from tapeflow.saved_model import graph_json
+
+    call = tf_op_layers.as_tf_keras_call(layer)
+    if call is not None:
+        return {"name": layer.name, "trainable": layer.trainable, "dtype": layer.dtype,
+                "function": call[1], "class_name": call[0]}
 
     def refuse(var: Any) -> Any:
         raise ValueError(f"layer {layer.name!r}: a variable inside a TF op layer cannot be "
@@ -278,11 +288,11 @@ def _op_lambda_from_config(config: dict) -> Any:
     from tapeflow.keras.engine.op_lambda import TFOpLambda
     from tapeflow.saved_model import graph_json
 
+    if "function" in config:  # tf-keras's form: a public TensorFlow function
+        return tf_op_layers.TFFunctionCall(config)
     op = REGISTRY.get(config.get("op"))
     if op is None:
-        raise ValueError(f"TF op layer {config.get('name')!r}: unknown op {config.get('op')!r}"
-                         " (a TFOpLambda config written by tf-keras names a Python function, "
-                         "which tapeflow does not look up)")
+        raise ValueError(f"TF op layer {config.get('name')!r}: unknown op {config.get('op')!r}")
     decode = lambda value: graph_json._decode_value(value, [], None, [])  # noqa: E731
     name = str(config.get("name", "tf.op"))
     layer = TFOpLambda(op, {k: decode(v) for k, v in config.get("attrs", {}).items()},
