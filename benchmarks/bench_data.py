@@ -4,6 +4,7 @@ Run: python benchmarks/bench_data.py   (prints seconds next to the ideal overlap
      python benchmarks/bench_data.py --processes   (only threads vs processes for a Python map)
      python benchmarks/bench_data.py --traced      (only eager vs tf.function map functions)
      python benchmarks/bench_data.py --handoff     (only parallel map's per-element overhead)
+     python benchmarks/bench_data.py --service     (only tf.data service: 1 vs 2 data workers)
 """
 
 from __future__ import annotations
@@ -192,6 +193,53 @@ def handoff_cost(n: int = 20_000) -> None:
               f"vs sequential x{wall / base:.2f}")
 
 
+def python_ms(x):
+    """~2 ms of pure-Python work per element (a data-service worker runs it in its process)."""
+    total = 0
+    for i in range(25_000):
+        total += i * i % 7
+    return x + total
+
+
+def data_service(n: int = 600, rounds: int = 5) -> None:
+    """Elements per second of a Python-heavy pipeline: in this process, and on the tf.data
+    service (Ray actors on this machine) with 1 and with 2 data workers, rounds alternating."""
+    service = tfdata.experimental.service
+    servers = []
+
+    def dispatcher_with(workers: int) -> str:
+        d = service.DispatchServer()
+        servers.append(d)
+        for _ in range(workers):
+            servers.append(service.WorkerServer(
+                service.WorkerConfig(dispatcher_address=d.target.split("://")[1])))
+        return d.target
+
+    options = tfdata.Options()
+    options.experimental_optimization.map_and_batch_fusion = False   # one call per element
+    ds = tfdata.Dataset.range(n).map(python_ms).batch(8).with_options(options)
+    cases = {"in this process (map, sequential)": ds,
+             "service, 1 data worker": ds.apply(service.distribute(
+                 "distributed_epoch", dispatcher_with(1))),
+             "service, 2 data workers": ds.apply(service.distribute(
+                 "distributed_epoch", dispatcher_with(2)))}
+    rates: dict[str, list[float]] = {k: [] for k in cases}
+    for r in range(rounds + 1):
+        for name, case in cases.items():
+            seconds = _epoch(case)
+            if r:   # the first round warms up (worker imports, first job)
+                rates[name].append(n / seconds)
+    print(f"\ntf.data service, Python map of ~2 ms x {n} elements, batch(8), distributed_epoch "
+          f"(median of {rounds} alternating rounds; load average {os.getloadavg()[0]:.1f} on "
+          f"{os.cpu_count()} cores):")
+    base = statistics.median(rates["service, 1 data worker"])
+    for name, values in rates.items():
+        rate = statistics.median(values)
+        print(f"  {name:<36}{rate:>9,.0f} elements/s   x{rate / base:.2f} of 1 worker")
+    for s in reversed(servers):
+        s.stop()
+
+
 def _epoch(ds) -> float:
     start = time.perf_counter()
     for _ in ds:
@@ -208,6 +256,9 @@ def main() -> None:
         return
     if "--handoff" in sys.argv:
         handoff_cost()
+        return
+    if "--service" in sys.argv:
+        data_service()
         return
     cases = [
         ("naive (no overlap: sum)", lambda: ArtificialDataset(), 0.210, 0.2747, None),

@@ -82,6 +82,12 @@ class Dataset:
             raise ValueError("autotune_report(): iterate over the dataset first")
         return tuner.report()
 
+    def __getstate__(self) -> dict:
+        """Pickled (to data-service workers, by Ray) without the last iterator's tuner."""
+        state = dict(self.__dict__)
+        state.pop("_last_tuner", None)
+        return state
+
     def __repr__(self) -> str:
         try:
             spec = self.element_spec
@@ -361,6 +367,13 @@ class _EpochCounter:
 
     def __init__(self):
         self._n = 0
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict:   # a pipeline travels to data-service workers pickled
+        return {"n": self._n}
+
+    def __setstate__(self, state: dict) -> None:
+        self._n = state["n"]
         self._lock = threading.Lock()
 
     def next(self) -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tapeflow.data import service as service
 from tapeflow.data.autotune import AUTOTUNE
 from tapeflow.data.dataset import INFINITE as INFINITE_CARDINALITY
 from tapeflow.data.dataset import UNKNOWN as UNKNOWN_CARDINALITY
@@ -45,4 +46,4 @@ def choose_from_datasets(datasets: list, choice_dataset: Dataset,
 __all__ = ["AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "AutotuneOptions",
            "OptimizationOptions", "ThreadingOptions", "CsvDataset", "make_csv_dataset",
            "cardinality", "sample_from_datasets", "choose_from_datasets", "save", "load",
-           "snapshot"]
+           "service", "snapshot"]

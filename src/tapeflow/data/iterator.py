@@ -20,12 +20,15 @@ from tapeflow.framework import errors
 
 class IterContext:
     """What every stage of one iterator shares: options, the autotuner and the record of the
-    random draws its stages make (see iterator_state.py)."""
+    random draws its stages make (see iterator_state.py). `splits` is set on a data-service
+    worker in `distributed_epoch` mode: where the pipeline's source takes its splits from."""
 
-    __slots__ = ("options", "tuner", "draws")
+    __slots__ = ("options", "tuner", "draws", "splits")
 
-    def __init__(self, options: Options, draws: iterator_state.Draws | None = None):
+    def __init__(self, options: Options, draws: iterator_state.Draws | None = None,
+                 splits: Any = None):
         self.options = options
+        self.splits = splits
         self.tuner = Tuner(options.autotune.cpu_budget, options.autotune.ram_budget,
                            options.threading.private_threadpool_size)
         self.draws = draws

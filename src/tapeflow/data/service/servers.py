@@ -1,0 +1,132 @@
+"""`DispatchServer` and `WorkerServer`: TensorFlow's server objects, as Ray actors.
+
+A server runs as a named actor placed on the machine of the program that made it, and lives
+as long as that program (or until `stop()`). Its address ("localhost:<port>") names it in the
+Ray cluster: trainers and workers anywhere in the cluster find it by that name.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from tapeflow.data.service import cluster
+from tapeflow.data.service.config import (
+    DEFAULT_PROTOCOL,
+    DispatcherConfig,
+    WorkerConfig,
+    free_port,
+    split_target,
+)
+
+_ACTOR_OPTIONS = {"num_cpus": 0, "max_concurrency": 64, "max_restarts": 0}
+
+
+class DispatchServer:
+    """`tf.data.experimental.service.DispatchServer`: keeps the datasets, workers and jobs."""
+
+    def __init__(self, config: DispatcherConfig | None = None, start: bool = True):
+        self._config = config or DispatcherConfig()
+        self._protocol = self._config.protocol or DEFAULT_PROTOCOL
+        self._address = f"localhost:{self._config.port or free_port()}"
+        self._actor: Any = None
+        if start:
+            self.start()
+
+    def start(self) -> None:
+        """Start the dispatcher actor (idempotent)."""
+        if self._actor is not None:
+            return
+        ray = cluster.ray_module()
+        from tapeflow.data.service.dispatcher import Dispatcher
+
+        self._actor = ray.remote(Dispatcher).options(
+            name=cluster.actor_name("dispatcher", self._address), namespace=cluster.NAMESPACE,
+            scheduling_strategy=cluster.current_node_affinity(), **_ACTOR_OPTIONS,
+        ).remote(self._address)
+        ray.get(self._actor.pid.remote())
+
+    @property
+    def target(self) -> str:
+        """"protocol://address", what `distribute(service=...)` takes."""
+        return f"{self._protocol}://{self._address}"
+
+    def join(self) -> None:
+        """Block while the dispatcher runs."""
+        _join(self._actor)
+
+    def stop(self) -> None:
+        """Stop the dispatcher (its jobs end; workers registered with it stop serving)."""
+        _stop(self._actor)
+        self._actor = None
+
+    _stop = stop
+
+    def _num_workers(self) -> int:
+        return cluster.ray_module().get(self._actor.num_workers.remote())
+
+    def _pid(self) -> int:
+        return cluster.ray_module().get(self._actor.pid.remote())
+
+
+class WorkerServer:
+    """`tf.data.experimental.service.WorkerServer`: a data worker registered with a
+    dispatcher; it runs the jobs' pipelines and serves their elements to trainers."""
+
+    def __init__(self, config: WorkerConfig, start: bool = True):
+        if isinstance(config, str):
+            raise TypeError("WorkerServer takes a WorkerConfig(dispatcher_address=...), "
+                            "not an address")
+        self._config = config
+        _, self._dispatcher_address = split_target(config.dispatcher_address)
+        self._address = config.worker_address or f"localhost:{config.port or free_port()}"
+        self._actor: Any = None
+        if start:
+            self.start()
+
+    def start(self) -> None:
+        """Start the worker actor and register it with the dispatcher (idempotent)."""
+        if self._actor is not None:
+            return
+        ray = cluster.ray_module()
+        from tapeflow.data.service.worker import DataWorker
+
+        cluster.lookup("dispatcher", self._dispatcher_address)   # a clear error if absent
+        actor = ray.remote(DataWorker).options(
+            name=cluster.actor_name("worker", self._address), namespace=cluster.NAMESPACE,
+            scheduling_strategy=cluster.current_node_affinity(), **_ACTOR_OPTIONS,
+        ).remote(self._dispatcher_address, self._address)
+        ray.get(actor.register.remote(actor))
+        self._actor = actor
+
+    def join(self) -> None:
+        """Block while the worker runs."""
+        _join(self._actor)
+
+    def stop(self) -> None:
+        _stop(self._actor)
+        self._actor = None
+
+    _stop = stop
+
+    def _num_tasks(self) -> int:
+        return cluster.ray_module().get(self._actor.num_tasks.remote())
+
+    def _pid(self) -> int:
+        """The worker actor's process id (tests kill it to check fault tolerance)."""
+        return cluster.ray_module().get(self._actor.pid.remote())
+
+
+def _join(actor: Any) -> None:
+    ray = cluster.ray_module()
+    while actor is not None:
+        try:
+            ray.get(actor.pid.remote())
+        except Exception:  # noqa: BLE001 - the actor ended: join returns
+            return
+        time.sleep(1.0)
+
+
+def _stop(actor: Any) -> None:
+    if actor is not None:
+        cluster.ray_module().kill(actor)
