@@ -219,7 +219,16 @@ def read_meta(path: str) -> dict:
     if meta.get("version") != VERSION:
         raise errors.DataLossError(f"{spec_path}: format version {meta.get('version')}, this "
                                    f"tapeflow reads version {VERSION}")
-    for shard in meta.get("shards", []):
+    shards = meta.get("shards")
+    if not isinstance(shards, list) or not all(
+            isinstance(s, dict) and isinstance(s.get("file"), str)
+            and os.path.basename(s["file"]) == s["file"]
+            and isinstance(s.get("elements"), int) and s["elements"] >= 0 for s in shards):
+        raise errors.DataLossError(f"{spec_path}: malformed shard list (each entry needs a "
+                                   f"file name in the directory and an element count)")
+    if "element_spec" not in meta:
+        raise errors.DataLossError(f"{spec_path}: no element_spec")
+    for shard in shards:
         if not os.path.isfile(os.path.join(path, shard["file"])):
             raise errors.DataLossError(f"{path}: shard file {shard['file']} is missing")
     return meta
@@ -232,7 +241,7 @@ class LoadDataset(Dataset):
         self._path = os.fspath(path)
         meta = read_meta(self._path)
         self._meta = meta
-        saved = _spec_from_json(meta["element_spec"], self._path)
+        saved = _spec_from_json(meta["element_spec"], os.path.join(self._path, SPEC_FILE))
         if element_spec is not None:
             try:
                 structure.assert_same_structure(element_spec, saved, "Dataset.load")
@@ -271,13 +280,36 @@ class LoadDataset(Dataset):
 
 def load(path: str, element_spec: Any = None, compression: str | None = None,
          reader_func: Callable | None = None) -> Dataset:
-    """`Dataset.load`: the saved elements; `reader_func(shards)` may reorder the shard
-    datasets (default: one shard after another, in shard order)."""
+    """`Dataset.load`: the saved elements. One shard (no `shard_func`) comes back in the order
+    saved; several are read as TensorFlow's default `reader_func` reads them (interleaved one
+    element at a time, as many at once as the machine has cores, in shard order), unless
+    `reader_func(shards)` says otherwise."""
     dataset = LoadDataset(path, element_spec, compression)
-    if reader_func is None:
+    count = len(dataset._meta["shards"])
+    if reader_func is None and count <= 1:
         return dataset
-    shards = [_ShardDataset(dataset, i) for i in range(len(dataset._meta["shards"]))]
-    return reader_func(_ShardsDataset(shards))
+    shards = _ShardsDataset([_ShardDataset(dataset, i) for i in range(count)])
+    if reader_func is None:
+        return _Interleaved(dataset, shards)
+    return reader_func(shards)
+
+
+class _Interleaved(Dataset):
+    """TensorFlow's default shard order, with the saved dataset's spec and cardinality."""
+
+    def __init__(self, whole: LoadDataset, shards: Dataset):
+        self._whole = whole
+        self._inputs = (shards.interleave(lambda shard: shard,
+                                          cycle_length=os.cpu_count() or 1, block_length=1),)
+
+    def _iterate(self, ctx: Any) -> Iterator[Any]:
+        return self._inputs[0]._iterate(ctx)
+
+    def _compute_spec(self) -> Any:
+        return self._whole.element_spec
+
+    def _cardinality(self) -> int:
+        return self._whole._cardinality()
 
 
 class _ShardDataset(LoadDataset):
@@ -320,7 +352,7 @@ class SnapshotDataset(Dataset):
         if not os.path.isfile(os.path.join(self._path, SPEC_FILE)):
             return False
         meta = read_meta(self._path)
-        saved = _spec_from_json(meta["element_spec"], self._path)
+        saved = _spec_from_json(meta["element_spec"], os.path.join(self._path, SPEC_FILE))
         if repr(saved) != repr(self.element_spec):
             raise errors.InvalidArgumentError(
                 f"snapshot({self._path}): the snapshot holds elements {saved}, this pipeline "
