@@ -37,6 +37,12 @@ class Step:
 
 ops = SimpleNamespace(add=None, zeros_like=None, ones_like=None, zeros=None, cast=None)
 
+# Gradient rules that take a keyword-only ``needs`` (one bool per input): the walker passes it
+# when some input gets no gradient (a constant, labels, a batch of data), so the rule skips
+# computing it (the first layer's input gradient: a whole matrix product), as TensorFlow's eager
+# rules skip ``skip_input_indices``. Registered by ``Op.def_grad``.
+selective: set[Callable] = set()
+
 
 def install(**fns: Callable) -> None:
     """Called by the op library (``tapeflow.ops``) with add, zeros_like, ones_like, zeros and
@@ -90,7 +96,13 @@ def backward(steps: list[Step], grads: dict[int, Any], source_keys: set[int],
             gs = take(s.out_keys[0])
             if gs is None:
                 continue
-        in_grads = s.grad_fn(gs, s.outs, *s.inputs, **s.attrs)
+        fn = s.grad_fn
+        if fn in selective:
+            needs = tuple(k in receives and differentiable(x) for k, x in zip(s.keys, s.inputs))
+            in_grads = (fn(gs, s.outs, *s.inputs, **s.attrs) if all(needs)
+                        else fn(gs, s.outs, *s.inputs, needs=needs, **s.attrs))
+        else:
+            in_grads = fn(gs, s.outs, *s.inputs, **s.attrs)
         if len(s.inputs) == 1 and not isinstance(in_grads, (tuple, list)):
             in_grads = (in_grads,)
         for key, x, g in zip(s.keys, s.inputs, in_grads):

@@ -7,11 +7,13 @@ so gradients work the same in both modes.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from tapeflow.framework import backprop as _backprop
 from tapeflow.framework import composite as _composite
 from tapeflow.framework import dtypes as _dtypes
 from tapeflow.framework import errors
@@ -116,8 +118,12 @@ class Op:
         self.allocates = allocates
 
     def def_grad(self, fn: Callable) -> Callable:
-        """Decorator: attach the gradient rule (VJP) to this op."""
+        """Decorator: attach the gradient rule (VJP) to this op. A rule with a keyword-only
+        ``needs=None`` is told which inputs need a gradient (``backprop.selective``)."""
         self.grad_fn = fn
+        param = inspect.signature(fn).parameters.get("needs")
+        if param is not None and param.kind is param.KEYWORD_ONLY:
+            _backprop.selective.add(fn)
         return fn
 
     def def_shape(self, fn: ShapeRule) -> ShapeRule:

@@ -58,7 +58,9 @@ class EagerTensor(Tensor):
 
     @property
     def shape(self) -> TensorShape:
-        return TensorShape(self._value.shape)
+        shape = _new(TensorShape)  # NumPy's shape is already a tuple of ints: no checks
+        shape._dims = self._value.shape
+        return shape
 
     @property
     def dtype(self) -> _dtypes.DType:

@@ -131,11 +131,18 @@ def sparse_categorical_crossentropy(y_true: Any, y_pred: Any, from_logits: bool 
     if classes is None:
         raise ValueError("sparse_categorical_crossentropy needs the number of classes (the last "
                          f"dim of y_pred) to be known, got shape {y_pred.shape}")
-    if from_logits:
-        log_p = _log_softmax(y_pred, axis)
-    else:
+    if not from_logits:  # Keras: the log of the clipped probabilities are the logits
         eps = backend.epsilon()
-        log_p = _log_softmax(tf.math.log(tf.clip_by_value(y_pred, eps, 1.0 - eps)), axis)
+        y_pred = tf.math.log(tf.clip_by_value(y_pred, eps, 1.0 - eps))
+    if axis in (-1, y_pred.shape.rank - 1) and labels.shape.rank == y_pred.shape.rank - 1:
+        # Keras's own path: the fused op (one kernel forward, one product backward)
+        if ignore_class is None:
+            return tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=y_pred)
+        valid = tf.math.not_equal(labels, ignore_class)
+        loss = tf.nn.sparse_softmax_cross_entropy_with_logits(
+            labels=tf.where(valid, labels, tf.zeros_like(labels)), logits=y_pred)
+        return loss * tf.cast(valid, loss.dtype)
+    log_p = _log_softmax(y_pred, axis)
     one_hot = tf.one_hot(labels, classes, dtype=y_pred.dtype)
     loss = -tf.reduce_sum(one_hot * log_p, axis=axis)
     if ignore_class is not None:

@@ -77,22 +77,23 @@ def _matmul(a, b, *, transpose_a, transpose_b):
 
 
 @_matmul.def_grad
-def _(g, out, a, b, *, transpose_a, transpose_b):
+def _(g, out, a, b, *, transpose_a, transpose_b, needs=(True, True)):
     from tapeflow.ops.math_ops import unbroadcast
 
-    if not transpose_a and not transpose_b:
-        ga = matmul(g, b, transpose_b=True)
-        gb = matmul(a, g, transpose_a=True)
-    elif not transpose_a and transpose_b:
-        ga = matmul(g, b)
-        gb = matmul(g, a, transpose_a=True)
-    elif transpose_a and not transpose_b:
-        ga = matmul(b, g, transpose_b=True)
-        gb = matmul(a, g)
-    else:
-        ga = matmul(b, g, transpose_a=True, transpose_b=True)
-        gb = matmul(g, a, transpose_a=True, transpose_b=True)
-    return unbroadcast(ga, a), unbroadcast(gb, b)
+    ga = gb = None
+    if needs[0]:
+        if not transpose_a:
+            ga = matmul(g, b, transpose_b=not transpose_b)
+        else:
+            ga = matmul(b, g, transpose_a=transpose_b, transpose_b=True)
+        ga = unbroadcast(ga, a)
+    if needs[1]:
+        if not transpose_b:
+            gb = matmul(a, g, transpose_a=not transpose_a)
+        else:
+            gb = matmul(g, a, transpose_a=True, transpose_b=transpose_a)
+        gb = unbroadcast(gb, b)
+    return ga, gb
 
 
 @export("linalg.matmul", "matmul")

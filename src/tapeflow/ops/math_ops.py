@@ -11,7 +11,7 @@ from tapeflow.framework import dtypes as _dtypes
 from tapeflow.framework.constant import convert_to_tensor
 from tapeflow.framework.dispatch import apply, op
 from tapeflow.framework.shape_rules import broadcast_shapes, elementwise, same_as_first, with_dtype
-from tapeflow.framework.tensor import Tensor
+from tapeflow.framework.tensor import EagerTensor, Tensor
 from tapeflow.framework.variable import Variable
 from tapeflow.ops.array_ops import _tensor, ones_like, zeros_like
 
@@ -61,6 +61,8 @@ def _(g, out, small, x):
 
 def unbroadcast(g, x):
     """Gradient `g` of a broadcast result, reduced to the shape of input `x`."""
+    if type(g) is EagerTensor and g._value.shape == x._value.shape:  # eager: nothing to do
+        return g
     gs, xs = g.shape, x.shape
     if gs.is_fully_defined() and gs == xs:
         return g
@@ -74,24 +76,25 @@ _add = op("AddV2", elementwise=True, shape=elementwise, neutral=(0, (0, 1)))(np.
 
 
 @_add.def_grad
-def _(g, out, x, y):
-    return unbroadcast(g, x), unbroadcast(g, y)
+def _(g, out, x, y, *, needs=(True, True)):
+    return (unbroadcast(g, x) if needs[0] else None), (unbroadcast(g, y) if needs[1] else None)
 
 
 _sub = op("Sub", elementwise=True, shape=elementwise, neutral=(0, (1,)))(np.subtract)
 
 
 @_sub.def_grad
-def _(g, out, x, y):
-    return unbroadcast(g, x), unbroadcast(-g, y)
+def _(g, out, x, y, *, needs=(True, True)):
+    return (unbroadcast(g, x) if needs[0] else None), (unbroadcast(-g, y) if needs[1] else None)
 
 
 _mul = op("Mul", elementwise=True, shape=elementwise, neutral=(1, (0, 1)))(np.multiply)
 
 
 @_mul.def_grad
-def _(g, out, x, y):
-    return unbroadcast(g * y, x), unbroadcast(g * x, y)
+def _(g, out, x, y, *, needs=(True, True)):
+    return (unbroadcast(g * y, x) if needs[0] else None,
+            unbroadcast(g * x, y) if needs[1] else None)
 
 
 @op("RealDiv", elementwise=True, shape=elementwise, neutral=(1, (1,)),
@@ -103,8 +106,9 @@ def _div(x, y):
 
 
 @_div.def_grad
-def _(g, out, x, y):
-    return unbroadcast(g / y, x), unbroadcast(-g * x / (y * y), y)
+def _(g, out, x, y, *, needs=(True, True)):
+    return (unbroadcast(g / y, x) if needs[0] else None,
+            unbroadcast(-g * x / (y * y), y) if needs[1] else None)
 
 
 _neg = op("Neg", elementwise=True, shape=same_as_first)(np.negative)

@@ -35,7 +35,7 @@ _UNTRACKED = frozenset({
     "_output_specs", "_train_fn", "_test_fn", "_predict_fn", "history", "stop_training",
     "optimizer", "compiled_loss", "compiled_metrics", "_loss_spec", "_metric_specs",
     "_callbacks_model", "inputs", "outputs", "_input_layers", "_output_layers",
-    "_added_metrics",
+    "_added_metrics", "_weights_cache", "_scope_cache",
 })
 
 _KNOWN_KWARGS = frozenset({"input_shape", "batch_input_shape", "batch_size", "input_dim",
@@ -52,6 +52,9 @@ class _CallContext(threading.local):
 
 _context = _CallContext()
 _call_ids = itertools.count(1)
+# Bumped whenever any layer gains, loses or replaces a tracked attribute: cached weight lists
+# (``Layer._gather``) made under an older epoch are walked again.
+_structure = [0]
 _signature_cache: dict[type, tuple[bool, bool, Any]] = {}
 
 
@@ -102,6 +105,11 @@ def _resolve_constraint(constraint: Any) -> Any:
 def _holds_state(value: Any) -> bool:
     flat = nest.flatten(value)
     return bool(flat) and all(isinstance(v, (Layer, Variable)) for v in flat)
+
+
+def _contents(container: list | dict) -> tuple:
+    """The identities of what a list or dict holds (a cached weight walk's check)."""
+    return tuple(map(id, container.values() if isinstance(container, dict) else container))
 
 
 def _shape_of(x: Any) -> TensorShape:
@@ -164,7 +172,13 @@ class Layer:
         # Layer.__init__ ran (one dict lookup once the layer is initialised)
         if "_name" not in self.__dict__ and _holds_state(value):
             raise RuntimeError(self._missing_super_message())
+        if name not in _UNTRACKED:
+            _structure[0] += 1
         object.__setattr__(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        _structure[0] += 1
+        object.__delattr__(self, name)
 
     def _missing_super_message(self) -> str:
         return (f"You must call `super().__init__()` in the layer constructor "
@@ -399,25 +413,31 @@ class Layer:
         return out
 
     # --- weights --------------------------------------------------------------------
-    def _tracked_values(self) -> Iterator[Any]:
-        """Variables and layers held by attributes, in assignment order, containers opened."""
+    def _tracked_values(self, containers: list | None = None) -> Iterator[Any]:
+        """Variables and layers held by attributes, in assignment order, containers opened
+        (the mutable ones opened are appended to `containers` when given)."""
         stack = [v for k, v in reversed(list(vars(self).items())) if k not in _UNTRACKED]
         while stack:
             value = stack.pop()
             if isinstance(value, (Layer, Variable)):
                 yield value
             elif isinstance(value, dict):
+                if containers is not None:
+                    containers.append(value)
                 stack.extend(reversed(list(value.values())))
             elif isinstance(value, (list, tuple)):
+                if containers is not None and isinstance(value, list):
+                    containers.append(value)
                 stack.extend(reversed(value))
 
-    def _flatten_layers(self, include_self: bool = True, recursive: bool = True) -> list:
+    def _flatten_layers(self, include_self: bool = True, recursive: bool = True,
+                        containers: list | None = None) -> list:
         """This layer (optionally) and its sub-layers, depth first, each once."""
         seen = {id(self)}
         out = [self] if include_self else []
 
         def visit(layer: Layer) -> None:
-            for value in layer._tracked_values():
+            for value in layer._tracked_values(containers):
                 if isinstance(value, Layer) and id(value) not in seen:
                     seen.add(id(value))
                     out.append(value)
@@ -427,10 +447,10 @@ class Layer:
         visit(self)
         return out
 
-    def _direct_variables(self) -> list:
+    def _direct_variables(self, containers: list | None = None) -> list:
         seen = set()
         out = []
-        for v in itertools.chain(self._own_weights, (x for x in self._tracked_values()
+        for v in itertools.chain(self._own_weights, (x for x in self._tracked_values(containers)
                                                      if isinstance(x, Variable))):
             if id(v) not in seen:
                 seen.add(id(v))
@@ -438,23 +458,40 @@ class Layer:
         return out
 
     def _gather(self, want_trainable: bool) -> list:
+        """The weights, walked once and reused while the layer tree keeps its structure: no
+        layer attribute set or deleted since (the structure epoch), and every list or dict
+        the walk opened still holding the same objects (an in-place ``append``)."""
+        cache = self.__dict__.get("_weights_cache")
+        if cache is not None:
+            entry = cache.get(want_trainable)
+            if entry is not None and entry[0] == _structure[0] and all(
+                    _contents(c) == ids for c, ids in entry[1]):
+                return list(entry[2])
+        else:
+            cache = {}
+            object.__setattr__(self, "_weights_cache", cache)
+        epoch = _structure[0]
+        containers: list = []
         seen: set[int] = set()
         out = []
 
         def visit(layer: Layer, parent_trainable: bool) -> None:
             trainable = parent_trainable and layer._trainable
-            for v in layer._direct_variables():
+            for v in layer._direct_variables(containers):
                 if id(v) in seen:
                     continue
                 is_trainable = trainable and v.trainable
                 if is_trainable == want_trainable:
                     seen.add(id(v))
                     out.append(v)
-            for sub in layer._flatten_layers(include_self=False, recursive=False):
+            for sub in layer._flatten_layers(include_self=False, recursive=False,
+                                             containers=containers):
                 visit(sub, trainable)
 
         visit(self, True)
-        return out
+        unique = {id(c): c for c in containers}.values()
+        cache[want_trainable] = (epoch, [(c, _contents(c)) for c in unique], out)
+        return list(out)
 
     @property
     def trainable_weights(self) -> list:
