@@ -14,13 +14,16 @@ except ImportError:  # numba is an optional extra; kernels fall back to NumPy
     _numba = None
 
 
-def jit(fastmath: bool | set = False) -> Callable[[Callable], Callable | None]:
+def jit(fastmath: bool | set = False, **options: object) -> Callable[[Callable], Callable | None]:
     """Compile with numba (cached on disk); without numba return None. `fastmath`: numba's
-    flags (a set such as {"reassoc"} lets a reduction run in SIMD lanes)."""
+    flags (a set such as {"reassoc"} lets a reduction run in SIMD lanes); other `options` go
+    to ``numba.njit`` (``error_model="numpy"``: a float division by zero gives inf/nan without a
+    per-element check, which lets the loop vectorize).
+    """
 
     def wrap(fn: Callable) -> Callable | None:
         if _numba is None:
             return None
-        return _numba.njit(cache=True, nogil=True, fastmath=fastmath)(fn)
+        return _numba.njit(cache=True, nogil=True, fastmath=fastmath, **options)(fn)
 
     return wrap

@@ -9,6 +9,7 @@ import numpy as np
 from tapeflow.framework.dispatch import apply, op
 from tapeflow.framework.tensor import Tensor
 from tapeflow.framework.variable import Variable
+from tapeflow.kernels import adam as adam_kernel
 from tapeflow.keras.optimizers.optimizer import (
     Optimizer,
     adam_moments,
@@ -30,6 +31,11 @@ def _apply_adam(grad, lr, step, *, var, m, v, vhat, beta_1, beta_2, epsilon):
     """
     check_update("KerasApplyAdam", grad, var)
     lr_t = bias_corrected_rate(lr, step, beta_1, beta_2, var._value.dtype)
+    fused = None if vhat is not None else adam_kernel.update(
+        grad, m._value, v._value, var._value, lr_t, beta_1, beta_2, epsilon)
+    if fused is not None:  # one pass over the variable (numba)
+        m._value, v._value, var._value = fused
+        return fused[2]
     new_m, new_v = adam_moments(grad, m, v, beta_1, beta_2)
     if vhat is not None:
         new_vhat = np.maximum(vhat._value, new_v)
