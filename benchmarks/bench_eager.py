@@ -1,9 +1,15 @@
-"""Eager cost per op: tapeflow vs NumPy vs PyTorch, side by side in one run.
+"""Eager cost: tapeflow vs NumPy vs PyTorch, per op and on the seed's Keras MLP, in one run.
 
-    python benchmarks/bench_eager.py [--repeats 7] [--number 20000]
+    python benchmarks/bench_eager.py [--repeats 7] [--number 20000] [--clock wall|thread]
 
-Each row times one call (warm-up first, then the median of `repeats` timings of `number`
-calls). Ratios are tapeflow's time over the peer's: below 1.0 means tapeflow is faster.
+Per-op rows time one call (warm-up first, then the median of `repeats` timings of `number`
+calls). The workload rows are tf_micro.py's (shared/workloads): W1, the seed MLP's inference
+call (Keras model: Flatten, Dense 128 relu, Dropout, Dense 10; PyTorch under no_grad), and W3,
+its training step (GradientTape, sparse cross-entropy from logits, Keras Adam; PyTorch's
+loss.backward() and torch.optim.Adam); they alternate with PyTorch round by round, so both see
+the same machine. Ratios are tapeflow's time over the peer's: below 1.0 means tapeflow is
+faster. ``--clock thread`` measures this thread's CPU time instead of wall time (steadier on
+a shared machine; every framework then runs single-threaded).
 """
 
 from __future__ import annotations
@@ -11,21 +17,30 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import timeit
+import time
 
-import numpy as np
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # same single thread as torch below
 
-import tapeflow as tf
+import numpy as np  # noqa: E402
 
+import tapeflow as tf  # noqa: E402
 
-def median_us(fn, number: int, repeats: int) -> float:
-    fn()
-    timeit.timeit(fn, number=max(1, number // 10))  # warm-up
-    times = timeit.repeat(fn, number=number, repeat=repeats)
-    return statistics.median(times) / number * 1e6
+CLOCK = {"wall": time.perf_counter, "thread": time.thread_time}
 
 
-def cases(torch):
+def per_call_us(fn, number: int, clock) -> float:
+    start = clock()
+    for _ in range(number):
+        fn()
+    return (clock() - start) / number * 1e6
+
+
+def median_us(fn, number: int, repeats: int, clock) -> float:
+    per_call_us(fn, max(1, number // 10), clock)  # warm-up
+    return statistics.median(per_call_us(fn, number, clock) for _ in range(repeats))
+
+
+def op_cases(torch):
     rng = np.random.default_rng(0)
     a_np, b_np = rng.standard_normal((2, 10)).astype(np.float32)
     x_np = rng.standard_normal((60, 784)).astype(np.float32)
@@ -48,26 +63,108 @@ def cases(torch):
     return [(name, ours, ref, t) for (name, (ours, ref)), t in zip(rows.items(), torch_fns)]
 
 
+# --- the seed MLP (shared/workloads/tf_micro.py, torch_micro.py) -----------------------------
+
+
+class SequentialModel(tf.keras.Model):
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.flatten = tf.keras.layers.Flatten()
+        self.dense_1 = tf.keras.layers.Dense(128, activation="relu")
+        self.dropout = tf.keras.layers.Dropout(0.2)
+        self.dense_2 = tf.keras.layers.Dense(10)
+
+    def call(self, x, training=False):
+        x = self.flatten(x)
+        x = self.dense_1(x)
+        x = self.dropout(x, training=training)
+        return self.dense_2(x)
+
+
+def tapeflow_workloads():
+    x = tf.random.uniform([60, 28, 28])
+    labels = tf.random.uniform([60], 0, 10, dtype=tf.int32)
+    inference = SequentialModel()
+    model, opt = SequentialModel(), tf.keras.optimizers.Adam(1e-3)
+    loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    def train_step():
+        with tf.GradientTape() as tape:
+            loss = loss_fn(labels, model(x, training=True))
+        grads = tape.gradient(loss, model.trainable_variables)
+        opt.apply_gradients(zip(grads, model.trainable_variables))
+        return loss
+
+    return lambda: inference(x), train_step
+
+
+def torch_workloads(torch):
+    nn, functional = torch.nn, torch.nn.functional
+
+    def mlp():
+        return nn.Sequential(nn.Flatten(), nn.Linear(784, 128), nn.ReLU(), nn.Dropout(0.2),
+                             nn.Linear(128, 10))
+
+    x, labels = torch.rand(60, 28, 28), torch.randint(0, 10, (60,))
+    inference, model = mlp().eval(), mlp().train()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+
+    def infer():
+        with torch.no_grad():
+            return inference(x)
+
+    def train_step():
+        opt.zero_grad(set_to_none=True)
+        loss = functional.cross_entropy(model(x), labels)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return infer, train_step
+
+
+def alternating_us(pairs: dict, number: int, repeats: int, clock) -> dict:
+    """Median per-call time of each function, the rounds interleaved."""
+    for fn in pairs.values():
+        per_call_us(fn, max(1, number // 5), clock)  # warm-up
+    times: dict = {name: [] for name in pairs}
+    for _ in range(repeats):
+        for name, fn in pairs.items():
+            times[name].append(per_call_us(fn, number, clock))
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--number", type=int, default=20000)
+    parser.add_argument("--clock", choices=sorted(CLOCK), default="wall")
     args = parser.parse_args()
+    clock = CLOCK[args.clock]
     try:
         import torch
 
-        torch.set_num_threads(os.cpu_count() or 1)
+        torch.set_num_threads(1)
     except ImportError:
         torch = None
     print(f"{'op':28} {'tapeflow us':>12} {'numpy us':>10} {'torch us':>10} "
           f"{'tf/np':>7} {'tf/torch':>9}")
-    for name, ours, ref, theirs in cases(torch):
+    for name, ours, ref, theirs in op_cases(torch):
         number = args.number if "matmul" not in name else max(1, args.number // 100)
-        t_ours = median_us(ours, number, args.repeats)
-        t_np = median_us(ref, number, args.repeats)
-        t_torch = median_us(theirs, number, args.repeats) if theirs else float("nan")
+        t_ours = median_us(ours, number, args.repeats, clock)
+        t_np = median_us(ref, number, args.repeats, clock)
+        t_torch = median_us(theirs, number, args.repeats, clock) if theirs else float("nan")
         print(f"{name:28} {t_ours:12.2f} {t_np:10.2f} {t_torch:10.2f} "
               f"{t_ours / t_np:7.2f} {t_ours / t_torch:9.2f}")
+    if torch is None:
+        return
+    print(f"\n{'seed MLP, eager':28} {'tapeflow us':>12} {'torch us':>10} {'tf/torch':>9}")
+    ours, theirs = tapeflow_workloads(), torch_workloads(torch)
+    number = max(20, args.number // 200)
+    for name, i, n in (("W1 inference (Keras)", 0, number),
+                       ("W3 train step (tape+Adam)", 1, max(10, number // 4))):
+        t = alternating_us({"ours": ours[i], "torch": theirs[i]}, n, args.repeats, clock)
+        print(f"{name:28} {t['ours']:12.1f} {t['torch']:10.1f} {t['ours'] / t['torch']:9.2f}")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from tapeflow.framework import errors
 from tapeflow.framework.constant import convert_to_tensor
 from tapeflow.framework.dispatch import apply, op
 from tapeflow.framework.shape_rules import broadcast_shapes
+from tapeflow.framework.tensor import EagerTensor
 from tapeflow.kernels import einsum as _einsum_kernel
 from tapeflow.kernels import matmul as _matmul_kernel
 
@@ -101,9 +102,9 @@ def matmul(a: Any, b: Any, transpose_a: bool = False, transpose_b: bool = False,
            adjoint_a: bool = False, adjoint_b: bool = False, a_is_sparse: bool = False,
            b_is_sparse: bool = False, output_type: Any = None, name: str | None = None):
     """Matrix product of the last two dims, broadcasting the batch dims."""
-    if not hasattr(a, "dtype"):  # converted alone, as TensorFlow's wrapper does
-        a = convert_to_tensor(a)
-    if not hasattr(b, "dtype"):
+    if type(a) is not EagerTensor and not hasattr(a, "dtype"):  # converted alone, as TF's
+        a = convert_to_tensor(a)                                   # wrapper does
+    if type(b) is not EagerTensor and not hasattr(b, "dtype"):
         b = convert_to_tensor(b, dtype_hint=a.dtype)
     return apply(_matmul, a, b, transpose_a=bool(transpose_a or adjoint_a),
                  transpose_b=bool(transpose_b or adjoint_b))

@@ -21,8 +21,21 @@ def _is_symbolic(x: Any) -> bool:
     return isinstance(x, Tensor) and not isinstance(x, EagerTensor)
 
 
+def _plain_ints(shape: Any) -> bool:
+    """A list or tuple of Python ints: the common shape argument, taken as it is."""
+    kind = type(shape)
+    if kind is not tuple and kind is not list:
+        return False
+    for d in shape:
+        if type(d) is not int:
+            return False
+    return True
+
+
 def _shape_arg(shape: Any) -> tuple:
     """A static shape from a list/tuple/TensorShape/eager tensor (attributes are Python values)."""
+    if _plain_ints(shape):
+        return tuple(shape)
     if hasattr(shape, "as_list"):
         shape = shape.as_list()
     elif hasattr(shape, "numpy"):
@@ -36,6 +49,8 @@ def _shape_arg(shape: Any) -> tuple:
 
 def _dynamic_shape(shape: Any):
     """The shape as a symbolic int tensor when it is only known at run time, else None."""
+    if _plain_ints(shape):
+        return None
     if _is_symbolic(shape):
         return shape
     if isinstance(shape, (list, tuple)) and any(_is_symbolic(d) for d in shape):

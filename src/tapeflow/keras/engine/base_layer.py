@@ -23,7 +23,7 @@ from tapeflow.framework import nest
 from tapeflow.framework.constant import convert_to_tensor
 from tapeflow.framework.context import state as _state
 from tapeflow.framework.shapes import TensorShape, as_shape
-from tapeflow.framework.tensor import Tensor
+from tapeflow.framework.tensor import EagerTensor, Tensor
 from tapeflow.framework.variable import Variable
 from tapeflow.keras import backend
 
@@ -273,12 +273,14 @@ class Layer:
             inputs = kwargs.pop("inputs")
         else:
             raise TypeError(f"Layer {self._name} was called without inputs")
-        flat = nest.flatten(inputs)
-        if any(getattr(x, "_is_keras_tensor", False) for x in flat):
-            from tapeflow.keras.engine import functional
+        if type(inputs) is not EagerTensor or self._needs_cast(inputs):
+            # the fast path above: one eager tensor the layer takes as it is
+            flat = nest.flatten(inputs)
+            if any(getattr(x, "_is_keras_tensor", False) for x in flat):
+                from tapeflow.keras.engine import functional
 
-            return functional.symbolic_call(self, inputs, args, kwargs)
-        inputs = self._convert_inputs(inputs, flat)
+                return functional.symbolic_call(self, inputs, args, kwargs)
+            inputs = self._convert_inputs(inputs, flat)
         accepts_training, accepts_mask, default_training = _call_signature(type(self))
         ctx = _context
         if "training" in kwargs:
@@ -297,9 +299,10 @@ class Layer:
         outer_training, outer_id = ctx.training, ctx.call_id
         if ctx.depth == 0:
             ctx.call_id = next(_call_ids)
-        if self._call_id != ctx.call_id:
-            self._eager_losses = []
-            self._call_id = ctx.call_id
+        if self._call_id != ctx.call_id:  # engine attributes: no structure change to note
+            own = self.__dict__
+            own["_eager_losses"] = []
+            own["_call_id"] = ctx.call_id
         previous_scope = _state.name_scope
         ctx.depth += 1
         ctx.training = training
