@@ -8,13 +8,19 @@ W3: training step of the W1 model: dropout 0.2, sparse softmax cross-entropy, Ad
 Written with raw ops (same shapes and math in every framework). Each time is the median of
 `repeats` runs of at least `number` calls (and 0.2 s) after a warm-up; ratios are tapeflow
 graph over the peer. NumPy's BLAS and PyTorch both run single-threaded.
+W4: the DenseNet training step (batch 64, Adam) as a tf.function, in a fresh process with every
+core, beside its hardware limit: the step's FLOPs (the ops' ``flops`` facts summed over the
+traced graph, ``ConcreteFunction.flops()``) over the machine's float32 GEMM rate.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
+import subprocess
+import sys
 import time
 import timeit
 
@@ -232,6 +238,56 @@ def w3_torch(torch):
     return train_step
 
 
+# --- W4: DenseNet step against the hardware limit -----------------------------------------------
+
+
+def w4_worker(steps: int) -> dict:
+    """Run in a fresh process with every core for BLAS: the DenseNet training step (batch 64,
+    Adam) as a tf.function: first call (trace, optimize, compile, run), median step, and the
+    step's FLOPs counted from the ops' ``flops`` facts over the traced graph."""
+    from tapeflow.models import DenseNet
+
+    tf.random.set_seed(0)
+    rng = np.random.default_rng(0)
+    x = tf.constant(rng.standard_normal((64, 32, 32, 3)).astype(np.float32))
+    y = tf.constant(rng.integers(0, 10, size=64))
+    model, opt = DenseNet(input_shape=(32, 32, 3)), tf.keras.optimizers.Adam(1e-3)
+    loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    @tf.function
+    def step(images, labels):
+        with tf.GradientTape() as tape:
+            loss = loss_fn(labels, model(images, training=True))
+        grads = tape.gradient(loss, model.trainable_variables)
+        opt.apply_gradients(zip(grads, model.trainable_variables))
+        return loss
+
+    start = time.perf_counter()
+    step(x, y)
+    first = time.perf_counter() - start
+    times = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        step(x, y)
+        times.append(time.perf_counter() - start)
+    a = rng.random((1024, 1024), dtype=np.float32)
+    gemm = median_us(lambda: a @ a, 20, 5) * 1e-6  # the machine's float32 rate, all cores
+    return {"first_s": first, "step_s": statistics.median(times),
+            "flops": step.get_concrete_function(x, y).flops(), "gflops": 2 * 1024 ** 3 / gemm / 1e9}
+
+
+def report_w4(steps: int) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    out = subprocess.run([sys.executable, __file__, "--w4-worker", str(steps)], env=env,
+                         capture_output=True, text=True, check=True).stdout
+    r = json.loads(out.strip().splitlines()[-1])
+    limit = r["flops"] / (r["gflops"] * 1e9)
+    print(f"W4 DenseNet train step (tf.function, batch 64): {r['step_s'] * 1e3:.1f} ms, first "
+          f"call {r['first_s']:.2f} s\n  hardware limit: {r['flops'] / 1e9:.1f} GFLOP / "
+          f"{r['gflops']:.0f} GFLOP/s (float32 1024^3 matmul, all cores) = {limit * 1e3:.1f} ms;"
+          f" step / limit = {r['step_s'] / limit:.2f}x (goal <= 1.6x)")
+
+
 # --- driver -----------------------------------------------------------------------------------
 
 
@@ -239,7 +295,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--number", type=int, default=300)
+    parser.add_argument("--w4-steps", type=int, default=10, help="0 skips the DenseNet row")
+    parser.add_argument("--w4-worker", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.w4_worker is not None:
+        print(json.dumps(w4_worker(args.w4_worker)))
+        return
     try:
         import torch
 
@@ -267,6 +328,8 @@ def main() -> None:
         print(f"{name:<20}{t_graph:>10.1f}{t_eager:>10.1f}{t_np:>10.1f}{t_torch:>10.1f}"
               f"{t_eager / t_graph:>12.2f}{t_graph / t_np:>12.2f}{t_graph / t_torch:>12.2f}"
               f"{trace:>10.1f}")
+    if args.w4_steps:
+        report_w4(args.w4_steps)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tapeflow._api import export
+from tapeflow.framework.tensor import EagerTensor
 
 
 @export("TypeSpec", "types.experimental.TypeSpec")
@@ -116,13 +117,20 @@ _HANDLERS: dict[int, list] = {}   # id(original api function) -> [(type, handler
 _WRAPPERS: dict[int, Callable] = {}
 
 
+_PLAIN = frozenset({EagerTensor, float, int, bool, str, type(None)})  # never composite
+
+
 def _composite_arg(args: tuple, kwargs: dict) -> Any:
     for a in args:
+        if type(a) in _PLAIN:
+            continue
         if isinstance(a, CompositeTensor):
             return a
         if type(a) in (list, tuple) and a and any(isinstance(e, CompositeTensor) for e in a):
             return next(e for e in a if isinstance(e, CompositeTensor))
     for a in kwargs.values():
+        if type(a) in _PLAIN:
+            continue
         if isinstance(a, CompositeTensor):
             return a
         if type(a) in (list, tuple) and a and any(isinstance(e, CompositeTensor) for e in a):

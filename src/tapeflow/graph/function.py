@@ -115,6 +115,12 @@ class ConcreteFunction:
         call, before it runs (``print(concrete.memory_plan())``)."""
         return self._exe.memory_plan()
 
+    def flops(self, optimized: bool = False) -> float:
+        """Arithmetic of one call (multiply-adds x 2, from the ops' ``flops`` facts: matrix
+        products and convolutions) in the traced graph, or in the optimized one."""
+        graph = self.graph if optimized else self.traced_graph
+        return float(sum(n.op.flops(n) for n in graph.nodes if n.op.flops is not None))
+
     def optimization_report(self) -> str:
         """What each optimizer pass changed, one line per pass."""
         before, after = len(self.traced_graph.nodes), len(self.graph.nodes)
@@ -442,6 +448,12 @@ class Function:
 
     def pretty_printed_concrete_signatures(self) -> str:
         return "\n".join(c.pretty_printed_signature() for c in self._concretes)
+
+    def flops(self, optimized: bool = False) -> float:
+        """Arithmetic of one call (multiply-adds x 2, from the ops' ``flops`` facts: matrix
+        products and convolutions) in the traced graph, or in the optimized one."""
+        graph = self.graph if optimized else self.traced_graph
+        return float(sum(n.op.flops(n) for n in graph.nodes if n.op.flops is not None))
 
     def optimization_report(self) -> str:
         if not self._concretes:

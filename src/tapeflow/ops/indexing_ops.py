@@ -147,17 +147,20 @@ def _is_index_array(item: Any) -> bool:
         item, np.generic) and (item.shape.rank != 0 or _is_symbolic(item))
 
 
+def _int_or_none(v: Any) -> bool:
+    return v is None or type(v) is int
+
+
 def slice_by_index(tensor: Any, key: Any):
     """``tensor[key]``: ints, slices (any step), ``...``, ``None``, int tensors/lists (gather)
     and a bool mask. Differentiable; negative indices count from the end."""
     x = _tensor(tensor)
     if not isinstance(key, tuple):
-        if type(key) is int:  # fast paths: x[i] and x[a:b:c] with Python ints
-            return apply(_strided_slice, x, spec=_expand_ellipsis((("i", key),), x.ndim))
-        if type(key) is slice and all(type(v) is int or v is None
-                                      for v in (key.start, key.stop, key.step)) and key.step != 0:
-            return apply(_strided_slice, x, spec=_expand_ellipsis(
-                (("s", key.start, key.stop, key.step),), x.ndim))
+        if type(key) is int:  # fast paths: x[i] and x[a:b:c] with Python ints (no ellipsis)
+            return apply(_strided_slice, x, spec=(("i", key),))
+        if type(key) is slice and _int_or_none(key.start) and _int_or_none(key.stop) and (
+                key.step is None or type(key.step) is int and key.step != 0):
+            return apply(_strided_slice, x, spec=(("s", key.start, key.stop, key.step),))
         key = (key,)
     if len(key) == 1 and _is_index_array(key[0]):
         idx = _tensor(key[0])

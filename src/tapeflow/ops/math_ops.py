@@ -9,7 +9,7 @@ import numpy as np
 from tapeflow._api import export
 from tapeflow.framework import dtypes as _dtypes
 from tapeflow.framework.constant import convert_to_tensor
-from tapeflow.framework.dispatch import apply, op
+from tapeflow.framework.dispatch import apply, number_as, op
 from tapeflow.framework.shape_rules import broadcast_shapes, elementwise, same_as_first, with_dtype
 from tapeflow.framework.tensor import EagerTensor, Tensor
 from tapeflow.framework.variable import Variable
@@ -390,8 +390,15 @@ def _where_indices(cond):
 # --- public API (continued) -------------------------------------------------------------------
 
 
+_NUMBERS = (float, int)
+
+
 def _binary(o):
     def run(x: Any, y: Any, name: str | None = None):
+        if type(y) in _NUMBERS and type(x) is EagerTensor:  # maximum(x, 0.0): the usual case
+            number = number_as(y, x._value.dtype)
+            if number is not None:
+                return apply(o, x, number)
         return apply(o, x, y)
 
     return run

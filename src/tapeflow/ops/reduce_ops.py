@@ -9,6 +9,7 @@ import numpy as np
 from tapeflow._api import export
 from tapeflow.framework import errors
 from tapeflow.framework.dispatch import apply, op
+from tapeflow.framework.tensor import EagerTensor
 from tapeflow.ops.array_ops import _tensor
 
 
@@ -79,7 +80,7 @@ def _reduce_emit(node, args: list[str], bind) -> str | None:
 @op("Sum", shape=reduced_shape_rule, emit=_reduce_emit)
 def _sum(x, *, axis, keepdims):
     # dtype=x.dtype: NumPy would widen int32 sums to int64; TF keeps the input dtype
-    return np.add.reduce(x, axis=axis, dtype=x.dtype, keepdims=keepdims)
+    return np.add.reduce(x, axis, x.dtype, None, keepdims)
 
 
 @_sum.def_grad
@@ -100,7 +101,13 @@ def _(g, out, x, *, axis, keepdims):
     return expand_reduced(g, x, axis, keepdims) * _size_ratio(out, x)
 
 
+_ALL_AXES = [tuple(range(r)) for r in range(9)]
+
+
 def _reduce(kernel_op, input_tensor, axis, keepdims):
+    if axis is None and type(input_tensor) is EagerTensor and input_tensor._value.ndim < 9:
+        return apply(kernel_op, input_tensor, axis=_ALL_AXES[input_tensor._value.ndim],
+                     keepdims=bool(keepdims))  # eager, every axis: the usual case
     x = _tensor(input_tensor)
     rank = x.ndim
     axes = tuple(range(rank)) if axis is None and rank is not None else normalize_axes(

@@ -9,7 +9,6 @@ import numpy as np
 from tapeflow.framework.dispatch import apply, op
 from tapeflow.framework.tensor import Tensor
 from tapeflow.framework.variable import Variable
-from tapeflow.kernels import adam as adam_kernel
 from tapeflow.keras.optimizers.optimizer import (
     Optimizer,
     adam_moments,
@@ -19,6 +18,7 @@ from tapeflow.keras.optimizers.optimizer import (
     var_bytes,
     var_spec,
 )
+from tapeflow.kernels import adam as adam_kernel
 
 
 @op("KerasApplyAdam", stateful=True, shape=var_spec, workspace=var_bytes(4))
