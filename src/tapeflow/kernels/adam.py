@@ -26,13 +26,18 @@ def _adam_nb(g, m, v, w, new_m, new_v, new_w, lr_t, c1, c2, eps):
         new_w[i] = w[i] - mi * lr_t / (np.sqrt(vi) + eps)
 
 
+def applies(dtype: np.dtype) -> bool:
+    """Whether the one-pass loop runs for variables of `dtype` (contiguous arrays)."""
+    return _adam_nb is not None and dtype in (np.float32, np.float64)
+
+
 def update(grad: np.ndarray, m: np.ndarray, v: np.ndarray, w: np.ndarray, lr_t: np.generic,
            beta_1: float, beta_2: float, epsilon: float) -> tuple | None:
     """(new m, new v, new value): m + (g - m)(1 - b1), v + (g^2 - v)(1 - b2),
     w - m' lr_t / (sqrt(v') + eps); None where the loop does not apply (no numba, a dtype it
     has no loop for, or arrays that are not one contiguous block), so the caller uses NumPy."""
     dtype = w.dtype
-    if _adam_nb is None or dtype not in (np.float32, np.float64):
+    if not applies(dtype):
         return None
     arrays = (grad, m, v, w)
     if any(a.dtype != dtype or a.shape != w.shape or not a.flags.c_contiguous for a in arrays):

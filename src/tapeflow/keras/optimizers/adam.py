@@ -21,7 +21,13 @@ from tapeflow.keras.optimizers.optimizer import (
 from tapeflow.kernels import adam as adam_kernel
 
 
-@op("KerasApplyAdam", stateful=True, shape=var_spec, workspace=var_bytes(4))
+def _workspace(node: Any) -> int:
+    """The new m, v and value (the one-pass loop), plus NumPy's temporary without it."""
+    fused = node.attrs["vhat"] is None and adam_kernel.applies(node.attrs["var"].dtype._np)
+    return var_bytes(3 if fused else 4)(node)
+
+
+@op("KerasApplyAdam", stateful=True, shape=var_spec, workspace=_workspace)
 @scalar_safe
 def _apply_adam(grad, lr, step, *, var, m, v, vhat, beta_1, beta_2, epsilon):
     """t = step + 1; lr_t = lr * sqrt(1 - b2^t) / (1 - b1^t);
