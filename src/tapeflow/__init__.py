@@ -52,6 +52,7 @@ from tapeflow.framework.context import executing_eagerly, name_scope
 from tapeflow.framework.dtypes import (
     DType,
     as_dtype,
+    bfloat16,
     bool,
     complex64,
     complex128,

@@ -102,7 +102,11 @@ def train(args: argparse.Namespace) -> int:
     learning_rate = args.learning_rate or learning_rate
     tf.random.set_seed(args.seed)
     (x_train, y_train), (x_test, y_test) = _load_data()
+    keras.mixed_precision.set_global_policy(args.dtype_policy)
     model, logits = _build(args.model)
+    if args.dtype_policy != "float32":  # the Keras guide's float32 output layer
+        model = keras.Sequential([model, keras.layers.Activation("linear", dtype="float32")],
+                                 name=model.name)
     model(x_train[:1])  # builds subclassed models too, so the parameter count is known
     # cosine decay to zero: the last epochs settle the weights, and with them the batch-norm
     # moving statistics that inference uses
@@ -115,7 +119,8 @@ def train(args: argparse.Namespace) -> int:
     print(f"tapeflow train {args.model} ({model.count_params():,} parameters): "
           f"{len(x_train)} training / {len(x_test)} held-out MNIST digits, "
           f"{epochs} epoch{'' if epochs == 1 else 's'}, "
-          f"batch {batch_size}, Adam({learning_rate}, cosine decay), {mode} mode")
+          f"batch {batch_size}, Adam({learning_rate}, cosine decay), {mode} mode, "
+          f"{args.dtype_policy}")
     callbacks = _tensorboard(keras, args.logdir)
     start = time.perf_counter()
     model.fit(x_train, y_train, batch_size=batch_size, epochs=epochs,
@@ -232,6 +237,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="Adam's initial learning rate, in (0, 1], decayed to zero by a cosine "
                         "schedule (default: per model, below)")
     t.add_argument("--eager", action="store_true", help="run fit eagerly (no graph)")
+    t.add_argument("--dtype-policy", default="float32",
+                   choices=["float32", "mixed_float16", "mixed_bfloat16"],
+                   help="tf.keras.mixed_precision policy (default: float32)")
     t.add_argument("--seed", type=int, default=0, help="tf.random.set_seed value (default: 0)")
     t.add_argument("--checkpoint-dir", type=_writable_dir, default="checkpoints",
                    help="where the trained weights are saved, as MODEL/ckpt-N with N one more "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import builtins
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 
@@ -17,7 +18,7 @@ class DType:
         self.name = name
         self._np = np.dtype(np_dtype)
         kind = self._np.kind
-        self.is_floating = kind == "f"
+        self.is_floating = kind == "f" or self._np == _BFLOAT16
         self.is_integer = kind in "iu"
         self.is_bool = kind == "b"
         self.is_complex = kind == "c"
@@ -37,11 +38,11 @@ class DType:
 
     @property
     def min(self):
-        return np.finfo(self._np).min if self.is_floating else np.iinfo(self._np).min
+        return ml_dtypes.finfo(self._np).min if self.is_floating else np.iinfo(self._np).min
 
     @property
     def max(self):
-        return np.finfo(self._np).max if self.is_floating else np.iinfo(self._np).max
+        return ml_dtypes.finfo(self._np).max if self.is_floating else np.iinfo(self._np).max
 
     @property
     def is_differentiable(self) -> bool:
@@ -68,7 +69,11 @@ class DType:
         return as_dtype, (self.name,)
 
 
+# bfloat16 comes from ml_dtypes, which registers it with NumPy (casts and ufuncs work on it)
+_BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
+
 float16 = DType("float16", np.float16)
+bfloat16 = DType("bfloat16", ml_dtypes.bfloat16)
 half = float16
 float32 = DType("float32", np.float32)
 float64 = DType("float64", np.float64)
@@ -86,8 +91,8 @@ complex64 = DType("complex64", np.complex64)
 complex128 = DType("complex128", np.complex128)
 string = DType("string", np.object_)
 
-_ALL = [float16, float32, float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
-        bool, complex64, complex128, string]
+_ALL = [float16, bfloat16, float32, float64, int8, int16, int32, int64, uint8, uint16, uint32,
+        uint64, bool, complex64, complex128, string]
 _BY_NAME = {d.name: d for d in _ALL}
 _BY_NAME.update(half=float16, double=float64)
 _BY_NP = {d._np: d for d in _ALL}

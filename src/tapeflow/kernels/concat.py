@@ -17,6 +17,7 @@ import numpy as np
 
 from tapeflow.kernels import parallel
 from tapeflow.kernels._jit import jit
+from tapeflow.kernels.low_precision import is_low
 from tapeflow.kernels.rows import rows
 
 
@@ -59,7 +60,8 @@ def _write(buf: np.ndarray, at: int, xs: tuple[np.ndarray, ...]) -> int:
     buf2 = rows(buf)
     for x in xs:
         c = x.shape[-1]
-        if _into_columns_nb is None or not x.flags.c_contiguous or x.dtype != buf.dtype:
+        if _into_columns_nb is None or not x.flags.c_contiguous or x.dtype != buf.dtype \
+                or is_low(x.dtype):  # numba has no float16/bfloat16
             buf[..., at:at + c] = x
         else:
             x2 = rows(x)

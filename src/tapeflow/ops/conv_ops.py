@@ -19,6 +19,7 @@ from tapeflow.framework.tensor import Tensor
 from tapeflow.framework.variable import Variable
 from tapeflow.kernels import conv as _conv
 from tapeflow.kernels import pool as _pool
+from tapeflow.kernels.low_precision import widened
 from tapeflow.ops.array_ops import transpose
 
 # --- attributes: normalize TF's many spellings into (h, w) pairs and a padding value ---------
@@ -152,6 +153,7 @@ def filter_grad_flops(node) -> float:
 
 
 @op("Conv2D", shape=_conv_rule, same_dtype=True, worker=True, flops=conv_flops)
+@widened
 def _conv2d(x, w, *, strides, dilations, padding):
     if x.shape[3] != w.shape[2]:
         raise ValueError(f"input has {x.shape[3]} channels but the filter expects {w.shape[2]}")
@@ -165,6 +167,7 @@ def _backprop_input_rule(g, w, *, input_hw, strides, dilations, padding):
 
 @op("Conv2DBackpropInput", shape=_backprop_input_rule, same_dtype=True, worker=True,
     flops=_input_grad_flops)
+@widened
 def _conv2d_backprop_input(g, w, *, input_hw, strides, dilations, padding):
     """Gradient of Conv2D w.r.t. its input, for an input of spatial size `input_hw`."""
     geo = _geometry(input_hw, w.shape[:2], strides, dilations, padding)
@@ -181,6 +184,7 @@ def _backprop_filter_rule(x, g, *, filter_hw, strides, dilations, padding):
 
 @op("Conv2DBackpropFilter", shape=_backprop_filter_rule, same_dtype=True, worker=True,
     flops=filter_grad_flops)
+@widened
 def _conv2d_backprop_filter(x, g, *, filter_hw, strides, dilations, padding):
     """Gradient of Conv2D w.r.t. its filter of spatial size `filter_hw`."""
     geo = _geometry(x.shape[1:3], filter_hw, strides, dilations, padding)
@@ -305,17 +309,20 @@ def _pool_geometry(hw, ksize, strides, padding) -> _conv.Geometry:
 
 
 @op("MaxPool", shape=_pool_rule, worker=True)
+@widened
 def _max_pool(x, *, ksize, strides, padding):
     return _pool.max_pool(x, _pool_geometry(x.shape[1:3], ksize, strides, padding))
 
 
 @op("MaxPoolGrad", shape=lambda x, out, g, **attrs: x, worker=True)
+@widened
 def _max_pool_grad(x, out, g, *, ksize, strides, padding):
     """Gradient of MaxPool: each window's gradient goes to its first maximum."""
     return _pool.max_pool_grad(x, out, g, _pool_geometry(x.shape[1:3], ksize, strides, padding))
 
 
 @op("MaxPoolGradGrad", shape=lambda x, out, gx, **attrs: out)
+@widened
 def _max_pool_grad_grad(x, out, gx, *, ksize, strides, padding):
     """Gradient of MaxPoolGrad w.r.t. its incoming gradient: `gx` read at each window's max."""
     geo = _pool_geometry(x.shape[1:3], ksize, strides, padding)
@@ -338,6 +345,7 @@ def _(gg, res, x, out, gx, **attrs):
 
 
 @op("AvgPool", shape=_pool_rule, worker=True)
+@widened
 def _avg_pool(x, *, ksize, strides, padding):
     return _pool.avg_pool(x, _pool_geometry(x.shape[1:3], ksize, strides, padding))
 
@@ -348,6 +356,7 @@ def _avg_grad_rule(g, *, input_hw, ksize, strides, padding):
 
 
 @op("AvgPoolGrad", shape=_avg_grad_rule, worker=True)
+@widened
 def _avg_pool_grad(g, *, input_hw, ksize, strides, padding):
     """Gradient of AvgPool: each window's gradient shared evenly by its valid entries."""
     return _pool.avg_pool_grad(g, _pool_geometry(input_hw, ksize, strides, padding))

@@ -45,6 +45,7 @@ from tapeflow.kernels import bias as _bias
 from tapeflow.kernels import concat as _concat
 from tapeflow.kernels import conv as _conv
 from tapeflow.kernels import winograd as _winograd
+from tapeflow.kernels.low_precision import widened
 from tapeflow.ops import array_ops, conv_ops, nn_ops, normalization_ops
 
 ACTIVATIONS = (None, "Relu")
@@ -65,6 +66,7 @@ def _fused_conv_rule(x, w, b, *, strides, dilations, padding, activation):
 
 @op("_FusedConv2D", shape=_fused_conv_rule, same_dtype=True, worker=True,
     flops=conv_ops.conv_flops)
+@widened
 def _fused_conv2d(x, w, b, *, strides, dilations, padding, activation):
     """activation(Conv2D(x, w) + b), NHWC."""
     relu = _check_activation(activation)
@@ -109,6 +111,7 @@ def _winograd_conv_rule(x, w, b, *, strides, dilations, padding, activation):
 
 @op("_WinogradConv2D", multi_output=True, shape=_winograd_conv_rule, same_dtype=True,
     worker=True, flops=conv_ops.conv_flops)
+@widened
 def _winograd_conv2d(x, w, b, *, strides, dilations, padding, activation):
     """(``_FusedConv2D``'s output, the input's Winograd F(4x4, 3x3) tiles)."""
     relu = _check_activation(activation)
@@ -132,6 +135,7 @@ def _tiles_filter_rule(tiles, g, *, input_hw, filter_hw, strides, dilations, pad
 
 @op("_WinogradConv2DBackpropFilter", shape=_tiles_filter_rule, same_dtype=True, worker=True,
     flops=conv_ops.filter_grad_flops)
+@widened
 def _winograd_conv2d_backprop_filter(tiles, g, *, input_hw, filter_hw, strides, dilations,
                                      padding):
     """Conv2DBackpropFilter(x, g) from ``_WinogradConv2D``'s tiles of x (`input_hw` its
@@ -151,6 +155,7 @@ def _fused_bn_rule(x, scale, offset, *given, epsilon, activation):
 
 @op("_FusedBatchNormEx", multi_output=True, same_dtype=True, shape=_fused_bn_rule,
     worker=True)
+@widened
 def _fused_batch_norm_ex(x, scale, offset, *given, epsilon, activation):
     """FusedBatchNorm's four outputs, y passed through the activation, and [a, b]."""
     relu = _check_activation(activation)
@@ -176,6 +181,7 @@ def _fused_bn_grad_rule(g, mask, x, scale, mean, inv, *addend, mask_from="output
 
 @op("_FusedBatchNormGradEx", multi_output=True, same_dtype=True, shape=_fused_bn_grad_rule,
     worker=True)
+@widened
 def _fused_batch_norm_grad_ex(g, mask, x, scale, mean, inv, *addend, mask_from="output"):
     """FusedBatchNormGrad(ReluGrad(g, y), x, scale, mean, inv), dx plus the addend if given;
     `mask` is y, or the forward's [a, b] with y = relu(x*a + b)."""
@@ -200,6 +206,7 @@ def _bn_statistics_rule(x, scale, offset, *given, epsilon):
 
 
 @op("_BatchNormStatistics", multi_output=True, same_dtype=True, shape=_bn_statistics_rule)
+@widened
 def _batch_norm_statistics(x, scale, offset, *given, epsilon):
     """``_FusedBatchNormEx``'s outputs but y: (batch mean, variance, inverse std, [a, b])."""
     normalization_ops.check_parameters(x, scale, offset, given)
@@ -226,6 +233,7 @@ def _bn_relu_conv_rule(x, w, b, scale, offset, mean, var, inv, ab, *, strides, d
 
 @op("_BatchNormReluConv2D", multi_output=True, same_dtype=True, shape=_bn_relu_conv_rule,
     worker=True, flops=conv_ops.conv_flops)
+@widened
 def _batch_norm_relu_conv2d(x, w, b, scale, offset, mean, var, inv, ab, *, strides, dilations,
                             padding, activation, keep_tiles, epsilon):
     """[``_FusedConv2D`` (``_WinogradConv2D`` with `keep_tiles`) of y = max(x*a + b, 0)], y
@@ -275,6 +283,7 @@ def _moments_rule(x):
 
 
 @op("_ChannelMoments", multi_output=True, same_dtype=True, shape=_moments_rule)
+@widened
 def _channel_moments(x):
     """(mean, variance with Bessel's correction) over all axes but the last."""
     return _bn.channel_moments(x)

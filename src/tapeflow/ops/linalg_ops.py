@@ -14,6 +14,7 @@ from tapeflow.framework.shape_rules import broadcast_shapes
 from tapeflow.framework.tensor import EagerTensor
 from tapeflow.kernels import einsum as _einsum_kernel
 from tapeflow.kernels import matmul as _matmul_kernel
+from tapeflow.kernels.low_precision import is_low, widened
 
 
 def _matmul_rule(a, b, *, transpose_a, transpose_b):
@@ -42,8 +43,8 @@ def _matmul_emit(node, args: list[str], bind) -> str | None:
     through the kernel."""
     a, b = args
     ranks = [t.shape.rank for t in node.inputs]
-    if None in ranks or min(ranks) < 2:
-        return None
+    if None in ranks or min(ranks) < 2 or is_low(node.inputs[0].dtype._np):
+        return None  # 16-bit floats go through the widened kernel
     if node.attrs["transpose_a"]:
         a = f"{a}.T" if ranks[0] == 2 else f"{a}.swapaxes(-1, -2)"
     if node.attrs["transpose_b"]:
@@ -64,6 +65,7 @@ def _matmul_flops(node) -> float:
 
 @op("MatMul", same_dtype=True, shape=_matmul_rule, output="fresh", worker=True,
     flops=_matmul_flops, emit=_matmul_emit)
+@widened
 def _matmul(a, b, *, transpose_a, transpose_b):
     if transpose_a:
         a = np.swapaxes(a, -1, -2)

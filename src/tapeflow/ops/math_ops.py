@@ -13,6 +13,7 @@ from tapeflow.framework.dispatch import apply, number_as, op
 from tapeflow.framework.shape_rules import broadcast_shapes, elementwise, same_as_first, with_dtype
 from tapeflow.framework.tensor import EagerTensor, Tensor
 from tapeflow.framework.variable import Variable
+from tapeflow.kernels.low_precision import BFLOAT16
 from tapeflow.ops.array_ops import _tensor, ones_like, zeros_like
 
 # --- gradient plumbing: reduce a broadcast gradient back to an input's shape -------------------
@@ -213,7 +214,7 @@ def _float_kernel(ufunc: Any) -> Any:
     """A unary kernel for float/complex inputs only (TF has no integer sqrt, exp, sin ...)."""
 
     def kernel(x):
-        if x.dtype.kind not in "fc":
+        if x.dtype.kind not in "fc" and x.dtype != BFLOAT16:
             raise TypeError(f"expects a floating point input, got {x.dtype}; use tf.cast first")
         return ufunc(x)
 
@@ -310,7 +311,7 @@ _round = op("Round", elementwise=True, shape=same_as_first)(np.round)  # half to
 
 @op("Sigmoid", elementwise=True, shape=same_as_first, output="fresh_float")
 def _sigmoid(x):
-    if x.dtype.kind not in "fc":
+    if x.dtype.kind not in "fc" and x.dtype != BFLOAT16:
         raise TypeError(f"expects a floating point input, got {x.dtype}; use tf.cast first")
     # NOTE: 1 / (1 + exp(-x)) overflows for large negative x; 0.5*tanh(x/2)+0.5 is the same
     # function, finite everywhere, and three in-place passes

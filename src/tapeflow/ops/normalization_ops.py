@@ -22,6 +22,7 @@ from tapeflow.framework.dispatch import apply, op
 from tapeflow.framework.tensor import EagerTensor
 from tapeflow.kernels import batch_norm as _bn
 from tapeflow.kernels import layer_norm as _ln
+from tapeflow.kernels.low_precision import widened
 from tapeflow.ops import math_ops
 from tapeflow.ops.array_ops import transpose
 from tapeflow.ops.conv_ops import as_tensor
@@ -87,6 +88,7 @@ def check_parameters(x, scale, offset, given) -> None:
 
 
 @op("FusedBatchNorm", multi_output=True, same_dtype=True, shape=_fused_rule, worker=True)
+@widened
 def _fused_batch_norm(x, scale, offset, *given, epsilon):
     """(y, batch mean, batch variance with Bessel's correction, 1/sqrt(biased var + eps)).
 
@@ -103,6 +105,7 @@ def _fused_grad_rule(g, x, scale, mean, inv):
 
 @op("FusedBatchNormGrad", multi_output=True, same_dtype=True, shape=_fused_grad_rule,
     worker=True)
+@widened
 def _fused_batch_norm_grad(g, x, scale, mean, inv):
     """(dx, dscale, doffset) of FusedBatchNorm's y."""
     return _bn.backward(g, x, scale, mean, inv)
@@ -221,6 +224,7 @@ def _check_layer_norm(x, gamma, beta) -> None:
 
 
 @op("_LayerNorm", multi_output=True, same_dtype=True, shape=_layer_norm_rule, worker=True)
+@widened
 def _layer_norm(x, gamma, beta, *, epsilon):
     """(y, mean, 1/sqrt(var + epsilon)) over x's last axis, y scaled by gamma, shifted by beta
     (``kernels/layer_norm.py``)."""
@@ -234,6 +238,7 @@ def _layer_norm_grad_rule(g, x, gamma, mean, inv):
 
 @op("_LayerNormGrad", multi_output=True, same_dtype=True, shape=_layer_norm_grad_rule,
     worker=True)
+@widened
 def _layer_norm_grad(g, x, gamma, mean, inv):
     """(dx, dgamma, dbeta) of ``_LayerNorm``'s y."""
     return _ln.backward(g, x, gamma, mean, inv)

@@ -26,6 +26,7 @@ from tapeflow.framework.shapes import TensorShape, as_shape
 from tapeflow.framework.tensor import EagerTensor, Tensor
 from tapeflow.framework.variable import Variable
 from tapeflow.keras import backend
+from tapeflow.keras.mixed_precision.autocast_variable import _autocast
 
 # Attributes the engine keeps for itself: never walked when gathering weights and sub-layers
 # (they point at other layers' graph nodes, not at owned state).
@@ -144,8 +145,7 @@ class Layer:
             backend.observe_object_name(name)
         self._name = name
         self._trainable = bool(trainable)
-        self._dtype = _dtypes.as_dtype(dtype if dtype is not None and not isinstance(dtype, dict)
-                                       else backend.floatx())
+        self._set_dtype_policy(dtype)
         self._autocast = kwargs.get("autocast", True)
         self.dynamic = dynamic
         self.built = False
@@ -200,7 +200,26 @@ class Layer:
 
     @property
     def compute_dtype(self) -> str:
-        return self._dtype.name
+        """The dtype inputs are cast to and weights are read as (``float16`` under
+        ``mixed_float16``)."""
+        return self._compute_dtype.name
+
+    @property
+    def dtype_policy(self) -> Any:
+        return self._dtype_policy
+
+    def _set_dtype_policy(self, dtype: Any) -> None:
+        """`dtype` (None: the global policy; a name, DType, Policy or its config) decides the
+        variable dtype (``_dtype``) and the compute dtype; ``_autocast_dtype`` is the compute
+        dtype when it differs (a mixed policy), else None."""
+        from tapeflow.keras.mixed_precision import policy as _policy
+
+        policy = _policy.get(dtype)
+        self._dtype_policy = policy
+        self._dtype = _dtypes.as_dtype(policy.variable_dtype or backend.floatx())
+        self._compute_dtype = _dtypes.as_dtype(policy.compute_dtype or backend.floatx())
+        self._autocast_dtype = self._compute_dtype if self._compute_dtype is not self._dtype \
+            else None
 
     @property
     def trainable(self) -> bool:
@@ -263,6 +282,11 @@ class Layer:
         reg = _resolve_regularizer(regularizer)
         if reg is not None:
             self._regularized.append((reg, variable))
+        if self._autocast_dtype is not None and dt.is_floating and \
+                kwargs.get("experimental_autocast", True):
+            from tapeflow.keras.mixed_precision.autocast_variable import AutoCastVariable
+
+            return AutoCastVariable(variable)  # the layer reads it in its compute dtype
         return variable
 
     # --- calling --------------------------------------------------------------------
@@ -311,7 +335,14 @@ class Layer:
                 self._maybe_build(inputs)
             _state.name_scope = f"{previous_scope}/{self._name}" if previous_scope \
                 else self._name
-            outputs = self.call(inputs, *args, **kwargs)
+            if self._autocast_dtype is None and _autocast.dtype is None:
+                outputs = self.call(inputs, *args, **kwargs)
+            else:  # mixed precision: AutoCastVariables read as this layer's compute dtype
+                outer_autocast, _autocast.dtype = _autocast.dtype, self._autocast_dtype
+                try:
+                    outputs = self.call(inputs, *args, **kwargs)
+                finally:
+                    _autocast.dtype = outer_autocast
         finally:
             _state.name_scope = previous_scope
             ctx.depth -= 1
@@ -329,7 +360,7 @@ class Layer:
 
     def _needs_cast(self, x: Any) -> bool:
         dtype = x.dtype
-        if dtype is self._dtype or not self._dtype.is_floating:
+        if dtype is self._compute_dtype or not self._compute_dtype.is_floating:
             return False
         return (self._autocast and dtype.is_floating) or (
             self._cast_integer_inputs and (dtype.is_integer or dtype.is_bool))
@@ -347,7 +378,7 @@ class Layer:
             if isinstance(x, (Tensor, Variable)) and self._needs_cast(x):
                 from tapeflow.ops.math_ops import cast
 
-                x = cast(x, self._dtype)
+                x = cast(x, self._compute_dtype)
             return x
 
         if isinstance(inputs, np.ndarray) or (isinstance(inputs, list) and all(
@@ -601,7 +632,10 @@ class Layer:
 
     def get_config(self) -> dict:
         """The constructor arguments that rebuild this layer (subclasses extend it)."""
-        config = {"name": self._name, "trainable": self._trainable, "dtype": self.dtype}
+        from tapeflow.keras.mixed_precision import policy as _policy
+
+        config = {"name": self._name, "trainable": self._trainable,
+                  "dtype": _policy.serialize(self._dtype_policy)}
         if self._batch_input_shape is not None:
             config["batch_input_shape"] = self._batch_input_shape
         return config

@@ -195,6 +195,11 @@ class Model(Layer):
         from tapeflow.keras import optimizers
 
         self.optimizer = optimizers.get(optimizer)
+        if self._dtype_policy.name == "mixed_float16":  # Keras wraps it, as its guide says
+            from tapeflow.keras.mixed_precision import LossScaleOptimizer
+
+            if not isinstance(self.optimizer, LossScaleOptimizer):
+                self.optimizer = LossScaleOptimizer(self.optimizer)
         names = getattr(self, "output_names", None)
         self.compiled_loss = compile_utils.LossesContainer(loss, loss_weights, names)
         self.compiled_metrics = compile_utils.MetricsContainer(metrics, weighted_metrics, names)
@@ -273,9 +278,7 @@ class Model(Layer):
         with tf.GradientTape() as tape:
             y_pred = self(x, training=True)
             loss = self.compute_loss(x, y, y_pred, sample_weight)
-        variables = self.trainable_variables
-        grads = tape.gradient(loss, variables)
-        self.optimizer.apply_gradients(zip(grads, variables))
+        self.optimizer.minimize(loss, self.trainable_variables, tape=tape)
         return self.compute_metrics(x, y, y_pred, sample_weight)
 
     def test_step(self, data: Any) -> dict:
