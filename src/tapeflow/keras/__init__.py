@@ -12,9 +12,9 @@ from typing import Any
 
 from tapeflow.version import KERAS_VERSION as __version__
 
-_SUBMODULES = ("activations", "backend", "callbacks", "constraints", "datasets", "engine",
-               "initializers", "layers", "losses", "metrics", "mixed_precision", "models",
-               "optimizers", "preprocessing", "regularizers", "saving", "utils")
+_SUBMODULES = ("activations", "applications", "backend", "callbacks", "constraints", "datasets",
+               "engine", "initializers", "layers", "losses", "metrics", "mixed_precision",
+               "models", "optimizers", "preprocessing", "regularizers", "saving", "utils")
 
 _NAMES = {
     "Model": "tapeflow.keras.engine.training",

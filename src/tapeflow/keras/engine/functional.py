@@ -158,13 +158,43 @@ class Functional(Model):
         return order
 
     def _collect_layers(self) -> list:
-        layers = list(self._input_layers)
-        seen = {id(layer) for layer in layers}
-        for node in self._nodes:
-            if id(node.layer) not in seen:
-                seen.add(id(node.layer))
-                layers.append(node.layer)
-        return layers
+        """The layers in Keras's order: by decreasing depth (distance to the outputs), ties in
+        the order a depth-first walk from the outputs first meets them (``model.layers``,
+        ``summary`` and topological weight loading depend on it)."""
+        index: dict[int, int] = {}
+        post: list[Node] = []
+        done: set[int] = set()
+        for out in self.outputs:
+            stack = [(out.node, False)]
+            while stack:
+                node, expanded = stack.pop()
+                if expanded:
+                    if id(node) not in done:
+                        done.add(id(node))
+                        post.append(node)
+                    continue
+                if id(node) in done:
+                    continue
+                index.setdefault(id(node.layer), len(index))
+                stack.append((node, True))
+                for parent in reversed(node.keras_inputs):
+                    if parent.node is not None and id(parent.node) not in done:
+                        stack.append((parent.node, False))
+        node_depth: dict[int, int] = {}
+        layer_depth: dict[int, int] = {}
+        layers: dict[int, Any] = {}
+        for node in reversed(post):
+            depth = max(node_depth.get(id(node), 0), layer_depth.get(id(node.layer), 0))
+            layer_depth[id(node.layer)] = depth
+            layers[id(node.layer)] = node.layer
+            node_depth[id(node)] = depth
+            for parent in node.parent_nodes:
+                node_depth[id(parent)] = max(depth + 1, node_depth.get(id(parent), 0))
+        for layer in self._input_layers:  # inputs the outputs do not depend on
+            if id(layer) not in layer_depth:
+                layer_depth[id(layer)], index[id(layer)], layers[id(layer)] = 0, -1, layer
+        order = sorted(layers, key=lambda k: (-layer_depth[k], index[k]))
+        return [layers[k] for k in order]
 
     @property
     def layers(self) -> list:

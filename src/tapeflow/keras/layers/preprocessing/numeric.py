@@ -73,11 +73,30 @@ class Normalization(PreprocessingLayer):
         if self.input_mean is not None:
             self._set(np.asarray(self.input_mean, np.float64), np.asarray(self.input_variance,
                                                                           np.float64))
+        else:  # Keras's adaptable state: weights (mean 0, variance 1 until adapted), saved
+            kept = self._kept(len(shape))  # and loaded with the model (EfficientNet's files)
+            state = tuple(shape[i] for i in kept)
+            if None in state:
+                raise layer_error(f"Normalization {self.name!r}: all `axis` values to be kept "
+                                  f"must have known shape. Got axis: {self.axis}, input shape: "
+                                  f"{shape}")
+            self.adapt_mean = self.add_weight("mean", shape=state, initializer="zeros",
+                                              trainable=False)
+            self.adapt_variance = self.add_weight("variance", shape=state, initializer="ones",
+                                                  trainable=False)
+            self.count = self.add_weight("count", shape=(), dtype="int64", initializer="zeros",
+                                         trainable=False)
         self.built = True
 
-    def _set(self, mean: np.ndarray, variance: np.ndarray) -> None:
+    def _set(self, mean: np.ndarray, variance: np.ndarray, count: int = 0) -> None:
         target = [1 if d is None else d for d in self._shape]
         dtype = self.compute_dtype
+        if hasattr(self, "adapt_mean"):
+            state = self.adapt_mean.shape.as_list()
+            self.adapt_mean.assign(np.reshape(mean, state).astype(dtype))
+            self.adapt_variance.assign(np.reshape(variance, state).astype(dtype))
+            self.count.assign(np.int64(count))
+            return
         self._mean = tf.constant(np.broadcast_to(mean, target).astype(dtype))
         self._variance = tf.constant(np.broadcast_to(variance, target).astype(dtype))
 
@@ -91,23 +110,28 @@ class Normalization(PreprocessingLayer):
         kept = self._kept(values.ndim)
         reduce = tuple(i for i in range(values.ndim) if i not in kept)
         self._set(values.mean(axis=reduce, keepdims=True), values.var(axis=reduce,
-                                                                      keepdims=True))
+                                                                      keepdims=True),
+                  int(np.prod([values.shape[i] for i in reduce])))
+
+    def _state(self) -> tuple[Any, Any]:
+        if self._mean is not None or not hasattr(self, "adapt_mean"):
+            return self._mean, self._variance
+        target = [1 if d is None else d for d in self._shape]
+        return (tf.reshape(self.adapt_mean, target), tf.reshape(self.adapt_variance, target))
 
     @property
     def mean(self) -> Any:
-        return self._mean
+        return self._state()[0]
 
     @property
     def variance(self) -> Any:
-        return self._variance
+        return self._state()[1]
 
     def call(self, inputs: Any) -> Any:
-        if self._mean is None:
-            raise layer_error(f"Normalization {self.name!r}: call adapt() or pass mean= and "
-                              f"variance= before using the layer")
+        mean, variance = self._state()
         x = tf.cast(tf.convert_to_tensor(inputs), self.compute_dtype)
-        scale = tf.maximum(tf.sqrt(self._variance), EPSILON)
-        return self._mean + x * scale if self.invert else (x - self._mean) / scale
+        scale = tf.maximum(tf.sqrt(variance), EPSILON)
+        return mean + x * scale if self.invert else (x - mean) / scale
 
     def compute_output_shape(self, input_shape: Any) -> tf.TensorShape:
         return tf.TensorShape(input_shape)

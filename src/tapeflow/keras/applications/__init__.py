@@ -1,0 +1,29 @@
+"""``tf.keras.applications``: Keras's ImageNet architectures with its layer names, so Keras's
+weight files load by name (``weights="path.h5"``). See docs/keras_applications.md."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_MODELS = {
+    "ResNet50": "resnet", "ResNet50V2": "resnet_v2", "MobileNetV2": "mobilenet_v2",
+    "VGG16": "vgg16", "DenseNet121": "densenet", "EfficientNetB0": "efficientnet",
+    "Xception": "xception", "InceptionV3": "inception_v3",
+}
+_SUBMODULES = ("densenet", "efficientnet", "imagenet_utils", "inception_v3", "mobilenet_v2",
+               "resnet", "resnet50", "resnet_v2", "vgg16", "xception")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MODELS:
+        return getattr(importlib.import_module(f"tapeflow.keras.applications.{_MODELS[name]}"),
+                       name)
+    if name in _SUBMODULES:
+        module = "resnet" if name == "resnet50" else name  # keras.applications.resnet50 alias
+        return importlib.import_module(f"tapeflow.keras.applications.{module}")
+    raise AttributeError(f"module 'tapeflow.keras.applications' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_MODELS) | set(_SUBMODULES))
