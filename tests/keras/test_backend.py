@@ -37,6 +37,38 @@ TF_VALUES = {
     'switch': [[0.5, 0.0, 2.0], [1.5, 0.25, 0.0]],
     'dot': [[5.25, -1.0], [-1.0, 2.875]],
     'concatenate': [[0.5, -1.0, 2.0, 0.2, 0.7, 0.1], [1.5, 0.25, -0.75, 0.6, 0.3, 0.1]],
+    'softsign': [[0.333333, -0.5, 0.666667], [0.6, 0.2, -0.428571]],
+    'hard_sigmoid': [[0.9, 0.0, 1.0], [1.0, 0.7, 0.0]],
+    'cos_sin': [[1.076252, 1.18452, -0.316313], [0.63538, 1.264433, 0.831522]],
+    'cumsum': [[0.5, -0.5, 1.5], [1.5, 1.75, 1.0]],
+    'cumprod': [[0.5, -1.0, 2.0], [0.75, -0.25, -1.5]],
+    'batch_dot_2d': [[-0.4], [0.9]],
+    'batch_dot_3d': (
+        [[[0.1, 0.35, 0.05], [-0.2, -0.7, -0.1], [0.4, 1.4, 0.2]],
+         [[0.9, 0.45, 0.15], [0.15, 0.075, 0.025], [-0.45, -0.225, -0.075]]]),
+    'batch_dot_axes': [[[-0.4]], [[0.9]]],
+    'permute': [[[0.5, -1.0, 2.0]], [[1.5, 0.25, -0.75]]],
+    'repeat': [[[0.5, -1.0, 2.0], [0.5, -1.0, 2.0]], [[1.5, 0.25, -0.75], [1.5, 0.25, -0.75]]],
+    'repeat_elements': [[0.5, 0.5, -1.0, -1.0, 2.0, 2.0], [1.5, 1.5, 0.25, 0.25, -0.75, -0.75]],
+    'reverse': [[2.0, -1.0, 0.5], [-0.75, 0.25, 1.5]],
+    'tile': [[0.5, -1.0, 2.0], [1.5, 0.25, -0.75], [0.5, -1.0, 2.0], [1.5, 0.25, -0.75]],
+    'temporal_padding': (
+        [[[0.0], [0.5], [-1.0], [2.0], [0.0], [0.0]],
+         [[0.0], [1.5], [0.25], [-0.75], [0.0], [0.0]]]),
+    'spatial_2d_padding': (
+        [[[[0.0], [0.0], [0.0], [0.0], [0.0]], [[0.0], [0.5], [-1.0], [2.0], [0.0]],
+          [[0.0], [1.5], [0.25], [-0.75], [0.0]], [[0.0], [0.0], [0.0], [0.0], [0.0]]]]),
+    'one_hot': [[0.0, 1.0, 0.0], [1.0, 0.0, 0.0]],
+    'arange': [1.0, 3.0, 5.0],
+    'in_top_k': [1.0, 1.0],
+    'bias_add': [[1.5, 1.0, 5.0], [2.5, 2.25, 2.25]],
+    'conv2d': [[[[1.25], [0.5], [1.25]], [[1.75], [-0.5], [-0.75]]]],
+    'pool2d': [[[[0.3125], [0.125], [0.625]], [[0.875], [-0.25], [-0.75]]]],
+    'batch_norm': [[-0.398804, 0.400383, 0.199974], [0.798804, 0.999617, 2.6e-05]],
+    'resize_images': (
+        [[[[0.5], [-1.0], [2.0]], [[0.5], [-1.0], [2.0]], [[1.5], [0.25], [-0.75]],
+          [[1.5], [0.25], [-0.75]]]]),
+    'greater_equal': [[1.0, 0.0, 1.0], [1.0, 0.0, 0.0]],
 }
 
 
@@ -81,3 +113,25 @@ def test_backend_functions_in_a_custom_loss_trace_and_differentiate():
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         K.nope  # noqa: B018
     assert tf.keras.backend is K
+
+
+def test_phase_uid_and_update_functions():
+    K.reset_uids()
+    assert [K.get_uid("dense"), K.get_uid("dense"), K.get_uid("conv")] == [1, 2, 1]
+    with K.learning_phase_scope(1):
+        assert K.learning_phase() == 1
+        assert K.in_train_phase(lambda: "train", "test") == "train"
+    assert K.learning_phase() == 0 and K.in_test_phase("test", "train") == "test"
+    v = K.variable([1.0, 2.0])
+    K.moving_average_update(v, [3.0, 4.0], 0.75)
+    np.testing.assert_allclose(K.get_value(v), [1.5, 2.5])
+    K.update_add(v, [1.0, 1.0])
+    K.update_sub(v, [0.5, 0.5])
+    np.testing.assert_allclose(K.get_value(v), [2.0, 3.0])
+    np.testing.assert_array_equal(K.get_value(K.eye(2)), np.eye(2, dtype=np.float32))
+    assert K.cast_to_floatx([1, 2]).dtype == np.float32
+    tf.random.set_seed(0)
+    draws = K.get_value(K.random_bernoulli((4000,), p=0.25))
+    assert set(np.unique(draws)) == {0.0, 1.0} and abs(draws.mean() - 0.25) < 0.03
+    with pytest.raises(ValueError, match="rank >= 2"):
+        K.batch_dot(K.constant([1.0]), K.constant([[1.0]]))

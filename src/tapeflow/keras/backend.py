@@ -8,6 +8,7 @@ Keras gives every layer a unique default name per class (``dense``, ``dense_1`` 
 from __future__ import annotations
 
 import collections
+import contextlib
 import re
 
 import numpy as np
@@ -121,6 +122,32 @@ def set_learning_phase(value: int) -> None:
     if value not in (0, 1):
         raise ValueError("Expected learning phase to be 0 or 1.")
     _learning_phase["value"] = value
+
+
+_uids: collections.defaultdict[str, int] = collections.defaultdict(int)
+
+
+def get_uid(prefix: str = "") -> int:
+    """1, 2, 3 ... per prefix (Keras's graph-wide counter)."""
+    _uids[prefix] += 1
+    return _uids[prefix]
+
+
+def reset_uids() -> None:
+    _uids.clear()
+
+
+@contextlib.contextmanager
+def learning_phase_scope(value: int):
+    """Within the block, ``learning_phase()`` is `value` (0 or 1)."""
+    if value not in (0, 1):
+        raise ValueError("Expected learning phase to be 0 or 1.")
+    previous = _learning_phase["value"]
+    _learning_phase["value"] = value
+    try:
+        yield value
+    finally:
+        _learning_phase["value"] = previous
 
 
 def is_keras_tensor(x) -> bool:

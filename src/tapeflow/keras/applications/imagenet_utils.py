@@ -178,10 +178,10 @@ def model_input(input_tensor: Any, input_shape: tuple) -> tuple[Any, Any]:
     if not getattr(input_tensor, "_is_keras_tensor", False):
         img_input = Input(tensor=input_tensor, shape=input_shape)
         return img_input, img_input
-    return input_tensor, _source_inputs(input_tensor)
+    return input_tensor, source_inputs(input_tensor)
 
 
-def _source_inputs(tensor: Any) -> list:
+def source_inputs(tensor: Any) -> list:
     """The ``keras.Input`` tensors `tensor` was computed from (Keras's get_source_inputs)."""
     found, seen, stack = [], set(), [tensor]
     while stack:

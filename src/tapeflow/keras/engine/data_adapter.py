@@ -154,6 +154,9 @@ class DataHandler:
                                      "(x, y, sample_weight) batches.")
             self._source = x
             self._iterator: Iterator | None = None
+            if hasattr(x, "use_multiprocessing") and hasattr(x, "max_queue_size"):  # PyDataset
+                workers, use_multiprocessing = getattr(x, "workers", 1), x.use_multiprocessing
+                max_queue_size = x.max_queue_size
             self._workers, self._max_queue = max(int(workers), 1), max(int(max_queue_size), 1)
             self._multiprocessing = bool(use_multiprocessing)
             self._shuffle = shuffle and self._kind == "Sequence"

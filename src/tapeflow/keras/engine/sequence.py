@@ -28,6 +28,22 @@ class Sequence:
             yield self[i]
 
 
+class PyDataset(Sequence):
+    """Keras 3's name for a Sequence that carries its own loading options: ``fit`` loads its
+    batches with ``workers`` threads (processes with ``use_multiprocessing``), up to
+    ``max_queue_size`` ahead. Subclasses call ``super().__init__(**kwargs)``."""
+
+    def __init__(self, workers: int = 1, use_multiprocessing: bool = False,
+                 max_queue_size: int = 10):
+        self.workers = workers
+        self.use_multiprocessing = use_multiprocessing
+        self.max_queue_size = max_queue_size
+
+    @property
+    def num_batches(self) -> int:
+        return len(self)
+
+
 # Sequences being loaded by forked workers, by id: a child inherits this table at fork, so the
 # Sequence itself is never pickled (only batch indices go out and batches come back).
 _SHARED: dict[int, Sequence] = {}
