@@ -52,9 +52,9 @@ def _outcome(op, a, b):
 # more permissive, never different where TensorFlow succeeds (a float meeting an int there is
 # InvalidArgumentError in TensorFlow, TypeError here).
 FIRST_OPERAND_OPS = {"add", "matmul"}
-# dtypes tapeflow's kernels take (TensorFlow's CPU conv2d also runs int32 and float16): with
-# another dtype the conversion is still TensorFlow's, and the kernel refuses it by name.
-KERNEL_DTYPES = {"conv2d": {"float32", "float64"}}
+# dtypes tapeflow's kernels take (TensorFlow's CPU conv2d also runs int32): with another
+# dtype the conversion is still TensorFlow's, and the kernel refuses it by name.
+KERNEL_DTYPES = {"conv2d": {"float16", "float32", "float64"}}
 
 
 @pytest.mark.parametrize("op", sorted(OPS))

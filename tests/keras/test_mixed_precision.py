@@ -265,3 +265,37 @@ def test_bfloat16_dtype():
     np.testing.assert_allclose(tf.exp(tf.constant([0.0, 1.0], tf.bfloat16)).numpy()
                                .astype(np.float32), [1.0, np.e], rtol=1e-2)
     assert float(tf.bfloat16.max) > 3e38
+
+
+_LAYERS = {
+    "LSTM": (lambda L: L.LSTM(4), (2, 5, 3)),
+    "GRU": (lambda L: L.GRU(4), (2, 5, 3)),
+    "Bidirectional": (lambda L: L.Bidirectional(L.SimpleRNN(4)), (2, 5, 3)),
+    "Conv1D": (lambda L: L.Conv1D(4, 3, padding="causal"), (2, 5, 3)),
+    "LayerNormalization": (lambda L: L.LayerNormalization(), (2, 5, 3)),
+    "MultiHeadAttention": (lambda L: L.MultiHeadAttention(2, 4), (2, 5, 8)),
+    "DepthwiseConv2D": (lambda L: L.DepthwiseConv2D(3), (2, 6, 6, 3)),
+    "Conv2DTranspose": (lambda L: L.Conv2DTranspose(4, 3, strides=2), (2, 6, 6, 3)),
+    "Embedding": (lambda L: L.Embedding(10, 4), None),
+}
+
+
+@pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
+@pytest.mark.parametrize("name", sorted(_LAYERS))
+def test_layers_compute_in_the_policy_dtype(policy, name):
+    """Output in the compute dtype, eager and traced; float32 weights; float32 gradients."""
+    mp.set_global_policy(policy)
+    make, shape = _LAYERS[name]
+    layer = make(keras.layers)
+    rng = np.random.default_rng(0)
+    x = tf.constant(rng.integers(0, 10, (2, 5)) if shape is None else
+                    rng.random(shape, dtype=np.float32))
+    call = (lambda x: layer(x, x)) if name == "MultiHeadAttention" else layer
+    with tf.GradientTape() as tape:
+        y = call(x)
+        loss = tf.reduce_sum(tf.cast(y, tf.float32))
+    grads = tape.gradient(loss, layer.trainable_variables)
+    compute = policy.split("_")[1]
+    assert y.dtype.name == compute and tf.function(call)(x).dtype.name == compute
+    assert layer.weights and all(w.dtype == tf.float32 for w in layer.weights)
+    assert all(g is not None and g.dtype == tf.float32 for g in grads)

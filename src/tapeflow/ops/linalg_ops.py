@@ -181,6 +181,7 @@ def _einsum_rule(*xs, equation):
 
 
 @op("Einsum", same_dtype=True, shape=_einsum_rule)
+@widened
 def _einsum(*xs, equation):
     _letter_sizes([x.shape for x in xs], equation)
     return _einsum_kernel.einsum(equation, *xs)

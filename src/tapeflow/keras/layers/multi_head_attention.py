@@ -139,7 +139,7 @@ class MultiHeadAttention(Layer):
                 "bias_regularizer": self._bias_regularizer,
                 "activity_regularizer": self._activity_regularizer,
                 "kernel_constraint": self._kernel_constraint,
-                "bias_constraint": self._bias_constraint, "dtype": self.dtype}
+                "bias_constraint": self._bias_constraint, "dtype": self.dtype_policy}
 
     def _projection(self, name: str, shape: list, bound: int, features: Sequence) -> EinsumDense:
         equation, bias_axes = projection_equation(len(shape) - bound, bound, len(features))
@@ -171,8 +171,8 @@ class MultiHeadAttention(Layer):
         self._score_equation, self._combine_equation, scores_rank = \
             attention_equations(rank, axes)
         self._softmax = Softmax(axis=tuple(range(scores_rank - len(axes), scores_rank)),
-                                dtype=self.dtype)
-        self._dropout_layer = Dropout(rate=self._dropout, dtype=self.dtype)
+                                dtype=self.dtype_policy)
+        self._dropout_layer = Dropout(rate=self._dropout, dtype=self.dtype_policy)
         out = self._output_shape
         out = [query[-1]] if not out else [out] if isinstance(out, int) else list(out)
         self._output_dense = self._projection("attention_output", query[:-1] +

@@ -40,7 +40,7 @@ class TimeDistributed(Layer):
         if not isinstance(layer, Layer):
             raise TypeError(f"TimeDistributed: `layer` must be a Keras layer instance, got "
                             f"{layer!r}")
-        kwargs.setdefault("dtype", layer.dtype)  # so inputs are not cast away from its dtype
+        kwargs.setdefault("dtype", layer.dtype_policy)  # so inputs are not cast away from its dtype
         super().__init__(**kwargs)
         self.layer = layer
 
@@ -106,7 +106,7 @@ class Bidirectional(Layer):
         if merge_mode not in (*_MERGES, None):
             raise layer_error(f"Bidirectional: `merge_mode` must be one of 'concat', 'sum', "
                              f"'mul', 'ave' or None, got {merge_mode!r}")
-        kwargs.setdefault("dtype", layer.dtype)
+        kwargs.setdefault("dtype", layer.dtype_policy)
         super().__init__(**kwargs)
         self.forward_layer = _copy_rnn(layer, f"forward_{layer.name}", layer.go_backwards)
         if backward_layer is None:
