@@ -56,7 +56,10 @@ def test_matches_tf_keras(name):
 
 
 @pytest.mark.parametrize("name", ["depthwise_same_stride", "depthwise_dilated", "separable1d",
-                                  "conv1d_transpose_same", "group_norm", "prelu_shared"])
+                                  "conv1d_transpose_same", "group_norm", "prelu_shared",
+                                  "conv3d_same_stride", "conv3d_dilated",
+                                  "conv3d_transpose_same", "maxpool3d_same", "avgpool3d_same",
+                                  "conv_lstm2d_seq"])
 def test_float64_finite_differences(name):
     layer, xs, multi = _build(name, "float64")
     check_layer_grads(layer, xs[0], atol=1e-6, rtol=1e-5)
@@ -112,6 +115,34 @@ def test_in_a_fitted_model():
     model.compile("adam", "mse")
     history = model.fit(x, y, epochs=3, batch_size=8, verbose=0)
     assert history.history["loss"][-1] < history.history["loss"][0]
+
+
+def test_volumetric_model_fits():
+    model = tf.keras.Sequential([
+        L.Input((4, 6, 6, 2)), L.Conv3D(3, 3, padding="same", activation="relu"),
+        L.MaxPooling3D(2), L.Conv3DTranspose(2, 2, strides=2), L.ZeroPadding3D(1),
+        L.Cropping3D(1), L.UpSampling3D((1, 2, 1)), L.AveragePooling3D((1, 2, 1)),
+        L.GlobalAveragePooling3D(), L.Dense(1)])
+    assert model.output_shape == (None, 1)
+    x = np.random.default_rng(0).standard_normal((8, 4, 6, 6, 2)).astype(np.float32)
+    y = x.mean(axis=(1, 2, 3, 4))[:, None]
+    model.compile("adam", "mse")
+    history = model.fit(x, y, epochs=3, batch_size=4, verbose=0)
+    assert history.history["loss"][-1] < history.history["loss"][0]
+
+
+def test_conv_lstm2d_mask_dropout_and_state():
+    layer = L.ConvLSTM2D(2, 3, padding="same", return_state=True, dropout=0.5,
+                         recurrent_dropout=0.5)
+    x = np.random.default_rng(1).standard_normal((2, 3, 4, 4, 2)).astype(np.float32)
+    out, h, c = layer(x)
+    np.testing.assert_allclose(out.numpy(), h.numpy())
+    masked = layer(x, mask=tf.constant([[True, True, False], [True, True, False]]))[0]
+    np.testing.assert_allclose(masked.numpy(), layer(x[:, :2])[0].numpy(), rtol=1e-6)
+    assert not np.allclose(layer(x, training=True)[0].numpy(), out.numpy())
+    config = layer.get_config()
+    assert L.ConvLSTM2D.from_config(config).get_config() == config
+    assert layer.name.startswith("conv_lstm2d")
 
 
 def test_activity_regularization_adds_its_loss():

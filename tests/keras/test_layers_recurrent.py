@@ -144,9 +144,9 @@ def test_rnn_errors_are_clear():
     with pytest.raises(ValueError, match="batch, time, features"):
         layers.LSTM(2)(np.zeros((2, 3), np.float32))
     with pytest.raises(TypeError, match="cell"):
-        layers.RNN(layers.Dense(2))
+        layers.RNN(layers.Dense(2))  # no state_size
     with pytest.raises(TypeError, match="not understood"):
-        layers.LSTM(2, recurrent_dropout=0.5)
+        layers.LSTM(2, recurrent_dropout_rate=0.5)
 
 
 def test_seed_003_embedding_parameter_count_and_summary_shape():

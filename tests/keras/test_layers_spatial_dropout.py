@@ -48,3 +48,16 @@ def test_spatial_dropout2d_in_fit_config_and_errors():
         layers.SpatialDropout2D(0.5)(np.zeros((2, 3), np.float32))
     with pytest.raises(ValueError, match="rate"):
         layers.SpatialDropout2D(1.5)
+
+
+@pytest.mark.parametrize("cls,shape", [(layers.SpatialDropout1D, (4, 6, 5)),
+                                       (layers.SpatialDropout3D, (4, 2, 3, 2, 5))])
+def test_spatial_dropout_1d_3d_drop_whole_channels(cls, shape):
+    x = np.ones(shape, np.float32)
+    out = cls(0.5, seed=1)(x, training=True).numpy()
+    per_channel = out.reshape(shape[0], -1, shape[-1])
+    assert np.all(per_channel == per_channel[:, :1])  # one draw per (sample, channel)
+    assert set(np.unique(out)) <= {0.0, 2.0}
+    np.testing.assert_array_equal(cls(0.5)(x, training=False).numpy(), x)
+    with pytest.raises(ValueError, match="expected inputs of shape"):
+        cls(0.5)(np.ones((2, 3), np.float32))

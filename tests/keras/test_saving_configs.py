@@ -14,7 +14,7 @@ S = tf.keras.optimizers.schedules
 # constructor arguments for the classes that have required ones
 ARGS = {
     "EinsumDense": lambda: L.EinsumDense("ab,bc->ac", output_shape=4, bias_axes="c"),
-    "Embedding": lambda: L.Embedding(10, 3),
+    "Embedding": lambda: L.Embedding(10, 3, mask_zero=True),
     "DenseFeatures": lambda: L.DenseFeatures([
         tf.feature_column.numeric_column("a", shape=2),
         tf.feature_column.embedding_column(tf.feature_column.crossed_column(
@@ -22,7 +22,8 @@ ARGS = {
              "s"], 5), 2)]),
     "GRU": lambda: L.GRU(3, return_sequences=True), "GRUCell": lambda: L.GRUCell(3),
     "LSTM": lambda: L.LSTM(3, go_backwards=True), "LSTMCell": lambda: L.LSTMCell(3),
-    "SimpleRNN": lambda: L.SimpleRNN(3), "SimpleRNNCell": lambda: L.SimpleRNNCell(3),
+    "SimpleRNN": lambda: L.SimpleRNN(3, stateful=True, dropout=0.2, unroll=True),
+    "SimpleRNNCell": lambda: L.SimpleRNNCell(3, recurrent_dropout=0.1),
     "RNN": lambda: L.RNN(L.LSTMCell(2)),
     "GaussianDropout": lambda: L.GaussianDropout(0.3), "GaussianNoise": lambda: L.GaussianNoise(.1),
     "InputLayer": lambda: L.InputLayer(input_shape=(3,)),
@@ -54,7 +55,7 @@ ARGS = {
     "CategoryEncoding": lambda: L.CategoryEncoding(5, output_mode="count"),
     "StringLookup": lambda: L.StringLookup(vocabulary=["a", "b"], mask_token=""),
     "IntegerLookup": lambda: L.IntegerLookup(vocabulary=[3, 9]),
-    "TextVectorization": lambda: L.TextVectorization(vocabulary=["a", "b"],
+    "TextVectorization": lambda: L.TextVectorization(vocabulary=["a", "b"], ngrams=2,
                                                      output_sequence_length=3),
     "Normalization": lambda: L.Normalization(mean=[1.0, 2.0], variance=[3.0, 4.0]),
     "Discretization": lambda: L.Discretization(bin_boundaries=[0.0, 1.0]),
@@ -67,6 +68,20 @@ ARGS = {
     "Conv1DTranspose": lambda: L.Conv1DTranspose(2, 3, strides=2, output_padding=1),
     "Convolution1DTranspose": lambda: L.Conv1DTranspose(2, 3),
     "AlphaDropout": lambda: L.AlphaDropout(0.1, seed=2),
+    "Conv3D": lambda: L.Conv3D(2, (1, 2, 3), strides=(1, 2, 1), padding="same"),
+    "Convolution3D": lambda: L.Conv3D(2, 3),
+    "Conv3DTranspose": lambda: L.Conv3DTranspose(2, 2, strides=2, output_padding=(1, 0, 1)),
+    "Convolution3DTranspose": lambda: L.Conv3DTranspose(2, 3),
+    "ConvLSTM2D": lambda: L.ConvLSTM2D(2, 3, return_sequences=True, dropout=0.1),
+    "ConvLSTM1D": lambda: L.ConvLSTM1D(2, 3, padding="same"),
+    "ConvLSTM3D": lambda: L.ConvLSTM3D(2, (1, 2, 3), strides=(1, 1, 2)),
+    "StackedRNNCells": lambda: L.StackedRNNCells([L.LSTMCell(2), L.GRUCell(3)]),
+    "SpatialDropout1D": lambda: L.SpatialDropout1D(0.2),
+    "SpatialDropout3D": lambda: L.SpatialDropout3D(0.3),
+    "Masking": lambda: L.Masking(-1.0),
+    "RandomRotation": lambda: L.RandomRotation((-0.1, 0.2), fill_mode="wrap", seed=3),
+    "RandomZoom": lambda: L.RandomZoom(0.2, (-0.1, 0.3), interpolation="nearest"),
+    "RandomTranslation": lambda: L.RandomTranslation(0.1, 0.2, fill_value=1.0),
     "Adam": lambda: tf.keras.optimizers.Adam(S.ExponentialDecay(0.1, 10, 0.5), amsgrad=True),
     "SGD": lambda: tf.keras.optimizers.SGD(0.1, momentum=0.9, nesterov=True, clipnorm=1.0),
 }

@@ -13,12 +13,26 @@ import numpy as np
 from tapeflow.framework import dtypes as _dtypes
 from tapeflow.framework.shapes import TensorShape
 
+# set once any tensor has been given a Keras mask: until then layers skip looking for masks
+masks_attached = False
+
 
 class Tensor:
     """A multi-dimensional array with a dtype and a (possibly partially known) shape."""
 
-    __slots__ = ("__weakref__",)
+    __slots__ = ("__weakref__", "_mask")
     __array_priority__ = 100  # make NumPy defer to our reflected operators
+
+    @property
+    def _keras_mask(self) -> Any:
+        """The padding mask Keras layers attach to their outputs, or None."""
+        return getattr(self, "_mask", None)
+
+    @_keras_mask.setter
+    def _keras_mask(self, mask: Any) -> None:
+        global masks_attached
+        masks_attached = True
+        self._mask = mask
 
     @property
     def shape(self) -> TensorShape:

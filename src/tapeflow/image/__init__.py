@@ -43,6 +43,7 @@ from tapeflow.image.geometry import (
     rot90,
     transpose,
 )
+from tapeflow.image.projective import image_projective_transform_v3
 from tapeflow.image.quality import (
     image_gradients,
     psnr,

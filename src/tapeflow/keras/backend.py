@@ -43,7 +43,7 @@ def observe_object_name(name: str) -> None:
 
 def to_snake_case(name: str) -> str:
     """``BatchNormalization`` -> ``batch_normalization``, ``Conv2D`` -> ``conv2d``."""
-    words = re.sub(r"(?<=.)([A-Z][a-z0-9]+)", r"_\1", name)
+    words = re.sub(r"(?<=.)([A-Z][a-z]+)", r"_\1", name)  # as tf-keras: no digits here
     snake = re.sub(r"([a-z])([A-Z])", r"\1_\2", words).lower()
     return snake if not snake.startswith("_") else "private" + snake
 

@@ -175,6 +175,9 @@ class Loss:
 
     def __call__(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> Any:
         values = self.call(y_true, y_pred)
+        mask = getattr(y_pred, "_keras_mask", None)
+        if mask is not None:
+            sample_weight = _valid_mask_weights(values, sample_weight, mask, self.reduction)
         return compute_weighted_loss(values, sample_weight, self.reduction)
 
     def get_config(self) -> dict:
@@ -183,6 +186,35 @@ class Loss:
     @classmethod
     def from_config(cls, config: dict) -> Loss:
         return cls(**config)
+
+
+def apply_mask(y_pred: Any, sample_weight: Any, mask: Any) -> Any:
+    """Sample weights times the predictions' mask (masked steps weigh 0), as Keras's
+    compiled losses and metrics do."""
+    if mask is None:
+        return sample_weight
+    mask = tf.cast(mask, y_pred.dtype)
+    if sample_weight is None:
+        return mask
+    weight = tf.cast(sample_weight, mask.dtype)
+    rank_m, rank_w = mask.shape.rank, weight.shape.rank
+    if rank_m is not None and rank_w is not None:
+        if rank_w == rank_m + 1 and weight.shape[-1] == 1:
+            weight = tf.squeeze(weight, -1)
+        elif rank_m == rank_w + 1 and mask.shape[-1] == 1:
+            mask = tf.squeeze(mask, -1)
+        while weight.shape.rank < mask.shape.rank:
+            weight = tf.expand_dims(weight, -1)
+    return weight * mask
+
+
+def _valid_mask_weights(values: Any, sample_weight: Any, mask: Any, reduction: str) -> Any:
+    """A masked mean averages over the kept entries only: kept entries weigh total / kept
+    (Keras's ``apply_valid_mask``)."""
+    mask = tf.cast(mask, values.dtype)
+    if reduction in (Reduction.AUTO, Reduction.SUM_OVER_BATCH_SIZE):
+        mask = mask * (tf.cast(tf.size(mask), values.dtype) / tf.reduce_sum(mask))
+    return apply_mask(values, sample_weight, mask)
 
 
 def compute_weighted_loss(values: Any, sample_weight: Any = None,

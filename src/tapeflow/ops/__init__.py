@@ -9,6 +9,7 @@ from tapeflow.ops import (
     bitwise_set_ops,
     complex_ops,
     control_flow_ops,
+    conv3d_ops,
     conv_ops,
     creation_ops,
     debug_ops,

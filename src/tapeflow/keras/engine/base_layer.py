@@ -20,6 +20,7 @@ import numpy as np
 
 from tapeflow.framework import dtypes as _dtypes
 from tapeflow.framework import nest
+from tapeflow.framework import tensor as _tensor_module
 from tapeflow.framework.constant import convert_to_tensor
 from tapeflow.framework.context import state as _state
 from tapeflow.framework.shapes import TensorShape, as_shape
@@ -56,7 +57,7 @@ _call_ids = itertools.count(1)
 # Bumped whenever any layer gains, loses or replaces a tracked attribute: cached weight lists
 # (``Layer._gather``) made under an older epoch are walked again.
 _structure = [0]
-_signature_cache: dict[type, tuple[bool, bool, Any]] = {}
+_signature_cache: dict[type, tuple[bool, bool, Any, bool]] = {}
 
 
 def call_context() -> _CallContext:
@@ -64,8 +65,9 @@ def call_context() -> _CallContext:
     return _context
 
 
-def _call_signature(cls: type) -> tuple[bool, bool, Any]:
-    """(call accepts `training`, call accepts `mask`, default of `training`) for a class."""
+def _call_signature(cls: type) -> tuple[bool, bool, Any, bool]:
+    """(call accepts `training`, call accepts `mask`, default of `training`, the class has its
+    own `compute_mask`) for a class."""
     cached = _signature_cache.get(cls)
     if cached is None:
         params = inspect.signature(cls.call).parameters
@@ -73,7 +75,7 @@ def _call_signature(cls: type) -> tuple[bool, bool, Any]:
         training = params.get("training")
         cached = ("training" in params or has_kwargs, "mask" in params,
                   None if training is None or training.default is inspect.Parameter.empty
-                  else training.default)
+                  else training.default, cls.compute_mask is not Layer.compute_mask)
         _signature_cache[cls] = cached
     return cached
 
@@ -117,6 +119,34 @@ def _shape_of(x: Any) -> TensorShape:
     return x.shape if isinstance(x.shape, TensorShape) else as_shape(x.shape)
 
 
+def _input_masks(inputs: Any) -> Any:
+    """The ``_keras_mask`` of the inputs (packed like them), or None when none has one."""
+    if not _tensor_module.masks_attached:  # no mask made yet in this process: nothing to find
+        return None
+    if isinstance(inputs, Tensor):  # the common case: one tensor
+        return getattr(inputs, "_keras_mask", None)
+    flat = nest.flatten(inputs)
+    found = [getattr(x, "_keras_mask", None) for x in flat]
+    if all(m is None for m in found):
+        return None
+    return nest.pack_sequence_as(inputs, found)
+
+
+def _set_output_masks(outputs: Any, masks: Any) -> None:
+    """Attach `masks` to the outputs as ``_keras_mask`` (outputs that already carry one, as a
+    layer returning its input, keep it)."""
+    if masks is None:
+        return
+    flat = nest.flatten(outputs)
+    flat_masks = list(masks) if isinstance(masks, (list, tuple)) else [masks]
+    for out, mask in zip(flat, flat_masks):
+        if getattr(out, "_keras_mask", None) is None and mask is not None:
+            try:
+                out._keras_mask = mask
+            except AttributeError:  # a NumPy array or another object without the slot
+                pass
+
+
 class Layer:
     """Base class of every Keras layer and model.
 
@@ -149,7 +179,9 @@ class Layer:
         self._autocast = kwargs.get("autocast", True)
         self.dynamic = dynamic
         self.built = False
-        self.supports_masking = False
+        # as Keras: a layer with its own compute_mask supports masking
+        self.supports_masking = self._passes_mask or \
+            type(self).compute_mask is not Layer.compute_mask
         self.input_spec = None
         self._own_weights: list[Variable] = []
         self._regularized: list[tuple[Any, Variable]] = []
@@ -305,7 +337,8 @@ class Layer:
 
                 return functional.symbolic_call(self, inputs, args, kwargs)
             inputs = self._convert_inputs(inputs, flat)
-        accepts_training, accepts_mask, default_training = _call_signature(type(self))
+        accepts_training, accepts_mask, default_training, own_mask = \
+            _call_signature(type(self))
         ctx = _context
         if "training" in kwargs:
             training = kwargs["training"]
@@ -318,8 +351,13 @@ class Layer:
                 kwargs["training"] = training
         else:
             kwargs.pop("training", None)
-        if not accepts_mask:
-            kwargs.pop("mask", None)
+        masks = None
+        if "mask" in kwargs:
+            masks = kwargs["mask"] if accepts_mask else kwargs.pop("mask")
+        elif accepts_mask or self.supports_masking:
+            masks = _input_masks(inputs)
+            if masks is not None and accepts_mask:
+                kwargs["mask"] = masks
         outer_training, outer_id = ctx.training, ctx.call_id
         if ctx.depth == 0:
             ctx.call_id = next(_call_ids)
@@ -349,9 +387,25 @@ class Layer:
             ctx.training = outer_training
             if ctx.depth == 0:
                 ctx.call_id = outer_id
+        if self.supports_masking and (masks is not None or own_mask):
+            _set_output_masks(outputs, self.compute_mask(inputs, masks))
         if self.activity_regularizer is not None:
             self._add_activity_loss(outputs)
         return outputs
+
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
+        """The mask of the outputs: the input mask for layers that support masking, else
+        None (Keras's default; Embedding, Masking, RNNs, merges... override it)."""
+        if not self.supports_masking:
+            if any(m is not None for m in nest.flatten(mask)):
+                raise TypeError(f"Layer {self._name} does not support masking, but was passed "
+                                f"an input_mask: {mask}")
+            return None
+        return mask
+
+    # Layers that hand their input mask on to their outputs unchanged (Keras's
+    # ``supports_masking = True`` without a compute_mask of their own: Dense, Dropout...)
+    _passes_mask = False
 
     # Layers whose math needs floats cast integer inputs too (Keras's Dense, BatchNormalization
     # and LayerNormalization do); every other layer passes integers through (Embedding, lookups,

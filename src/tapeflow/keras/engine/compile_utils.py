@@ -98,6 +98,7 @@ class LossesContainer:
             if fn is None or yt is None:
                 continue
             yt, yp, sw = match_dtype_and_rank(yt, yp, sw)
+            sw = losses_mod.apply_mask(yp, sw, getattr(yp, "_keras_mask", None))
             value = fn(yt, yp, sample_weight=sw)
             if batch is None:
                 batch = _batch_size(yt)
@@ -208,8 +209,13 @@ class MetricsContainer:
             if yt is None or not (plain or weighted):
                 continue
             yt, yp, sw = match_dtype_and_rank(yt, yp, sw)
+            mask = getattr(yp, "_keras_mask", None)  # masked steps do not count (as Keras)
+            sw = losses_mod.apply_mask(yp, sw, mask)
             for m in plain:
-                m.update_state(yt, yp)
+                if mask is None:
+                    m.update_state(yt, yp)
+                else:
+                    m.update_state(yt, yp, sample_weight=tf.cast(mask, yp.dtype))
             for m in weighted:
                 m.update_state(yt, yp, sample_weight=sw)
 

@@ -26,10 +26,22 @@ from tapeflow.keras.engine.training import Model
 _PROBES = ((2, 12), (3, 16))
 
 
-def _zeros(kt: KerasTensor, batch: int, other: int) -> Any:
+def _zeros(kt: KerasTensor, batch: int, other: int, fill: int = 0) -> Any:
     dims = kt.shape.as_list() if kt.shape.rank is not None else [None]
     shape = [(batch if i == 0 else other) if d is None else d for i, d in enumerate(dims)]
-    return wrap(np.zeros(shape, dtype=kt.dtype._np))
+    out = wrap(np.full(shape, fill, dtype=kt.dtype._np))
+    mask = getattr(kt, "_keras_mask", None)
+    if mask is not None:  # a masked input: an all-kept mask, so the layer sees one
+        out._keras_mask = _zeros(mask, batch, other, fill=1)
+    return out
+
+
+def _state_snapshot(layer: Any) -> list:
+    """The values of stateful RNN states under `layer`: the zero-batch probes must not
+    advance them."""
+    return [(v, v.numpy()) for sub in layer._flatten_layers(include_self=True)
+            for v in (getattr(sub, "states", None) or [])
+            if getattr(sub, "stateful", False) and hasattr(v, "assign")]
 
 
 def _probe(layer: Any, arguments: tuple, batch: int, other: int) -> list:
@@ -56,6 +68,7 @@ def _output_specs(layer: Any, inputs: Any, args: tuple, kwargs: dict) -> tuple[A
         layer._maybe_build(inputs)
     unknown = any(d is None for x in keras_inputs
                   for d in (x.shape.as_list() if x.shape.rank is not None else [None]))
+    snapshot = _state_snapshot(layer)
     try:
         first = _probe(layer, arguments, *_PROBES[0])
         second = _probe(layer, arguments, *_PROBES[1]) if unknown else first
@@ -65,13 +78,23 @@ def _output_specs(layer: Any, inputs: Any, args: tuple, kwargs: dict) -> tuple[A
                       f"({type(layer).__name__}) on symbolic inputs of shapes {shapes} (run "
                       f"on zero batches of size {_PROBES[0][0]} to find its output shapes)"
                       ) from e
+    for variable, value in snapshot:
+        variable.assign(value)
     for sub in layer._flatten_layers(include_self=True):
         sub._eager_losses = []
         for metric in sub._added_metrics.values():  # the zero batches are not data
             metric.reset_state()
-    specs = [(_merge(a, b, unknown), a.dtype)
+    specs = [(_merge(a, b, unknown), a.dtype, _mask_spec(a, b, unknown))
              for a, b in zip(nest.flatten(first), nest.flatten(second))]
     return first, specs
+
+
+def _mask_spec(a: Any, b: Any, unknown: bool) -> Any:
+    """The (shape, dtype) of the ``_keras_mask`` a probe output carries, or None."""
+    ma, mb = getattr(a, "_keras_mask", None), getattr(b, "_keras_mask", None)
+    if ma is None or mb is None:
+        return None
+    return _merge(ma, mb, unknown), ma.dtype
 
 
 def _is_shape(x: Any) -> bool:
@@ -86,14 +109,19 @@ def infer_output_shape(layer: Any, input_shape: Any) -> Any:
     else:
         inputs = [KerasTensor(as_shape(s), layer.dtype) for s in input_shape]
     structure, specs = _output_specs(layer, inputs, (), {})
-    return nest.pack_sequence_as(structure, [TensorShape(shape) for shape, _ in specs])
+    return nest.pack_sequence_as(structure, [TensorShape(spec[0]) for spec in specs])
 
 
 def symbolic_call(layer: Any, inputs: Any, args: tuple, kwargs: dict) -> Any:
     """Calling `layer` on KerasTensors: record a Node and return symbolic outputs."""
     structure, specs = _output_specs(layer, inputs, args, kwargs)
-    outputs = nest.pack_sequence_as(structure, [KerasTensor(shape, dtype)
-                                                for shape, dtype in specs])
+    flat = []
+    for shape, dtype, mask in specs:
+        kt = KerasTensor(shape, dtype)
+        if mask is not None:  # what `_keras_mask` the real output will carry
+            kt._keras_mask = KerasTensor(*mask)
+        flat.append(kt)
+    outputs = nest.pack_sequence_as(structure, flat)
     Node(layer, inputs, tuple(args), dict(kwargs), outputs)
     return outputs
 

@@ -257,6 +257,12 @@ class Model(Layer):
         for m in self.metrics:
             m.reset_state()
 
+    def reset_states(self) -> None:
+        """Zero the states of every stateful layer (stateful RNNs)."""
+        for layer in self._flatten_layers(include_self=False):
+            if getattr(layer, "stateful", False) and hasattr(layer, "reset_states"):
+                layer.reset_states()
+
     def _assert_compiled(self, what: str) -> None:
         if self.optimizer is None or self.compiled_loss is None:
             raise RuntimeError(f"You must compile your model before {what}. Use "

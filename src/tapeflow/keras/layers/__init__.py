@@ -5,6 +5,7 @@ from tapeflow.keras.engine.input_layer import Input, InputLayer
 from tapeflow.keras.layers import experimental
 from tapeflow.keras.layers.activation import ELU, LeakyReLU, PReLU, ReLU, Softmax, ThresholdedReLU
 from tapeflow.keras.layers.attention import AdditiveAttention, Attention
+from tapeflow.keras.layers.conv_lstm import ConvLSTM1D, ConvLSTM2D, ConvLSTM3D
 from tapeflow.keras.layers.convolutional import (
     Conv1D,
     Conv1DTranspose,
@@ -15,6 +16,23 @@ from tapeflow.keras.layers.convolutional import (
     Convolution2D,
     Convolution2DTranspose,
 )
+from tapeflow.keras.layers.convolutional_3d import (
+    AveragePooling3D,
+    AvgPool3D,
+    Conv3D,
+    Conv3DTranspose,
+    Convolution3D,
+    Convolution3DTranspose,
+    Cropping3D,
+    GlobalAveragePooling3D,
+    GlobalAvgPool3D,
+    GlobalMaxPool3D,
+    GlobalMaxPooling3D,
+    MaxPool3D,
+    MaxPooling3D,
+    UpSampling3D,
+    ZeroPadding3D,
+)
 from tapeflow.keras.layers.core import (
     Activation,
     Dense,
@@ -22,12 +40,15 @@ from tapeflow.keras.layers.core import (
     Flatten,
     Lambda,
     Reshape,
+    SpatialDropout1D,
     SpatialDropout2D,
+    SpatialDropout3D,
 )
 from tapeflow.keras.layers.dense_features import DenseFeatures
 from tapeflow.keras.layers.einsum_dense import EinsumDense
 from tapeflow.keras.layers.embedding import Embedding
 from tapeflow.keras.layers.group_normalization import GroupNormalization, UnitNormalization
+from tapeflow.keras.layers.masking import Masking
 from tapeflow.keras.layers.merge import (
     Add,
     Average,
@@ -78,6 +99,9 @@ from tapeflow.keras.layers.preprocessing import (
     RandomContrast,
     RandomCrop,
     RandomFlip,
+    RandomRotation,
+    RandomTranslation,
+    RandomZoom,
     Rescaling,
     Resizing,
     StringLookup,
@@ -91,6 +115,7 @@ from tapeflow.keras.layers.recurrent import (
     LSTMCell,
     SimpleRNN,
     SimpleRNNCell,
+    StackedRNNCells,
 )
 from tapeflow.keras.layers.regularization import ActivityRegularization, AlphaDropout
 from tapeflow.keras.layers.reshaping import (

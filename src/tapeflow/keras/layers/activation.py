@@ -16,6 +16,8 @@ from tapeflow.keras.layers.utils import layer_error
 class ReLU(Layer):
     """max(x, 0) with optional ``max_value`` ceiling, ``negative_slope`` and ``threshold``."""
 
+    _passes_mask = True
+
     def __init__(self, max_value: float | None = None, negative_slope: float = 0.0,
                  threshold: float = 0.0, **kwargs: Any):
         super().__init__(**kwargs)
@@ -42,6 +44,8 @@ class ReLU(Layer):
 class LeakyReLU(Layer):
     """x for x > 0, alpha * x otherwise (Keras 2's default alpha is 0.3)."""
 
+    _passes_mask = True
+
     def __init__(self, alpha: float = 0.3, **kwargs: Any):
         super().__init__(**kwargs)
         self.alpha = float(alpha)
@@ -58,6 +62,8 @@ class LeakyReLU(Layer):
 
 class ELU(Layer):
     """Exponential linear unit with scale `alpha` for negative inputs."""
+
+    _passes_mask = True
 
     def __init__(self, alpha: float = 1.0, **kwargs: Any):
         super().__init__(**kwargs)
@@ -87,6 +93,8 @@ class Softmax(Layer):
     comes out uniform rather than NaN.
     """
 
+    _passes_mask = True
+
     def __init__(self, axis: int | tuple = -1, **kwargs: Any):
         super().__init__(**kwargs)
         self.axis = tuple(axis) if isinstance(axis, (list, tuple)) else axis
@@ -110,6 +118,8 @@ class Softmax(Layer):
 class ThresholdedReLU(Layer):
     """x where x > theta, 0 elsewhere (Konda et al., 2014)."""
 
+    _passes_mask = True
+
     def __init__(self, theta: float = 1.0, **kwargs: Any):
         super().__init__(**kwargs)
         if theta is None or not float(theta) >= 0:
@@ -131,6 +141,8 @@ class ThresholdedReLU(Layer):
 class PReLU(Layer):
     """max(x, 0) + alpha * min(x, 0) with a learned ``alpha`` per input position, shared
     across ``shared_axes`` (e.g. ``shared_axes=[1, 2]``: one slope per channel of an image)."""
+
+    _passes_mask = True
 
     def __init__(self, alpha_initializer: Any = "zeros", alpha_regularizer: Any = None,
                  alpha_constraint: Any = None, shared_axes: Any = None, **kwargs: Any):

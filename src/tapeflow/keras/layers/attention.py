@@ -95,6 +95,12 @@ class _DenseAttention(Layer):
             result = result * tf.expand_dims(tf.cast(query_mask, result.dtype), -1)
         return (result, weights) if return_attention_scores else result
 
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
+        """The output keeps the query's mask."""
+        if mask is None or mask[0] is None:
+            return None
+        return tf.convert_to_tensor(mask[0])
+
     def compute_output_shape(self, input_shape: Any) -> tf.TensorShape:
         query = tf.TensorShape(input_shape[0]).as_list()
         value = tf.TensorShape(input_shape[1]).as_list()

@@ -85,7 +85,8 @@ class _Conv(KernelAndBias, Layer):
     def build(self, input_shape: Any) -> None:
         shape = tf.TensorShape(input_shape)
         if shape.rank != self.rank + 2 or shape[-1] is None:
-            axes = ["batch", "steps"] if self.rank == 1 else ["batch", "height", "width"]
+            axes = {1: ["batch", "steps"], 2: ["batch", "height", "width"],
+                    3: ["batch", "depth", "height", "width"]}[self.rank]
             raise layer_error(f"{type(self).__name__} {self.name!r}: expected inputs of shape "
                              f"[{', '.join(axes)}, channels] with known channels, got {shape}")
         self._add_kernel_and_bias(self._kernel_shape(int(shape[-1])),

@@ -20,6 +20,8 @@ class Dense(KernelAndBias, Layer):
     ``dense/kernel:0`` and ``dense/bias:0`` as in Keras.
     """
 
+    _passes_mask = True
+
     _cast_integer_inputs = True
 
     def __init__(self, units: int, activation: Any = None, use_bias: bool = True,
@@ -78,6 +80,8 @@ class Dense(KernelAndBias, Layer):
 
 class Activation(Layer):
     """Applies an activation function given by name or callable."""
+
+    _passes_mask = True
 
     def __init__(self, activation: Any, **kwargs: Any):
         super().__init__(**kwargs)
@@ -174,6 +178,8 @@ class Dropout(Layer):
     At inference (``training=False``, the default outside ``fit``) it is the identity.
     """
 
+    _passes_mask = True
+
     def __init__(self, rate: float, noise_shape: Any = None, seed: int | None = None,
                  **kwargs: Any):
         super().__init__(**kwargs)
@@ -211,21 +217,39 @@ class SpatialDropout2D(Dropout):
     pixels barely regularizes; dropping the channel does (Tompson et al., 2015).
     """
 
+    rank = 2
+    _axes = "batch, height, width, channels"
+
     def __init__(self, rate: float, data_format: str | None = None, **kwargs: Any):
-        check_data_format(data_format, "SpatialDropout2D")
-        super().__init__(rate, noise_shape=(None, 1, 1, None), **kwargs)
+        check_data_format(data_format, type(self).__name__)
+        super().__init__(rate, noise_shape=(None,) + (1,) * self.rank + (None,), **kwargs)
 
     def build(self, input_shape: Any) -> None:
         shape = tf.TensorShape(input_shape)
-        if shape.rank != 4:
-            raise layer_error(f"SpatialDropout2D {self.name!r}: expected inputs of shape "
-                             f"[batch, height, width, channels], got {shape}")
+        if shape.rank != self.rank + 2:
+            raise layer_error(f"{type(self).__name__} {self.name!r}: expected inputs of shape "
+                              f"[{self._axes}], got {shape}")
         self.built = True
 
     def get_config(self) -> dict:
         config = super().get_config()
         del config["noise_shape"]
         return config
+
+
+class SpatialDropout1D(SpatialDropout2D):
+    """Dropout of whole channels of [batch, steps, channels] (one draw per sample and
+    channel)."""
+
+    rank = 1
+    _axes = "batch, steps, channels"
+
+
+class SpatialDropout3D(SpatialDropout2D):
+    """Dropout of whole channels of [batch, depth, height, width, channels]."""
+
+    rank = 3
+    _axes = "batch, depth, height, width, channels"
 
 
 class Lambda(Layer):
@@ -239,6 +263,12 @@ class Lambda(Layer):
         self.function = function
         self.arguments = dict(arguments or {})
         self._output_shape = output_shape
+        self.mask = mask
+        self.supports_masking = mask is not None
+
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
+        """`mask` given to the constructor: a function of (inputs, mask), or a fixed mask."""
+        return self.mask(inputs, mask) if callable(self.mask) else self.mask
 
     def call(self, inputs: Any):
         return self.function(inputs, **self.arguments)

@@ -19,8 +19,8 @@ class Embedding(Layer):
 
     def __init__(self, input_dim: int, output_dim: int, embeddings_initializer: Any = "uniform",
                  embeddings_regularizer: Any = None, activity_regularizer: Any = None,
-                 embeddings_constraint: Any = None, input_length: int | None = None,
-                 **kwargs: Any):
+                 embeddings_constraint: Any = None, mask_zero: bool = False,
+                 input_length: int | None = None, **kwargs: Any):
         if "input_shape" not in kwargs and "batch_input_shape" not in kwargs:
             # as Keras: a Sequential starting with an Embedding is built at once ([batch, time])
             kwargs["input_shape"] = (input_length,)
@@ -31,6 +31,8 @@ class Embedding(Layer):
         self.input_dim = int(input_dim)
         self.output_dim = int(output_dim)
         self.input_length = input_length
+        self.mask_zero = bool(mask_zero)
+        self.supports_masking = self.mask_zero
         self.embeddings_initializer = initializers.get(embeddings_initializer)
         self.embeddings_regularizer = regularizers.get(embeddings_regularizer)
         self.embeddings_constraint = embeddings_constraint
@@ -48,9 +50,16 @@ class Embedding(Layer):
             ids = tf.cast(ids, tf.int32)
         return tf.gather(self.embeddings, ids)
 
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
+        """With ``mask_zero``, id 0 is padding: the mask is ``inputs != 0``."""
+        if not self.mask_zero:
+            return None
+        return tf.not_equal(inputs, 0)
+
     def compute_output_shape(self, input_shape: Any) -> tf.TensorShape:
         return tf.TensorShape(list(tf.TensorShape(input_shape).as_list()) + [self.output_dim])
 
     def get_config(self) -> dict:
         return {**super().get_config(), "input_dim": self.input_dim,
-                "output_dim": self.output_dim, "input_length": self.input_length}
+                "output_dim": self.output_dim, "mask_zero": self.mask_zero,
+                "input_length": self.input_length}

@@ -24,6 +24,16 @@ class _Merge(Layer):
     def call(self, inputs: Any):
         return self._merge(self._check(inputs))
 
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
+        """A step is kept where every masked input keeps it (Keras's elementwise merge)."""
+        if mask is None or all(m is None for m in mask):
+            return None
+        kept = [tf.cast(m, tf.bool) for m in mask if m is not None]
+        out = kept[0]
+        for m in kept[1:]:
+            out = tf.logical_and(out, m)
+        return out
+
 
 class _ElementwiseMerge(_Merge):
     """Elementwise merges need inputs that broadcast to one shape."""
@@ -121,6 +131,21 @@ class Concatenate(_Merge):
 
     def _merge(self, inputs: list) -> Any:
         return tf.concat(inputs, axis=self.axis)
+
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
+        """Masks joined along `axis` (unmasked inputs count as all kept), then a step is kept
+        where all its features are, as Keras's Concatenate."""
+        if mask is None or all(m is None for m in mask):
+            return None
+        parts = []
+        for x, m in zip(inputs, mask):
+            if m is None:
+                parts.append(tf.ones_like(x, dtype=tf.bool))
+            elif len(m.shape) < len(x.shape):
+                parts.append(tf.expand_dims(tf.cast(m, tf.bool), -1))
+            else:
+                parts.append(tf.cast(m, tf.bool))
+        return tf.reduce_all(tf.concat(parts, axis=self.axis), axis=-1)
 
     def get_config(self) -> dict:
         return {**super().get_config(), "axis": self.axis}

@@ -208,6 +208,7 @@ class MultiHeadAttention(Layer):
     def call(self, query: Any, value: Any, key: Any = None, attention_mask: Any = None,
              return_attention_scores: bool = False, training: Any = None,
              use_causal_mask: bool = False):
+        attention_mask = _with_padding_masks(attention_mask, query, value, key)
         query = tf.convert_to_tensor(query)
         value = _like(value, query)
         key = value if key is None else _like(key, query)
@@ -314,3 +315,19 @@ def _like(x: Any, query: Any) -> Any:
     """`x` as a tensor, floats cast to the query's dtype (the layer casts only its first input)."""
     x = tf.convert_to_tensor(x)
     return tf.cast(x, query.dtype) if x.dtype.is_floating and x.dtype != query.dtype else x
+
+
+def _with_padding_masks(attention_mask: Any, query: Any, value: Any, key: Any) -> Any:
+    """`attention_mask` combined with the ``_keras_mask`` padding masks of query ([B, T, 1])
+    and value/key ([B, 1, S]), as Keras's MultiHeadAttention does."""
+    auto = None
+    for x, axis in ((query, -1), (value, -2), (key, -2)):
+        mask = getattr(x, "_keras_mask", None)
+        if mask is not None:
+            mask = tf.expand_dims(tf.cast(mask, tf.bool), axis)
+            auto = mask if auto is None else tf.logical_and(auto, mask)
+    if auto is None:
+        return attention_mask
+    if attention_mask is None:
+        return auto
+    return tf.logical_and(tf.cast(attention_mask, tf.bool), auto)

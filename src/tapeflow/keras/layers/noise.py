@@ -18,6 +18,8 @@ from tapeflow.keras.layers.utils import layer_error
 class GaussianNoise(Layer):
     """x + N(0, stddev^2) noise in training: a regularizer, and a model of noisy inputs."""
 
+    _passes_mask = True
+
     def __init__(self, stddev: float, seed: int | None = None, **kwargs: Any):
         super().__init__(**kwargs)
         if not float(stddev) >= 0:
@@ -41,6 +43,8 @@ class GaussianNoise(Layer):
 class GaussianDropout(Layer):
     """x * N(1, rate / (1 - rate)) in training: dropout's mean and variance, without zeros
     (Srivastava et al., 2014)."""
+
+    _passes_mask = True
 
     def __init__(self, rate: float, seed: int | None = None, **kwargs: Any):
         super().__init__(**kwargs)

@@ -106,6 +106,8 @@ class BatchNormalization(Layer):
     Weights, in Keras's order: gamma, beta (trainable), moving_mean, moving_variance.
     """
 
+    _passes_mask = True
+
     _cast_integer_inputs = True
 
     def __init__(self, axis: Any = -1, momentum: float = 0.99, epsilon: float = 1e-3,
@@ -228,6 +230,8 @@ class BatchNormalization(Layer):
 
 class LayerNormalization(Layer):
     """Normalize each example over `axis` (default the last) with a learned scale and shift."""
+
+    _passes_mask = True
 
     _cast_integer_inputs = True
 

@@ -18,7 +18,8 @@ from tapeflow.keras.layers.utils import (
     normalize_tuple,
 )
 
-_AXES = {1: "batch, steps, channels", 2: "batch, height, width, channels"}
+_AXES = {1: "batch, steps, channels", 2: "batch, height, width, channels",
+         3: "batch, depth, height, width, channels"}
 
 
 def _check_rank(layer: Layer, input_shape: Any, rank: int) -> None:
@@ -125,8 +126,20 @@ class GlobalAveragePooling1D(_GlobalPooling):
 
     rank = 1
 
-    def call(self, inputs: Any):
-        return tf.reduce_mean(inputs, axis=self._axes, keepdims=self.keepdims)
+    def __init__(self, data_format: str | None = None, keepdims: bool = False, **kwargs: Any):
+        super().__init__(data_format=data_format, keepdims=keepdims, **kwargs)
+        self.supports_masking = True
+
+    def call(self, inputs: Any, mask: Any = None):
+        if mask is None:
+            return tf.reduce_mean(inputs, axis=self._axes, keepdims=self.keepdims)
+        # masked steps do not count: sum of the kept steps over how many there are
+        keep = tf.expand_dims(tf.cast(mask, inputs.dtype), -1)
+        total = tf.reduce_sum(inputs * keep, axis=1, keepdims=self.keepdims)
+        return total / tf.reduce_sum(keep, axis=1, keepdims=self.keepdims)
+
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
+        return None
 
 
 class GlobalMaxPooling1D(_GlobalPooling):

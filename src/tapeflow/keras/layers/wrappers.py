@@ -33,8 +33,11 @@ class TimeDistributed(Layer):
     """Apply `layer` to every slice ``inputs[:, t]`` of [batch, time, ...] inputs.
 
     The time axis is folded into the batch (one call of `layer` on [batch * time, ...]), so
-    the weights are shared across steps and the layer runs once, not once per step.
+    the weights are shared across steps and the layer runs once, not once per step. A
+    [batch, time] mask passes through to the output.
     """
+
+    _passes_mask = True
 
     def __init__(self, layer: Layer, **kwargs: Any):
         if not isinstance(layer, Layer):
@@ -121,6 +124,8 @@ class Bidirectional(Layer):
                                  "with the opposite go_backwards and the same return_sequences "
                                  "and return_state as `layer`")
             self.backward_layer = backward_layer
+        for sub in (self.forward_layer, self.backward_layer):  # as Keras's Bidirectional
+            sub.zero_output_for_mask = sub.return_sequences
         self.merge_mode = merge_mode
         self.return_sequences = layer.return_sequences
         self.return_state = layer.return_state
@@ -138,14 +143,17 @@ class Bidirectional(Layer):
                 layer.built = True
         self.built = True
 
-    def call(self, inputs: Any, initial_state: Any = None):
+    def call(self, inputs: Any, mask: Any = None, training: Any = None,
+             initial_state: Any = None):
         forward_state = backward_state = None
         if initial_state is not None:
             states = list(initial_state)
             half = len(states) // 2
             forward_state, backward_state = states[:half], states[half:]
-        forward = self.forward_layer(inputs, initial_state=forward_state)
-        backward = self.backward_layer(inputs, initial_state=backward_state)
+        forward = self.forward_layer(inputs, mask=mask, training=training,
+                                     initial_state=forward_state)
+        backward = self.backward_layer(inputs, mask=mask, training=training,
+                                       initial_state=backward_state)
         states: list = []
         if self.return_state:
             states = list(forward[1:]) + list(backward[1:])
@@ -159,6 +167,34 @@ class Bidirectional(Layer):
         if self.return_state:
             return (output if isinstance(output, list) else [output]) + states
         return output
+
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
+        """The sequence mask for sequence outputs (one per output with merge_mode None);
+        none for the last output and the states, as Keras's Bidirectional."""
+        if isinstance(mask, (list, tuple)):
+            mask = mask[0]
+        one = mask if self.return_sequences else None
+        output_mask: Any = [one, one] if self.merge_mode is None else one
+        if not self.return_state:
+            return output_mask
+        states = len(self.forward_layer.cell.state_size) \
+            if isinstance(self.forward_layer.cell.state_size, list) else 1
+        head = output_mask if isinstance(output_mask, list) else [output_mask]
+        return head + [None] * (2 * states)
+
+    @property
+    def stateful(self) -> bool:
+        return self.forward_layer.stateful
+
+    def reset_states(self, states: Any = None) -> None:
+        """Reset both directions' states (`states`: forward's, then backward's)."""
+        if states is None:
+            self.forward_layer.reset_states()
+            self.backward_layer.reset_states()
+            return
+        half = len(states) // 2
+        self.forward_layer.reset_states(states[:half])
+        self.backward_layer.reset_states(states[half:])
 
     def get_config(self) -> dict:
         config = {**super().get_config(), "merge_mode": self.merge_mode,

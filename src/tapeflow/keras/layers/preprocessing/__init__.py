@@ -10,6 +10,11 @@ from tapeflow.keras.layers.preprocessing.image import (
     Resizing,
     smart_resize,
 )
+from tapeflow.keras.layers.preprocessing.image_transform import (
+    RandomRotation,
+    RandomTranslation,
+    RandomZoom,
+)
 from tapeflow.keras.layers.preprocessing.lookup import IntegerLookup, StringLookup
 from tapeflow.keras.layers.preprocessing.numeric import (
     CategoryEncoding,
@@ -21,4 +26,5 @@ from tapeflow.keras.layers.preprocessing.text import TextVectorization
 
 __all__ = ["CategoryEncoding", "CenterCrop", "Discretization", "Hashing", "IntegerLookup",
            "Normalization", "RandomBrightness", "RandomContrast", "RandomCrop", "RandomFlip",
-           "Rescaling", "Resizing", "StringLookup", "TextVectorization", "smart_resize"]
+           "RandomRotation", "RandomTranslation", "RandomZoom", "Rescaling", "Resizing",
+           "StringLookup", "TextVectorization", "smart_resize"]

@@ -13,6 +13,33 @@ from tapeflow.keras.layers.utils import layer_error
 STRIP_PUNCTUATION = r'[!"#$%&()\*\+,-\./:;<=>?@\[\\\]^_`{|}~\']'
 
 
+def _ngram_widths(ngrams: Any) -> tuple[int, ...] | None:
+    """Keras's `ngrams`: None, n (widths 1..n) or a tuple of widths."""
+    if ngrams is None:
+        return None
+    widths = tuple(range(1, int(ngrams) + 1)) if isinstance(ngrams, int) else tuple(
+        int(n) for n in ngrams)
+    if not widths or min(widths) < 1:
+        raise layer_error(f"TextVectorization: `ngrams` must be None, a positive int or a "
+                          f"tuple of positive ints, got {ngrams!r}")
+    return widths
+
+
+def ngram_tokens(tokens: Any, widths: tuple[int, ...]) -> Any:
+    """Each row's n-grams of the split `tokens` (a RaggedTensor of strings), joined by a
+    space, for every width in `widths` in turn (tf.strings.ngrams's order)."""
+    flat, starts, lengths = tokens.flat_values, tokens.row_starts(), tokens.row_lengths()
+    pieces = []
+    for n in widths:
+        count = tf.maximum(lengths - (n - 1), 0)
+        first = tf.ragged.range(starts, starts + count).flat_values
+        grams = tf.gather(flat, first)
+        for k in range(1, n):
+            grams = tf.strings.join([grams, tf.gather(flat, first + k)], separator=" ")
+        pieces.append(tf.RaggedTensor.from_row_lengths(grams, count))
+    return pieces[0] if len(pieces) == 1 else tf.concat(pieces, axis=1)
+
+
 class TextVectorization(PreprocessingLayer):
     """Strings to token indices (padded to the longest text or output_sequence_length) or to
     multi_hot / count / tf_idf vectors over the vocabulary."""
@@ -29,9 +56,10 @@ class TextVectorization(PreprocessingLayer):
             raise layer_error(f"TextVectorization: unknown standardize {standardize!r}")
         if split not in (None, "whitespace", "character") and not callable(split):
             raise layer_error(f"TextVectorization: unknown split {split!r}")
-        if ngrams not in (None, 1, (1,)):
-            raise layer_error("TextVectorization: ngrams are not supported by tapeflow yet "
-                              "(only unigrams)")
+        self._widths = _ngram_widths(ngrams)
+        if self._widths is not None and split is None:
+            raise layer_error("TextVectorization: `ngrams` needs a `split` (ngrams join split "
+                              "tokens); got split=None")
         if output_sequence_length is not None and output_mode != "int":
             raise layer_error("TextVectorization: output_sequence_length needs output_mode='int'")
         self.standardize, self.split, self.ngrams = standardize, split, ngrams
@@ -66,7 +94,8 @@ class TextVectorization(PreprocessingLayer):
         x = tf.convert_to_tensor(inputs)
         if x.shape.rank == 2 and x.shape.as_list()[-1] == 1:
             x = tf.squeeze(x, [-1])
-        return self._split(self._standardize(x))
+        tokens = self._split(self._standardize(x))
+        return tokens if self._widths is None else ngram_tokens(tokens, self._widths)
 
     def adapt(self, data: Any, batch_size: int | None = None, steps: int | None = None) -> None:
         texts = adapt_array(data, batch_size, steps).reshape(-1)
