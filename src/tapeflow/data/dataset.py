@@ -179,14 +179,22 @@ class Dataset:
     # ---- element-wise transformations ----------------------------------------------------
     def map(self, map_func: Callable, num_parallel_calls: int | None = None,
             deterministic: bool | None = None, name: str | None = None,
-            use_processes: bool = False) -> Dataset:
+            use_processes: bool | int = False) -> Dataset:
         """Apply `map_func` to every element; in parallel on worker threads if asked.
 
         `use_processes=True` (tapeflow's own switch) runs a pure-Python `map_func` on worker
         processes instead, which the GIL does not serialize; `map_func` must be picklable and
         `num_parallel_calls` defaults to AUTOTUNE (one process per core).
+        `use_processes=tf.data.AUTOTUNE` measures threads against processes on the first
+        elements and keeps the faster (see data/choose_map.py).
         """
         from tapeflow.data.mapping import MapDataset, ParallelMapDataset
+        if use_processes is not True and use_processes == AUTOTUNE:
+            from tapeflow.data.choose_map import ChoosingMapDataset
+            calls = AUTOTUNE if num_parallel_calls is None else num_parallel_calls
+            return ChoosingMapDataset(self, map_func,
+                                      positive_or_autotune(calls, "num_parallel_calls"),
+                                      deterministic)
         if use_processes:
             from tapeflow.data.process_map import ProcessMapDataset
             calls = AUTOTUNE if num_parallel_calls is None else num_parallel_calls

@@ -121,19 +121,26 @@ class ParallelMapDataset(MapDataset):
                          else self._deterministic)
         run = _MapRun(self._inputs[0]._iterate(ctx), self._fn, stats, ctx.salt(self),
                       ctx.epoch(self), tuner)
-        for _ in range(parallelism):
-            run.add_worker()
         try:
-            while True:
-                chunk = run.take(deterministic, tuner)
-                if chunk is None:
-                    return
-                yield from chunk.values
-                if chunk.error is not None:
-                    raise chunk.error
+            yield from run_threads(run, parallelism, deterministic)
         finally:
             stats.finish()
-            run.close()
+
+
+def run_threads(run: _MapRun, parallelism: int, deterministic: bool) -> Iterator[Any]:
+    """Start `parallelism` workers on `run` and yield its results; closes `run` at the end."""
+    try:
+        for _ in range(parallelism):
+            run.add_worker()
+        while True:
+            chunk = run.take(deterministic, run.tuner)
+            if chunk is None:
+                return
+            yield from chunk.values
+            if chunk.error is not None:
+                raise chunk.error
+    finally:
+        run.close()
 
 
 # A chunk of consecutive elements should take about this long to map: long enough that the
@@ -164,7 +171,7 @@ class _MapRun:
     conditions of one lock, so each hand-off wakes only the side that can act on it."""
 
     def __init__(self, source: Iterator, fn: Callable, stats: Any, stage: int, epoch: int,
-                 tuner: Any):
+                 tuner: Any, first_index: int = 0):
         self.source, self.fn, self.stats, self.tuner = source, fn, stats, tuner
         self.stage, self.epoch = stage, epoch
         lock = threading.Lock()
@@ -174,7 +181,8 @@ class _MapRun:
         self.chunks: deque = deque()
         self.reserved = 0           # chunks taken by workers, in flight or waiting to be consumed
         self.busy = 0               # workers running map_func right now
-        self.index = 0
+        self.index = first_index    # of the next input element (per-element seeds follow it)
+        self.first_index = first_index
         self.read_s = 0.0           # time spent reading the input (under input_lock)
         self.end = False
         self.closed = False
@@ -196,9 +204,10 @@ class _MapRun:
         """Elements per chunk: about `_CHUNK_TARGET_S` of reading and mapping, by the averages
         so far (one until something is measured, so slow inputs and functions stream)."""
         stats = self.stats
-        if stats.elements == 0 or self.index == 0:
+        read = self.index - self.first_index
+        if stats.elements == 0 or read == 0:
             return 1
-        per_element = stats.busy_s / stats.elements + self.read_s / self.index
+        per_element = stats.busy_s / stats.elements + self.read_s / read
         if per_element <= 0:
             return _MAX_CHUNK
         return max(1, min(_MAX_CHUNK, int(_CHUNK_TARGET_S / per_element)))

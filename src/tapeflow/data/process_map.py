@@ -45,46 +45,54 @@ class ProcessMapDataset(MapDataset):
         stage, epoch = ctx.salt(self), ctx.epoch(self)
         source = self._inputs[0]._iterate(ctx)
         pool = None
-        done: dict = {}    # index -> (value, error), results not yet yielded
-        submitted = yielded = 0
-        end = False
         try:
             pool = process_pool.ProcessPool(self._fn_bytes, size, label)
-            while True:
-                while not end and pool.in_flight + len(done) < 2 * size:
-                    element = next(source, _END)
-                    if element is _END:
-                        end = True
-                        break
-                    pool.submit(submitted, seed_offset(stage, epoch, submitted), element)
-                    submitted += 1
-                key = yielded if deterministic else next(iter(done), None)
-                if key not in done:
-                    if pool.in_flight == 0:
-                        return
-                    stats.consumer_wait_s += self._receive(pool, done, stats)
-                    continue
-                value, error = done.pop(key)
-                yielded += 1
-                if error is not None:
-                    raise error
-                stats.add_buffered(-1, -structure.nbytes(value))
-                yield value
+            yield from run_pool(pool, source, stats, stage, epoch, deterministic)
         finally:
             stats.finish()
             if pool is not None:
                 pool.close()
             source.close()
 
-    @staticmethod
-    def _receive(pool: process_pool.ProcessPool, done: dict, stats: Any) -> float:
-        """Wait for one result and file it; returns the seconds waited."""
-        start = time.perf_counter()
-        index, value, error, wall_s, cpu_s = pool.receive()
-        waited = time.perf_counter() - start
-        stats.record_call(wall_s, cpu_s)
-        stats.elements += 1
-        if error is None:
-            stats.add_buffered(1, structure.nbytes(value))
-        done[index] = (value, error)
-        return waited
+
+def run_pool(pool: process_pool.ProcessPool, source: Iterator, stats: Any, stage: int,
+             epoch: int, deterministic: bool, first: int = 0) -> Iterator[Any]:
+    """Map the elements of `source` (numbered from `first`) on `pool`; up to two elements per
+    worker are in flight or waiting to be consumed."""
+    done: dict = {}    # index -> (value, error), results not yet yielded
+    submitted = yielded = first
+    limit = 2 * len(pool)
+    end = False
+    while True:
+        while not end and pool.in_flight + len(done) < limit:
+            element = next(source, _END)
+            if element is _END:
+                end = True
+                break
+            pool.submit(submitted, seed_offset(stage, epoch, submitted), element)
+            submitted += 1
+        key = yielded if deterministic else next(iter(done), None)
+        if key not in done:
+            if pool.in_flight == 0:
+                return
+            stats.consumer_wait_s += receive(pool, done, stats)
+            continue
+        value, error = done.pop(key)
+        yielded += 1
+        if error is not None:
+            raise error
+        stats.add_buffered(-1, -structure.nbytes(value))
+        yield value
+
+
+def receive(pool: process_pool.ProcessPool, done: dict, stats: Any) -> float:
+    """Wait for one result and file it; returns the seconds waited."""
+    start = time.perf_counter()
+    index, value, error, wall_s, cpu_s = pool.receive()
+    waited = time.perf_counter() - start
+    stats.record_call(wall_s, cpu_s)
+    stats.elements += 1
+    if error is None:
+        stats.add_buffered(1, structure.nbytes(value))
+    done[index] = (value, error)
+    return waited

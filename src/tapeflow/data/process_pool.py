@@ -137,6 +137,10 @@ class ProcessPool:
             self.close()
             raise
 
+    def __len__(self) -> int:
+        """Number of worker processes."""
+        return len(self._procs)
+
     @property
     def in_flight(self) -> int:
         return len(self._inputs)
