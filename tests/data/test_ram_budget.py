@@ -39,6 +39,23 @@ def test_pipeline_stays_within_the_ram_budget():
     assert "peak" in text and "of the 3.0 MiB budget" in text
 
 
+def test_process_map_stays_within_the_ram_budget():
+    """Worker processes: results waiting for the consumer and results in flight count
+    against the budget (at the average result size), so fewer elements are sent out."""
+    options = tf.data.Options()
+    options.autotune.ram_budget = 3 * MB
+    ds = tf.data.Dataset.range(16).map(big, num_parallel_calls=4, use_processes=True)
+    it = iter(ds.with_options(options))
+    got = []
+    for x in it:
+        got.append(float(x.numpy()[0]))
+        time.sleep(0.02)
+    assert got == [float(i) for i in range(16)]
+    report = it.autotune_report()
+    assert report.peak_bytes <= 3 * MB + MB + 4096   # one element past it at most
+    assert any("RAM budget held" in n for s in report.stages for n in s.notes)
+
+
 def test_a_large_budget_lets_buffers_grow():
     _, report = run(1 << 34)
     assert report.peak_bytes > 5 * MB

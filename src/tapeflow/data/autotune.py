@@ -54,6 +54,7 @@ class StageStats:
     buffered_elements: int = 0
     buffered_bytes: int = 0
     peak_buffered_bytes: int = 0
+    bytes_made: int = 0         # of all elements the stage produced (for per-element averages)
     consumer_wait_s: float = 0.0
     busy_s: float = 0.0
     cpu_s: float = 0.0

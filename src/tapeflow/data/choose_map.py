@@ -14,9 +14,10 @@ and cost no start-up. The choice, with both rates, is in `autotune_report()`.
 
 A first batch of 2 x parallelism elements each is not timed (workers start), then paired
 rounds of batches of that size run until at least `MIN_ROUNDS` rounds and `TRIAL_S` seconds
-were timed (or `TRIAL_MAX` elements); the choice follows the median of the rounds'
-process/thread rate ratios, which one slow moment cannot swing. Element order and seeds
-are those of the plain parallel map. A function that cannot be pickled stays on threads (noted).
+were timed (or `TRIAL_MAX` elements); processes win when both the median of the rounds'
+process/thread rate ratios (which one slow moment cannot swing) and the ratio of the best
+rates (which a slow stretch on one side cannot swing) exceed `MARGIN`. Order and seeds are
+those of the plain parallel map. A function that cannot be pickled stays on threads (noted).
 The process pool's start-up is not timed (it is paid once per pass, not per element).
 
 Opt-in rather than the default for AUTOTUNE maps, because processes change what a function's
@@ -84,12 +85,13 @@ class ChoosingMapDataset(MapDataset):
                     yield from trial.run(source, (
                         lambda batch, first: _on_threads(threads, trial, batch, first),
                         lambda batch, first: _on_pool(pool, trial, batch, first)))
-                use_pool = trial.ratio > MARGIN
+                use_pool = trial.ratio > MARGIN and trial.best_ratio() > MARGIN
                 stats.notes.append(f"{'processes' if use_pool else 'threads'}: {trial.summary()}")
                 if use_pool:
                     stats.name = f"ChoosingMap({label}) -> processes"
                     yield from process_map.run_pool(pool, source, stats, trial.stage,
-                                                    trial.epoch, deterministic, trial.index)
+                                                    trial.epoch, deterministic, tuner,
+                                                    trial.index)
                     return
                 pool.close()
                 pool = None
@@ -145,6 +147,13 @@ class _Trial:
             rounds += 1
         ratios = sorted(p / t for t, p in self.rates)
         self.ratio = ratios[len(ratios) // 2] if ratios else 0.0
+
+    def best_ratio(self) -> float:
+        """Best process rate over best thread rate: a stall only ever slows a round down, so
+        the best rounds show what each can do when nothing else interferes."""
+        if not self.rates:
+            return 0.0
+        return max(p for _, p in self.rates) / max(t for t, _ in self.rates)
 
     def summary(self) -> str:
         if not self.rates:

@@ -47,7 +47,7 @@ class ProcessMapDataset(MapDataset):
         pool = None
         try:
             pool = process_pool.ProcessPool(self._fn_bytes, size, label)
-            yield from run_pool(pool, source, stats, stage, epoch, deterministic)
+            yield from run_pool(pool, source, stats, stage, epoch, deterministic, ctx.tuner)
         finally:
             stats.finish()
             if pool is not None:
@@ -56,15 +56,23 @@ class ProcessMapDataset(MapDataset):
 
 
 def run_pool(pool: process_pool.ProcessPool, source: Iterator, stats: Any, stage: int,
-             epoch: int, deterministic: bool, first: int = 0) -> Iterator[Any]:
+             epoch: int, deterministic: bool, tuner: Any, first: int = 0) -> Iterator[Any]:
     """Map the elements of `source` (numbered from `first`) on `pool`; up to two elements per
-    worker are in flight or waiting to be consumed."""
+    worker are in flight or waiting to be consumed, fewer when the results expected (at the
+    average result size so far) would take the pipeline past its RAM budget, and only one
+    until the first result shows how large results are."""
     done: dict = {}    # index -> (value, error), results not yet yielded
     submitted = yielded = first
     limit = 2 * len(pool)
     end = False
     while True:
         while not end and pool.in_flight + len(done) < limit:
+            pending = pool.in_flight + len(done)
+            if pending and stats.elements == 0:
+                break   # the size of a result is unknown until the first one arrives
+            if pending and not tuner.admits(_average(stats) * (pool.in_flight + 1)):
+                stats.held_by_budget(pending)
+                break
             element = next(source, _END)
             if element is _END:
                 end = True
@@ -85,6 +93,11 @@ def run_pool(pool: process_pool.ProcessPool, source: Iterator, stats: Any, stage
         yield value
 
 
+def _average(stats: Any) -> int:
+    """Average bytes of a result so far."""
+    return stats.bytes_made // max(stats.elements, 1)
+
+
 def receive(pool: process_pool.ProcessPool, done: dict, stats: Any) -> float:
     """Wait for one result and file it; returns the seconds waited."""
     start = time.perf_counter()
@@ -93,6 +106,8 @@ def receive(pool: process_pool.ProcessPool, done: dict, stats: Any) -> float:
     stats.record_call(wall_s, cpu_s)
     stats.elements += 1
     if error is None:
-        stats.add_buffered(1, structure.nbytes(value))
+        size = structure.nbytes(value)
+        stats.bytes_made += size
+        stats.add_buffered(1, size)
     done[index] = (value, error)
     return waited
