@@ -299,3 +299,27 @@ def test_layers_compute_in_the_policy_dtype(policy, name):
     assert y.dtype.name == compute and tf.function(call)(x).dtype.name == compute
     assert layer.weights and all(w.dtype == tf.float32 for w in layer.weights)
     assert all(g is not None and g.dtype == tf.float32 for g in grads)
+
+
+@pytest.mark.parametrize("suffix", [".keras", ".h5"])
+def test_mixed_model_saves_and_loads_with_its_loss_scale_optimizer(tmp_path, suffix):
+    mp.set_global_policy("mixed_float16")
+    model = keras.Sequential([keras.layers.Dense(4, input_shape=(3,)),
+                              keras.layers.Activation("softmax", dtype="float32")])
+    model.compile("adam", "mse")
+    x = np.linspace(0, 1, 24, dtype=np.float32).reshape(8, 3)
+    model.fit(x, np.ones((8, 4), np.float32), verbose=0)
+    path = str(tmp_path / f"m{suffix}")
+    model.save(path)
+    mp.set_global_policy(None)
+    again = keras.models.load_model(path)
+    assert again.layers[0].dtype_policy == mp.Policy("mixed_float16")
+    assert again.layers[1].dtype_policy == mp.Policy("float32")
+    assert isinstance(again.optimizer, mp.LossScaleOptimizer)
+    assert float(again.optimizer.loss_scale.numpy()) == 32768.0
+    assert int(again.optimizer.iterations.numpy()) == 1
+    kernel = again.trainable_variables[0]
+    np.testing.assert_array_equal(again.optimizer.get_slot(kernel, "m").numpy(),
+                                  model.optimizer.get_slot(model.trainable_variables[0],
+                                                           "m").numpy())
+    np.testing.assert_array_equal(again.predict(x, verbose=0), model.predict(x, verbose=0))

@@ -197,7 +197,22 @@ class LossScaleOptimizer(Optimizer):
 
         tf.cond(finite, on_finite, on_overflow)
 
-    # --- state and config --------------------------------------------------------------------
+    # --- state and config: slots are the inner optimizer's ------------------------------------
+    def add_slot(self, var: Variable, slot_name: str, initializer: Any = "zeros") -> Variable:
+        return self._optimizer.add_slot(var, slot_name, initializer)
+
+    def get_slot(self, var: Variable, slot_name: str) -> Variable:
+        return self._optimizer.get_slot(var, slot_name)
+
+    def get_slot_names(self) -> list[str]:
+        return self._optimizer.get_slot_names()
+
+    def _active_slots(self) -> tuple[str, ...]:
+        return self._optimizer._active_slots()
+
+    def _create_slots(self, var: Variable) -> dict[str, Variable]:
+        return self._optimizer._create_slots(var)
+
     def variables(self) -> list[Variable]:
         extra = [self._loss_scale] + ([self._counter] if self._counter is not None else [])
         return self._optimizer.variables() + extra

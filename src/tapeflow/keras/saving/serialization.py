@@ -50,7 +50,10 @@ def _classes(kind: str) -> dict[str, Any]:
         out.update(Functional=Functional, Sequential=Sequential, Model=Model,
                    TFOpLambda=TFOpLambda, SlicingOpLambda=TFOpLambda)
     if kind == "optimizers":
+        from tapeflow.keras.mixed_precision import LossScaleOptimizer
+
         out.update({k: v for k, v in vars(module.legacy).items() if isinstance(v, type)})
+        out["LossScaleOptimizer"] = LossScaleOptimizer  # what compile wraps under mixed_float16
     return out
 
 
