@@ -14,6 +14,8 @@ S = tf.keras.optimizers.schedules
 # constructor arguments for the classes that have required ones
 ARGS = {
     "EinsumDense": lambda: L.EinsumDense("ab,bc->ac", output_shape=4, bias_axes="c"),
+    "LossScaleOptimizer": lambda: tf.keras.mixed_precision.LossScaleOptimizer(
+        tf.keras.optimizers.Adam(0.01), initial_scale=256.0, dynamic_growth_steps=10),
     "Embedding": lambda: L.Embedding(10, 3, mask_zero=True),
     "DenseFeatures": lambda: L.DenseFeatures([
         tf.feature_column.numeric_column("a", shape=2),
