@@ -323,3 +323,22 @@ def test_mixed_model_saves_and_loads_with_its_loss_scale_optimizer(tmp_path, suf
                                   model.optimizer.get_slot(model.trainable_variables[0],
                                                            "m").numpy())
     np.testing.assert_array_equal(again.predict(x, verbose=0), model.predict(x, verbose=0))
+
+
+def test_compiled_float16_conversion_is_numpys_bit_for_bit():
+    from tapeflow.kernels import low_precision
+
+    halves = np.arange(2 ** 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    wide = low_precision.astype(halves, np.float32)
+    np.testing.assert_array_equal(wide.view(np.uint32), halves.astype(np.float32).view(np.uint32))
+    bits = np.arange(0, 2 ** 32, 4099, dtype=np.uint64).astype(np.uint32)  # 1M float32 patterns
+    floats = bits.view(np.float32)
+    with np.errstate(over="ignore"):
+        want = floats.astype(np.float16)
+    got = low_precision.astype(floats, np.float16)
+    same = (got.view(np.uint16) == want.view(np.uint16)) | (np.isnan(got) & np.isnan(want))
+    assert same.all(), floats[~same][:5]
+    x = tf.constant(np.linspace(-70000, 70000, 5000, dtype=np.float32))
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(tf.cast(x, tf.float16).numpy(),
+                                      x.numpy().astype(np.float16))

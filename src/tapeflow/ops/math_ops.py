@@ -13,6 +13,7 @@ from tapeflow.framework.dispatch import apply, number_as, op
 from tapeflow.framework.shape_rules import broadcast_shapes, elementwise, same_as_first, with_dtype
 from tapeflow.framework.tensor import EagerTensor, Tensor
 from tapeflow.framework.variable import Variable
+from tapeflow.kernels import low_precision
 from tapeflow.kernels.low_precision import BFLOAT16
 from tapeflow.ops.array_ops import _tensor, ones_like, zeros_like
 
@@ -126,6 +127,8 @@ def _cast(x, *, dtype):
         raise TypeError("Cast to string is not supported; use tf.strings.as_string")
     if x.dtype == object:
         raise TypeError("Cast from string is not supported; use tf.strings.to_number")
+    if x.dtype.itemsize == 2 or dtype.size == 2:  # float16 <-> float32: compiled conversion
+        return low_precision.astype(x, dtype._np)
     return x.astype(dtype._np, copy=False)
 
 
