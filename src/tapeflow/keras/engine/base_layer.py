@@ -120,9 +120,8 @@ def _shape_of(x: Any) -> TensorShape:
 
 
 def _input_masks(inputs: Any) -> Any:
-    """The ``_keras_mask`` of the inputs (packed like them), or None when none has one."""
-    if not _tensor_module.masks_attached:  # no mask made yet in this process: nothing to find
-        return None
+    """The ``_keras_mask`` of the inputs (packed like them), or None when none has one
+    (``__call__`` asks only once a mask exists in the process)."""
     if isinstance(inputs, Tensor):  # the common case: one tensor
         return getattr(inputs, "_keras_mask", None)
     flat = nest.flatten(inputs)
@@ -354,7 +353,7 @@ class Layer:
         masks = None
         if "mask" in kwargs:
             masks = kwargs["mask"] if accepts_mask else kwargs.pop("mask")
-        elif accepts_mask or self.supports_masking:
+        elif _tensor_module.masks_attached and (accepts_mask or self.supports_masking):
             masks = _input_masks(inputs)
             if masks is not None and accepts_mask:
                 kwargs["mask"] = masks
