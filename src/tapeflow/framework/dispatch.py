@@ -66,6 +66,9 @@ class Op:
       expression over the argument names `args` and ``bind(value)`` (a name for a constant);
       None falls back to the kernel call. ``emit_into`` is the same for writing into input 0's
       buffer when that input dies at the op (a fresh array no one else reads).
+    - ``scalar``: ``(fn, constants)``: for an elementwise op that is no single ufunc, a
+      ``kernels.scalar_math`` function computing one element (`constants` appended, in the
+      values' dtype): what a ``jit_compile`` cluster calls in its loop.
     - ``neutral``: ``(value, positions)``: an operand at one of `positions` equal to `value`
       everywhere makes the op return its other operand (``x * 1``, ``x - 0``).
     - ``passthrough``: ``True`` or ``fn(attrs) -> bool``: the op returns input 0 unchanged when
@@ -77,7 +80,7 @@ class Op:
     __slots__ = ("name", "kernel", "shape_fn", "grad_fn", "elementwise", "stateful", "random",
                  "same_dtype", "multi_output", "variable", "output", "worker", "foldable",
                  "shape_only", "flops", "ufunc", "emit", "emit_into", "neutral", "passthrough",
-                 "inverse", "workspace", "allocates", "__dict__")
+                 "inverse", "workspace", "allocates", "scalar", "__dict__")
 
     def __init__(self, name: str, kernel: Callable, *, shape: ShapeRule | None = None,
                  grad: Callable | None = None, elementwise: bool = False,
@@ -88,7 +91,8 @@ class Op:
                  ufunc: tuple | None = None, emit: Callable | None = None,
                  emit_into: Callable | None = None, neutral: tuple | None = None,
                  passthrough: bool | Callable = False, inverse: Op | None = None,
-                 workspace: Callable | None = None, allocates: Callable | None = None):
+                 workspace: Callable | None = None, allocates: Callable | None = None,
+                 scalar: tuple | None = None):
         if variable not in (None, "read", "write"):
             raise ValueError(f"Op {name}: variable must be None, 'read' or 'write'")
         if output not in _OUTPUTS:
@@ -116,6 +120,7 @@ class Op:
         self.inverse = inverse
         self.workspace = workspace
         self.allocates = allocates
+        self.scalar = scalar
 
     def def_grad(self, fn: Callable) -> Callable:
         """Decorator: attach the gradient rule (VJP) to this op. A rule with a keyword-only

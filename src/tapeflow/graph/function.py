@@ -65,10 +65,11 @@ class ConcreteFunction:
     """One traced graph, optimized and compiled; callable with tensors matching its inputs."""
 
     def __init__(self, graph: Graph, structured_outputs: Any, name: str,
-                 optimized: bool = True, input_paths: list[str] | None = None):
+                 optimized: bool = True, input_paths: list[str] | None = None,
+                 jit_compile: bool = False):
         self.traced_graph = graph
         if optimized:
-            self.graph, self._reports = optimize(graph)
+            self.graph, self._reports = optimize(graph, jit=jit_compile)
         else:
             self.graph, self._reports = graph, []
         self.name = name
@@ -577,7 +578,8 @@ class Function:
                 structure = _collect_outputs(g, result)
         finally:
             _state.tapes = saved_tapes
-        concrete = ConcreteFunction(g, structure, self._name, input_paths=paths)
+        concrete = ConcreteFunction(g, structure, self._name, input_paths=paths,
+                                    jit_compile=bool(self._jit_compile))
         self._concretes.append(concrete)
         return concrete
 

@@ -13,7 +13,7 @@ from tapeflow.framework.dispatch import apply, number_as, op
 from tapeflow.framework.shape_rules import broadcast_shapes, elementwise, same_as_first, with_dtype
 from tapeflow.framework.tensor import EagerTensor, Tensor
 from tapeflow.framework.variable import Variable
-from tapeflow.kernels import low_precision
+from tapeflow.kernels import low_precision, scalar_math
 from tapeflow.kernels.low_precision import BFLOAT16
 from tapeflow.ops.array_ops import _tensor, ones_like, zeros_like
 
@@ -291,10 +291,10 @@ _sign = op("Sign", elementwise=True, shape=same_as_first)(np.sign)
 _square = op("Square", elementwise=True, shape=same_as_first)(np.square)
 _sqrt = op("Sqrt", elementwise=True, shape=same_as_first, ufunc=(np.sqrt, ()))(
     _float_kernel(np.sqrt))
-_rsqrt = op("Rsqrt", elementwise=True, shape=same_as_first)(
-    _float_kernel(lambda x: 1 / np.sqrt(x)))
-_reciprocal = op("Reciprocal", elementwise=True, shape=same_as_first)(
-    _float_kernel(np.reciprocal))
+_rsqrt = op("Rsqrt", elementwise=True, shape=same_as_first,
+            scalar=(scalar_math.rsqrt, (1,)))(_float_kernel(lambda x: 1 / np.sqrt(x)))
+_reciprocal = op("Reciprocal", elementwise=True, shape=same_as_first,
+                 scalar=(scalar_math.reciprocal, (1,)))(_float_kernel(np.reciprocal))
 _exp = op("Exp", elementwise=True, shape=same_as_first, ufunc=(np.exp, ()))(
     _float_kernel(np.exp))
 _log = op("Log", elementwise=True, shape=same_as_first, ufunc=(np.log, ()))(
@@ -312,7 +312,8 @@ _ceil = op("Ceil", elementwise=True, shape=same_as_first)(_float_kernel(np.ceil)
 _round = op("Round", elementwise=True, shape=same_as_first)(np.round)  # half to even, as TF
 
 
-@op("Sigmoid", elementwise=True, shape=same_as_first, output="fresh_float")
+@op("Sigmoid", elementwise=True, shape=same_as_first, output="fresh_float",
+    scalar=(scalar_math.sigmoid, (0.5,)))
 def _sigmoid(x):
     if x.dtype.kind not in "fc" and x.dtype != BFLOAT16:
         raise TypeError(f"expects a floating point input, got {x.dtype}; use tf.cast first")

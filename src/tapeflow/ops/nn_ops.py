@@ -22,6 +22,7 @@ from tapeflow.framework.shape_rules import same_as_first
 from tapeflow.kernels import activations as _activations
 from tapeflow.kernels import bias as _bias
 from tapeflow.kernels import layer_norm as _layer_norm
+from tapeflow.kernels import scalar_math
 from tapeflow.ops import math_ops
 from tapeflow.ops.array_ops import expand_dims, reshape, transpose
 from tapeflow.ops.conv_ops import as_tensor
@@ -36,7 +37,8 @@ def _relu(x):
     return np.maximum(x, 0)
 
 
-@op("ReluGrad", elementwise=True, shape=same_as_first, output="fresh_float", worker=True)
+@op("ReluGrad", elementwise=True, shape=same_as_first, output="fresh_float", worker=True,
+    scalar=(scalar_math.relu_grad, (0,)))
 def _relu_grad(g, out):
     """g where the ReLU's output is positive, else 0 (the derivative at 0 is 0, as TF)."""
     return _activations.relu_grad(g, out)

@@ -12,6 +12,7 @@ from tapeflow.graph.passes import (
     fold,
     fuse,
     grow_concat,
+    jit_cluster,
     pool_first,
     prologue,
     reuse_statistics,
@@ -33,14 +34,21 @@ PASSES: list[tuple[str, Callable[[Graph], tuple[Graph, str]]]] = [
 VERIFY_EACH_PASS = False
 
 
-def optimize(graph: Graph, check: bool | None = None) -> tuple[Graph, list[str]]:
-    """Run every pass in order; with `check` (default ``VERIFY_EACH_PASS``), verify the graph's
-    invariants before the first pass and after each, naming the pass that broke them."""
+# jit_compile=True: elementwise trees become compiled loops, after the other passes
+JIT_PASSES: list[tuple[str, Callable[[Graph], tuple[Graph, str]]]] = [
+    ("jit_cluster", jit_cluster.run)]
+
+
+def optimize(graph: Graph, check: bool | None = None, jit: bool = False
+             ) -> tuple[Graph, list[str]]:
+    """Run every pass in order (and the jit passes with `jit`); with `check` (default
+    ``VERIFY_EACH_PASS``), verify the graph's invariants before the first pass and after each,
+    naming the pass that broke them."""
     check = VERIFY_EACH_PASS if check is None else check
     if check:
         verify(graph)
     reports = []
-    for name, run in PASSES:
+    for name, run in PASSES + (JIT_PASSES if jit else []):
         graph, report = run(graph)
         if check:
             try:

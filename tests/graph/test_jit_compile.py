@@ -1,0 +1,182 @@
+"""tf.function(jit_compile=True): trees of elementwise ops run as one compiled loop each, with
+the same results and gradients, no arrays between the ops, and the loops cached on disk."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import tracemalloc
+
+import numpy as np
+import pytest
+
+import tapeflow as tf
+from tapeflow.kernels import jit_cluster
+from tapeflow.ops import jit_ops
+
+pytestmark = pytest.mark.skipif(jit_cluster._jit._numba is None, reason="numba not installed")
+rng = np.random.default_rng(0)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def cache_dir(tmp_path_factory):
+    """One cache for the module (its loops are compiled once), away from the user's."""
+    folder = tmp_path_factory.mktemp("jit")
+    before = os.environ.get("TAPEFLOW_JIT_CACHE")
+    os.environ["TAPEFLOW_JIT_CACHE"] = str(folder)
+    yield folder
+    if before is None:
+        del os.environ["TAPEFLOW_JIT_CACHE"]
+    else:
+        os.environ["TAPEFLOW_JIT_CACHE"] = before
+
+
+def _clusters(fn, *args):
+    return [n for n in fn.get_concrete_function(*args).graph.nodes
+            if n.op is jit_ops._jit_cluster]
+
+
+def _layer(x, w, b):
+    h = tf.nn.relu(tf.matmul(x, w) + b)
+    return tf.sigmoid(h * 2.0 - 1.0) / 3.0 + tf.math.rsqrt(h + 1.0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_same_values_as_the_graph_and_eager(dtype):
+    x, w, b = (tf.constant(rng.standard_normal(s).astype(dtype)) for s in ((6, 4), (4, 5), (5,)))
+    jit = tf.function(_layer, jit_compile=True)
+    got = jit(x, w, b).numpy()
+    np.testing.assert_allclose(got, tf.function(_layer)(x, w, b).numpy(), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(got, _layer(x, w, b).numpy(), rtol=1e-6, atol=1e-7)
+    (cluster,) = _clusters(jit, x, w, b)  # everything after the product: one loop
+    program = cluster.attrs["program"]
+    assert program.kinds[:2] == ("full", "row") and set(program.kinds[2:]) == {"scalar"}
+    assert len(program.steps) == 9  # h = relu(xw + b) is read twice, inside the cluster
+    report = jit.get_concrete_function(x, w, b).optimization_report()
+    assert "jit_cluster: compiled 1 clusters of 9 elementwise ops" in report
+
+
+def test_a_column_broadcast_stays_outside_a_cluster():
+    def f(x, col):
+        a = x * 2.0
+        return (a + 1.0) * a + x * col  # `a` read twice inside; col [n, 1] stays out
+
+    x, col = tf.constant(rng.standard_normal((3, 4))), tf.constant(rng.standard_normal((3, 1)))
+    jit = tf.function(f, jit_compile=True)
+    np.testing.assert_allclose(jit(x, col).numpy(), f(x, col).numpy(), rtol=1e-12)
+    clusters = _clusters(jit, x, col)
+    assert [len(n.attrs["program"].steps) for n in clusters] == [4]  # x*2, +1, *, + ...
+    assert all(t.shape.as_tuple() != (3, 1) for n in clusters for t in n.inputs)
+
+
+def test_no_array_between_the_ops():
+    x = tf.constant(rng.standard_normal((256, 1024)).astype(np.float32))  # 1 MB
+
+    def f(x):
+        return (x * 2.0 + 1.0) * (x - 3.0) + tf.sigmoid(x)
+
+    def peak(fn):
+        concrete = fn.get_concrete_function(x)
+        concrete._exe.fn(x.numpy())
+        tracemalloc.start()
+        try:
+            concrete._exe.fn(x.numpy())
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    one = x.numpy().nbytes
+    assert peak(tf.function(f, jit_compile=True)) < 1.1 * one  # the output alone
+    assert peak(tf.function(f)) > 1.9 * one  # NumPy holds two arrays at once
+
+
+def test_gradients_match_finite_differences():
+    x = tf.constant(rng.standard_normal((3, 4)))
+    w = tf.Variable(rng.standard_normal((4, 5)))
+    b = tf.Variable(rng.standard_normal(5))
+    jit = tf.function(lambda x: tf.reduce_sum(_layer(x, w, b) ** 2), jit_compile=True)
+    assert _clusters(jit, x)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = jit(x)
+    gx, gw, gb = tape.gradient(y, [x, w, b])
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y2 = tf.reduce_sum(_layer(x, w, b) ** 2)
+    for got, want in zip((gx, gw, gb), tape.gradient(y2, [x, w, b])):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-9, atol=1e-12)
+    eps, xv = 1e-6, x.numpy()
+    num = np.zeros_like(xv)
+    for i in np.ndindex(xv.shape):
+        d = np.zeros_like(xv)
+        d[i] = eps
+        num[i] = (float(jit(tf.constant(xv + d))) - float(jit(tf.constant(xv - d)))) / (2 * eps)
+    np.testing.assert_allclose(gx.numpy(), num, rtol=1e-5, atol=1e-7)
+
+
+def test_gradient_inside_a_compiled_training_step():
+    w = tf.Variable(rng.standard_normal((4, 3)).astype(np.float32))
+
+    def step(x):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(tf.sigmoid(tf.matmul(x, w)) * 3.0 + 1.0)
+        g = tape.gradient(loss, w)
+        w.assign_sub(0.1 * g)
+        return loss
+
+    x = tf.constant(rng.standard_normal((2, 4)).astype(np.float32))
+    start = w.numpy()
+    plain = tf.function(step)(x).numpy()
+    after_plain = w.numpy()
+    w.assign(start)
+    jitted = tf.function(step, jit_compile=True)
+    np.testing.assert_allclose(jitted(x).numpy(), plain, rtol=1e-6)
+    np.testing.assert_allclose(w.numpy(), after_plain, rtol=1e-6)
+    assert _clusters(jitted, x)
+
+
+def test_set_jit_makes_it_the_default():
+    x = tf.constant(rng.standard_normal((2, 3)))
+    before = tf.config.optimizer.get_jit()
+    tf.config.optimizer.set_jit(True)
+    try:
+        f = tf.function(lambda x: tf.sigmoid(x) * 2.0 + 1.0)
+    finally:
+        tf.config.optimizer.set_jit(before)
+    assert _clusters(f, x)
+    assert not _clusters(tf.function(lambda x: tf.sigmoid(x) * 2.0 + 1.0), x)
+
+
+def test_numpy_path_without_numba(monkeypatch):
+    x = tf.constant(rng.standard_normal((4, 3)).astype(np.float32))
+    b = tf.constant(rng.standard_normal(3).astype(np.float32))
+    f = tf.function(lambda x, b: tf.nn.relu(x + b) * 0.5, jit_compile=True)
+    want = f(x, b).numpy()
+    (node,) = _clusters(f, x, b)
+    monkeypatch.setattr(jit_cluster, "compiled", lambda program: None)
+    program = jit_cluster.Program(*[getattr(node.attrs["program"], k)
+                                    for k in ("dtype", "shape", "kinds", "steps")])
+    constants = [t.node.attrs["value"] for t in node.inputs[2:]]  # 0.5 and ReLU's 0
+    np.testing.assert_array_equal(jit_cluster.run(program, x.numpy(), b.numpy(), *constants),
+                                  want)
+
+
+def test_loops_are_cached_on_disk_between_processes(tmp_path, monkeypatch):
+    monkeypatch.setenv("TAPEFLOW_JIT_CACHE", str(tmp_path))
+    x = tf.constant(np.ones((2, 3), np.float32))
+    f = tf.function(lambda x: tf.tanh(x) * 3.0 - 2.0, jit_compile=True)  # a loop no other test has
+    f(x)
+    assert len(list(tmp_path.glob("cluster_*.py"))) == 1
+    script = textwrap.dedent("""
+        import numpy as np, tapeflow as tf
+        from tapeflow.kernels import jit_cluster
+        f = tf.function(lambda x: tf.tanh(x) * 3.0 - 2.0, jit_compile=True)
+        f(tf.constant(np.ones((2, 3), np.float32)))
+        (loop,) = jit_cluster._compiled.values()
+        print(sum(loop.stats.cache_hits.values()), sum(loop.stats.cache_misses.values()))
+    """)
+    out = subprocess.run([sys.executable, "-c", script], env=dict(os.environ),
+                         capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["1", "0"]  # loaded from the cache, not compiled
