@@ -21,9 +21,7 @@ KNOWN = {
     "tapeflow.graph.ir": {"tapeflow.compat"},
     "tapeflow.ops.api_extras": {"tapeflow.graph"},
     "tapeflow.ops.bitwise_set_ops": {"tapeflow.sparse"},
-    "tapeflow.ops.control_flow_ops": {"tapeflow.graph"},  # cond/while_loop: to move to graph/
     "tapeflow.ops.debug_ops": {"tapeflow.graph"},
-    "tapeflow.ops.functional_ops": {"tapeflow.data", "tapeflow.ragged", "tapeflow.sparse"},
     "tapeflow.ops.lookup_ops": {"tapeflow.strings"},
 }
 

@@ -29,6 +29,7 @@ from tapeflow import (
     datasets,
     distribute,
     feature_column,
+    functional_ops,  # tf.map_fn, tf.scan, tf.switch_case, ... (above graph control flow)
     image,
     io,
     keras,

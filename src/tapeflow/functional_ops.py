@@ -24,7 +24,8 @@ from tapeflow.framework.constant import convert_to_tensor
 from tapeflow.framework.context import state as _state
 from tapeflow.framework.tensor import Tensor
 from tapeflow.framework.tensor_spec import TensorSpec
-from tapeflow.ops import array_ops, control_flow_ops, gather_ops, math_ops
+from tapeflow.graph import control_flow
+from tapeflow.ops import array_ops, gather_ops, math_ops
 
 
 def _as_elem(x: Any) -> Any:
@@ -130,12 +131,11 @@ def cast_to(value: Any, spec: Any) -> Any:
 
 def _map_loop(call: Callable, n: Any, signature: Any) -> Any:
     """The traced form: a while_loop writing each result to a TensorArray."""
-    probe = control_flow_ops  # TensorArray / while_loop live there
     first = call(0 if isinstance(n, int) else convert_to_tensor(0))
     leaves = nest.flatten(first)
     specs = _specs_from(signature, first)
     leaves = [cast_to(v, s) for v, s in zip(leaves, specs)]
-    arrays = [probe.TensorArray(t.dtype, size=n, element_shape=t.shape).write(0, t)
+    arrays = [control_flow.TensorArray(t.dtype, size=n, element_shape=t.shape).write(0, t)
               for t in leaves]
 
     def body(i: Any, *tas: Any) -> Any:
@@ -143,7 +143,7 @@ def _map_loop(call: Callable, n: Any, signature: Any) -> Any:
         return (i + 1,) + tuple(ta.write(i, v) for ta, v in zip(tas, out))
 
     limit = n if isinstance(n, Tensor) else convert_to_tensor(n)
-    result = probe.while_loop(lambda i, *tas: math_ops.less(i, limit), body,
+    result = control_flow.while_loop(lambda i, *tas: math_ops.less(i, limit), body,
                               [convert_to_tensor(1)] + arrays)
     stacked = [ta.stack() for ta in result[1:]]
     return nest.pack_sequence_as(first, stacked)
@@ -197,7 +197,7 @@ def _scan_loop(fn: Callable, elem: Callable, n: Tensor, initializer: Any,
         acc0, k0 = initializer, convert_to_tensor(0)
     acc_flat = [convert_to_tensor(a) if not isinstance(a, Tensor) else a
                 for a in nest.flatten(acc0)]
-    arrays = [control_flow_ops.TensorArray(a.dtype, size=n, element_shape=a.shape)
+    arrays = [control_flow.TensorArray(a.dtype, size=n, element_shape=a.shape)
               for a in acc_flat]
     if initializer is None:
         arrays = [ta.write(index(convert_to_tensor(0)), a) for ta, a in zip(arrays, acc_flat)]
@@ -210,7 +210,7 @@ def _scan_loop(fn: Callable, elem: Callable, n: Tensor, initializer: Any,
         tas = [ta.write(index(k), v) for ta, v in zip(state[m:], new)]
         return (k + 1,) + tuple(new) + tuple(tas)
 
-    result = control_flow_ops.while_loop(lambda k, *s: math_ops.less(k, n), body,
+    result = control_flow.while_loop(lambda k, *s: math_ops.less(k, n), body,
                                          [k0] + acc_flat + arrays)
     stacked = [ta.stack() for ta in result[1 + m:]]
     return nest.pack_sequence_as(acc0, stacked)
@@ -247,7 +247,7 @@ def _fold(fn: Callable, elems: Any, initializer: Any, reverse: bool, what: str) 
         acc = nest.pack_sequence_as(acc0, list(state))
         return (k + 1,) + tuple(nest.flatten(fn(acc, elem(index(k)))))
 
-    result = control_flow_ops.while_loop(lambda k, *s: math_ops.less(k, n), body,
+    result = control_flow.while_loop(lambda k, *s: math_ops.less(k, n), body,
                                          [k0] + acc_flat)
     return nest.pack_sequence_as(acc0, list(result[1:]))
 
@@ -330,7 +330,7 @@ def switch_case(branch_index: Any, branch_fns: Any, default: Callable | None = N
         if not rest:
             return fallback()
         (k, branch), tail = rest[0], rest[1:]
-        return control_flow_ops.cond(math_ops.equal(index, k), branch, lambda: chain(tail))
+        return control_flow.cond(math_ops.equal(index, k), branch, lambda: chain(tail))
 
     return chain(pairs)
 
@@ -362,6 +362,6 @@ def case(pred_fn_pairs: Any, default: Callable | None = None, exclusive: bool = 
                 return pairs[-1][1]()
             return default()
         (pred, fn), tail = rest[0], rest[1:]
-        return control_flow_ops.cond(pred, fn, lambda: chain(tail))
+        return control_flow.cond(pred, fn, lambda: chain(tail))
 
     return chain(pairs)

@@ -9,7 +9,7 @@ import contextlib
 from tapeflow._api import export
 from tapeflow.framework.context import eager_scope
 from tapeflow.framework.context import state as _state
-from tapeflow.graph import autograph, function, symbolic_gradients
+from tapeflow.graph import autograph, control_flow, function, symbolic_gradients  # noqa: F401
 from tapeflow.graph.function import ConcreteFunction, Function
 from tapeflow.graph.ir import Graph
 

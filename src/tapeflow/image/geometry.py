@@ -15,7 +15,8 @@ from tapeflow.framework import dtypes as _dtypes
 from tapeflow.framework import errors
 from tapeflow.framework.constant import convert_to_tensor
 from tapeflow.framework.tensor import EagerTensor, Tensor
-from tapeflow.ops import array_ops, control_flow_ops, indexing_ops, math_ops, random_ops
+from tapeflow.graph import control_flow
+from tapeflow.ops import array_ops, indexing_ops, math_ops, random_ops
 
 
 def _image(image: Any, what: str) -> Tensor:
@@ -63,7 +64,7 @@ def _random_flip(image: Any, axis: int, seed: int | None, what: str) -> Tensor:
     x = _image(image, what)
     if x.shape.rank == 3:
         coin = random_ops.uniform([], 0, 1.0, seed=seed)
-        return control_flow_ops.cond(coin < 0.5, lambda: array_ops.reverse(x, [axis]),
+        return control_flow.cond(coin < 0.5, lambda: array_ops.reverse(x, [axis]),
                                      lambda: x)
     batch = x.shape.as_list()[0]
     batch = array_ops.shape(x)[0] if batch is None else batch

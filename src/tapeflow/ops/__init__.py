@@ -13,7 +13,6 @@ from tapeflow.ops import (
     conv_ops,
     creation_ops,
     debug_ops,
-    functional_ops,
     fused_ops,
     gather_ops,
     gradient_registry,

@@ -103,7 +103,7 @@ def if_exp(test: Any, body: Callable, orelse: Callable) -> Any:
     """``body() if test else orelse()``; tf.cond when `test` is symbolic."""
     if not _symbolic(test):
         return body() if test else orelse()
-    from tapeflow.ops.control_flow_ops import cond
+    from tapeflow.graph.control_flow import cond
 
     return cond(test, body, orelse)
 
@@ -112,7 +112,7 @@ def if_stmt(test: Any, body: Callable, orelse: Callable, init: tuple, names: tup
     """`if`: Python when `test` is a Python value or eager tensor, tf.cond when symbolic."""
     if not _symbolic(test):
         return body(*init) if test else orelse(*init)
-    from tapeflow.ops.control_flow_ops import cond
+    from tapeflow.graph.control_flow import cond
 
     return tuple(cond(test, _fill_undefined(body, init, names),
                       _fill_undefined(orelse, init, names)))
@@ -177,7 +177,7 @@ def _with_return_value(values: tuple, names: tuple, run_body: Callable) -> tuple
 
 def _graph_loop(test: Callable, body: Callable, values: tuple, names: tuple,
                 maximum_iterations: Any = None) -> tuple:
-    from tapeflow.ops.control_flow_ops import while_loop
+    from tapeflow.graph.control_flow import while_loop
 
     values = _with_return_value(values, names, lambda vals: body(*vals))
     live = [i for i, v in enumerate(values) if not isinstance(v, Undefined)]
@@ -229,8 +229,8 @@ def for_stmt(iterable: Any, extra_test: Callable | None, body: Callable, init: t
 
 
 def _tensor_for(iterable, extra_test, body, values: tuple, names: tuple) -> tuple:
+    from tapeflow.graph.control_flow import while_loop
     from tapeflow.ops import array_ops, gather_ops, math_ops
-    from tapeflow.ops.control_flow_ops import while_loop
 
     n = iterable.shape[0] if iterable.shape.rank else None
     length = n if n is not None else array_ops.shape(iterable)[0]
