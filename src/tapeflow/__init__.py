@@ -43,10 +43,10 @@ from tapeflow import (
     sysconfig,
     train,
 )
+from tapeflow import testing_api as _testing_api  # tf.test
 from tapeflow.framework import config as _config  # tf.config devices, tf.device
 from tapeflow.framework import dtypes, errors, nest
 from tapeflow.framework import extension_type as _extension_type  # tf.experimental
-from tapeflow.framework import testing_api as _testing_api  # tf.test
 from tapeflow.framework import threads as _threads
 from tapeflow.framework.constant import constant, convert_to_tensor
 from tapeflow.framework.context import executing_eagerly, name_scope

@@ -177,6 +177,21 @@ def get_default_session() -> Session:
     return stack[-1]
 
 
+def _tensor_eval(self: SymbolicTensor, feed_dict: dict | None = None, session: Any = None):
+    """compat.v1 ``Tensor.eval``: run this tensor in `session` (default: the innermost open
+    Session)."""
+    return (session or get_default_session()).run(self, feed_dict)
+
+
+def _operation_run(self: Node, feed_dict: dict | None = None, session: Any = None) -> None:
+    """compat.v1 ``Operation.run``: execute this node in the default session."""
+    (session or get_default_session()).run(self, feed_dict)
+
+
+SymbolicTensor.eval = _tensor_eval  # installed from above: the IR knows nothing of Sessions
+Node.run = _operation_run
+
+
 _SCALARS: dict[type, type] = {}
 
 

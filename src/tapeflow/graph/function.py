@@ -36,6 +36,7 @@ from tapeflow.graph import signature as sig
 from tapeflow.graph.codegen import compile_graph
 from tapeflow.graph.ir import Graph, SymbolicTensor
 from tapeflow.graph.passes.pipeline import optimize
+from tapeflow.ops import debug_ops
 
 RETRACE_WARNING_THRESHOLD = 5
 _config = {"run_eagerly": False}
@@ -685,3 +686,6 @@ def run_functions_eagerly(run_eagerly: bool) -> None:
 @export("config.functions_run_eagerly")
 def functions_run_eagerly() -> bool:
     return _config["run_eagerly"]
+
+
+debug_ops.functions_eagerly[:] = [functions_run_eagerly, run_functions_eagerly]  # check_numerics

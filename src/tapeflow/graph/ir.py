@@ -79,11 +79,7 @@ class SymbolicTensor(Tensor):
     def consumers(self) -> list[Node]:
         return [n for n in self.graph.nodes if any(t is self for t in n.inputs)]
 
-    def eval(self, feed_dict: dict | None = None, session: Any = None):
-        """compat.v1: run this tensor in `session` (default: the innermost open Session)."""
-        from tapeflow.compat.v1 import get_default_session
-
-        return (session or get_default_session()).run(self, feed_dict)
+    # eval (TF1's Tensor.eval in a Session) is installed by compat.v1, the layer above
 
     def _not_allowed(self, what: str):
         return errors.OperatorNotAllowedInGraphError(
@@ -146,11 +142,7 @@ class Node:
     def type(self) -> str:
         return self.op.name
 
-    def run(self, feed_dict: dict | None = None, session: Any = None) -> None:
-        """compat.v1 ``Operation.run``: execute this node in the default session."""
-        from tapeflow.compat.v1 import get_default_session
-
-        (session or get_default_session()).run(self, feed_dict)
+    # run (TF1's Operation.run in a Session) is installed by compat.v1, the layer above
 
     def __repr__(self) -> str:
         return f"<tf.Operation '{self.name}' type={self.op.name}>"

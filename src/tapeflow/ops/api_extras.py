@@ -36,11 +36,3 @@ def trace(*args: Any) -> None:
     """Print the arguments (at trace time inside tf.function, as TensorFlow's does)."""
     print(*args)
 
-
-@export("autograph.to_graph")
-def to_graph(entity: Any, recursive: bool = True, experimental_optional_features: Any = None
-             ) -> Any:
-    """The AutoGraph-converted Python function (graph control flow for tensor conditions)."""
-    from tapeflow.graph.autograph.api import convert
-
-    return convert(entity)

@@ -74,12 +74,15 @@ _intersection, _union, _difference = (_set_op(k) for k in ("intersection", "unio
                                                            "difference"))
 
 
-def _sparse(kernel: Any, a: Any, b: Any) -> Any:
-    from tapeflow.sparse.tensor import SparseTensor
+# SparseTensor (the sets ops' results) and its reduce_sum, installed by tapeflow.sparse (above)
+sparse_tensor: Any = None
+sparse_reduce_sum: Any = None
 
+
+def _sparse(kernel: Any, a: Any, b: Any) -> Any:
     x = _tensor(a)
     y = _tensor(b, x.dtype)
-    return SparseTensor(*apply(kernel, x, y, validate=True))
+    return sparse_tensor(*apply(kernel, x, y, validate=True))
 
 
 @export("sets.intersection", "sets.set_intersection")
@@ -105,10 +108,8 @@ def size(a: Any, validate_indices: bool = True) -> Any:
     from tapeflow.ops import array_ops
 
     if hasattr(a, "indices"):
-        from tapeflow.sparse.ops import reduce_sum
-
         ones = array_ops.ones_like(a.values, dtype=_dtypes.int32)
-        return reduce_sum(a.with_values(ones), axis=-1)
+        return sparse_reduce_sum(a.with_values(ones), axis=-1)
     x = _tensor(a)
     lead = x.shape.as_list()[:-1]
     counts = [len(np.unique(row)) for row in x.numpy().reshape(-1, x.shape[-1])]

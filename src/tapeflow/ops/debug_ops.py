@@ -281,27 +281,26 @@ def _numerics_hook(op: Any, outs: Any) -> None:
 
 
 _saved: dict = {}
+# tf.config.functions_run_eagerly / run_functions_eagerly, installed by graph/function.py (above)
+functions_eagerly: list = []
 
 
 @export("debugging.enable_check_numerics")
 def enable_check_numerics(stack_height_limit: int = 30, path_length_limit: int = 50) -> None:
     """Check every op's floating outputs for NaN/Inf as they are computed (functions run
     eagerly meanwhile); the error names the op and the user's line."""
-    from tapeflow.graph import function
-
     if dispatch.check_numerics_hook is None:
-        _saved["eager"] = function.functions_run_eagerly()
-        function.run_functions_eagerly(True)
+        get, run = functions_eagerly
+        _saved["eager"] = get()
+        run(True)
     dispatch.check_numerics_hook = _numerics_hook
 
 
 @export("debugging.disable_check_numerics")
 def disable_check_numerics() -> None:
-    from tapeflow.graph import function
-
     if dispatch.check_numerics_hook is not None:
         dispatch.check_numerics_hook = None
-        function.run_functions_eagerly(_saved.pop("eager", False))
+        functions_eagerly[1](_saved.pop("eager", False))
 
 
 _filtering = {"on": True}

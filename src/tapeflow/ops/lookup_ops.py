@@ -7,6 +7,7 @@ A lookup is one op holding the table as an attribute: it runs eagerly, in ``tf.f
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -81,6 +82,10 @@ class TextFileInitializer:
         return self._pairs
 
 
+# FarmHash's Fingerprint64 for out-of-vocabulary buckets, installed by tapeflow.strings (above)
+fingerprint64: Callable[[bytes], int] | None = None
+
+
 @op("LookupTableFind", shape=lambda keys, default, *, table, oov, dtype, base: (keys[0], dtype))
 def _find(keys, default, *, table, oov, dtype, base):
     out = np.empty(keys.shape, dtype=object if dtype is _dtypes.string else dtype._np)
@@ -90,8 +95,6 @@ def _find(keys, default, *, table, oov, dtype, base):
         value = table.get(_key(k))
         if value is None:
             if oov:
-                from tapeflow.strings.hashing import fingerprint64
-
                 data = _key(k) if isinstance(_key(k), bytes) else str(_key(k)).encode()
                 value = base + fingerprint64(data) % oov
             else:

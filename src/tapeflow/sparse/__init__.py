@@ -30,3 +30,8 @@ __all__ = ["SparseTensor", "SparseTensorSpec", "add", "concat", "expand_dims", "
            "fill_empty_rows", "from_dense", "map_values", "matmul", "reduce_max", "reduce_sum",
            "reorder", "reshape", "retain", "segment_mean", "segment_sqrt_n", "segment_sum",
            "slice", "sparse_dense_matmul", "to_dense", "to_indicator", "transpose"]
+
+from tapeflow.ops import bitwise_set_ops as _bitwise_set_ops  # noqa: E402
+
+_bitwise_set_ops.sparse_tensor = SparseTensor  # tf.sets.* results (ops/, a layer below)
+_bitwise_set_ops.sparse_reduce_sum = reduce_sum

@@ -28,3 +28,8 @@ __all__ = ["as_string", "bytes_split", "format", "join", "length", "lower", "red
            "regex_full_match", "regex_replace", "split", "strip", "substr", "to_hash_bucket",
            "to_hash_bucket_fast", "to_hash_bucket_strong", "to_number", "unicode_decode",
            "unicode_decode_with_offsets", "unicode_encode", "unicode_split", "upper"]
+
+from tapeflow.ops import lookup_ops as _lookup_ops  # noqa: E402
+from tapeflow.strings import hashing as _hashing  # noqa: E402
+
+_lookup_ops.fingerprint64 = _hashing.fingerprint64  # hash-table OOV buckets (ops/, below)

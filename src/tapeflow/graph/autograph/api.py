@@ -376,3 +376,9 @@ def do_not_convert(func: Callable | None = None) -> Any:
     _cache[func.__code__] = (func, func)
     return func
 
+
+@export("autograph.to_graph")
+def to_graph(entity: Any, recursive: bool = True, experimental_optional_features: Any = None
+             ) -> Any:
+    """The AutoGraph-converted Python function (graph control flow for tensor conditions)."""
+    return convert(entity)
