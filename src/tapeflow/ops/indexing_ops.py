@@ -64,7 +64,19 @@ def boolean_mask(tensor: Any, mask: Any, axis: int | None = None, name: str = "b
 _FULL = ("s", None, None, None)
 
 
+_KEYS: dict = {}  # spec -> NumPy index, for the specs seen most (x[1:5] in a loop)
+
+
 def _np_key(spec: tuple) -> tuple:
+    key = _KEYS.get(spec)
+    if key is None:
+        if len(_KEYS) > 4096:
+            _KEYS.clear()
+        key = _KEYS[spec] = _build_key(spec)
+    return key
+
+
+def _build_key(spec: tuple) -> tuple:
     key = []
     for item in spec:
         kind = item[0]
