@@ -34,7 +34,20 @@ class UnconnectedGradients(enum.Enum):
     ZERO = "zero"
 
 
-def _used_twice(first_use: str) -> str:
+def _call_site() -> tuple | None:
+    """Where the user called: (file, line, function), formatted only if an error needs it."""
+    f = errors.user_frame()
+    return None if f is None else (f.f_code.co_filename, f.f_lineno, f.f_code.co_name)
+
+
+def _used_twice(site: tuple | None) -> str:
+    first_use = ""
+    if site is not None:
+        import linecache
+
+        file, line, name = site
+        source = linecache.getline(file, line).strip()
+        first_use = f'  File "{file}", line {line}, in {name}\n    {source}'
     return ("A non-persistent GradientTape can only be used to compute one set of gradients "
             "(or jacobians); its resources were released after the first call"
             + (f":\n{first_use}\n" if first_use else ". ")
@@ -54,7 +67,7 @@ class GradientTape:
         self._keep: list = []  # keeps watched objects alive so their ids stay unique
         self._recording = False
         self._used = False
-        self._first_use = ""
+        self._first_use: tuple | None = None
 
     # --- context management -------------------------------------------------------------
     def __enter__(self) -> GradientTape:
@@ -151,7 +164,7 @@ class GradientTape:
         result = self._gradient(target, sources, output_gradients, unconnected_gradients)
         if not self._persistent:
             self._used = True
-            self._first_use = errors.user_line()
+            self._first_use = _call_site()
             self._entries = []
         return result
 

@@ -7,9 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from tapeflow.framework import errors
 from tapeflow.framework.nest import flatten, pack_sequence_as
-from tapeflow.framework.tape import GradientTape, UnconnectedGradients, _used_twice
+from tapeflow.framework.tape import GradientTape, UnconnectedGradients, _call_site, _used_twice
 from tapeflow.ops import array_ops, gather_ops
 
 
@@ -40,7 +39,7 @@ def _jacobian(self: GradientTape, target: Any, sources: Any, unconnected_gradien
         out.append(array_ops.reshape(stacked, target_shape + [int(d) for d in s.shape]))
     if not self._persistent:
         self._used = True
-        self._first_use = errors.user_line()
+        self._first_use = _call_site()
         self._entries = []
     return pack_sequence_as(sources, out)
 
