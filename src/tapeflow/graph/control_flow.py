@@ -81,7 +81,7 @@ def _hoist_reads(subs: list) -> None:
     for sub in subs:
         dead = set()
         for node in list(sub.nodes):
-            if node.op.name != "ReadVariableOp" or id(node.attrs["var"]) in assigned:
+            if node.op.variable != "read" or id(node.attrs["var"]) in assigned:
                 continue
             var = node.attrs["var"]
             if id(var) not in outer_reads:  # an op on the variable itself: tapes link it to var
@@ -208,8 +208,8 @@ def cond(pred: Any, true_fn: Any = None, false_fn: Any = None, name: str | None 
         return true_fn() if bool(pred) else false_fn()
     if pred.dtype is not _dtypes.bool or pred.shape.rank not in (0, None):
         raise errors.InvalidArgumentError(
-            None, "If", f"tf.cond: pred must be a scalar bool tensor, got {pred.dtype.name} of "
-            f"shape {pred.shape}\n{errors.user_line()}")
+            None, _stateful_if.name, f"tf.cond: pred must be a scalar bool tensor, got "
+            f"{pred.dtype.name} of shape {pred.shape}\n{errors.user_line()}")
     then_g, then_r = _trace_subgraph(true_fn, "cond_true", [])
     else_g, else_r = _trace_subgraph(false_fn, "cond_false", [])
     structure = _merge_branch_outputs(then_g, then_r, else_g, else_r)
@@ -541,7 +541,7 @@ def _ta_write(buf, index, value, *, size, dynamic):
     n = max(size or 0, i + 1, buf.shape[0] if fits else 0)
     if not dynamic and size is not None and i >= size:
         raise errors.OutOfRangeError(
-            None, "TensorArrayWrite",
+            None, _ta_write.name,
             f"Tried to write to index {i} but array is not resizeable and size is: {size}")
     out = np.zeros((n, *value.shape), dtype=value.dtype)
     if fits:
