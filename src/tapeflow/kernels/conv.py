@@ -253,6 +253,30 @@ class _Chunks:
 # --- the three convolution kernels -------------------------------------------------------------
 
 
+def conv2d_workspace(x_shape: tuple, w_shape: tuple, g: Geometry, dtype: np.dtype) -> int:
+    """Bytes ``conv2d`` holds while it runs besides x, w and its output, on one thread (each
+    further parallel slice holds its own chunk buffers), by the path ``conv2d`` takes: the
+    Winograd tiler's buffers, a strided pointwise input's copy, kn2row's reordered filter and
+    expanded rows, or im2col's columns and padded chunk. For the memory plan; x is taken to be
+    contiguous (a channel slice of a wider array is copied first on the non-Winograd paths)."""
+    from tapeflow.kernels import winograd
+
+    n, h, w, cin = x_shape
+    cout, size = w_shape[3], np.dtype(dtype).itemsize
+    if winograd.applies(g, n, cin, cout, dtype):
+        return winograd.conv2d_workspace(n, g, cin, cout, size)
+    if g.pointwise:
+        return 0 if g.sh == g.sw == 1 else n * g.ho * g.wo * cin * size
+    if cout * g.sh * g.sw < cin:
+        per_image = h * w * g.taps * cout
+        step = max(1, min(n, CHUNK_BYTES // (per_image * size)))
+        return (cin * g.taps * cout + step * per_image) * size
+    per_image = g.ho * g.wo * g.taps * cin
+    step = max(1, min(n, CHUNK_BYTES // max(1, per_image * size)))
+    padded = step * (h + g.pt + g.pb) * (w + g.pl + g.pr) * cin if g.padded else 0
+    return (step * per_image + padded) * size
+
+
 @single_threaded_blas
 def conv2d(x: np.ndarray, w: np.ndarray, g: Geometry) -> np.ndarray:
     """NHWC convolution (cross-correlation, as TF) of `x` with HWIO filter `w`."""

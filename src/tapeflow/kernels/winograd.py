@@ -438,6 +438,30 @@ def tiles_shape(n: int, g: conv.Geometry, cin: int, variant: Variant = F4) -> tu
     return (variant.positions, n * -(-g.ho // variant.tile) * -(-g.wo // variant.tile), cin)
 
 
+def _staggered_bytes(positions: int, rows: int, cols: int, itemsize: int) -> int:
+    line = 64 // itemsize
+    stride = -(-rows * cols // line) * line
+    stride += line if (stride // line) % 2 == 0 else 0
+    return (positions * stride + line) * itemsize
+
+
+def conv2d_workspace(n: int, g: conv.Geometry, cin: int, cout: int, itemsize: int,
+                     keep_tiles: bool = False, variant: Variant = F4) -> int:
+    """Bytes ``conv2d`` holds while it runs besides x, w and its outputs, on one thread (each
+    further parallel slice holds its own chunk buffers): the transformed filter, and per chunk
+    of images the tiler's split copy, scratch and tiles (unless kept) and the products' tiles
+    and output-transform scratch. For the memory plan."""
+    tile, span, positions = variant.tile, variant.span, variant.positions
+    th, tw = -(-g.ho // tile), -(-g.wo // tile)
+    step = _step(0, n, positions * th * tw * (cin + cout), itemsize)
+    rows = tile * th + 2
+    elements = (positions * cin * cout + step * rows * tile * (tw + 1) * cin
+                + span * tile * (tw + 1) * cin + span * tile * tw * cout + tile * tile * tw * cout)
+    tiles = 0 if keep_tiles else _staggered_bytes(positions, step * th * tw, cin, itemsize)
+    return elements * itemsize + tiles + _staggered_bytes(positions, step * th * tw, cout,
+                                                          itemsize)
+
+
 @single_threaded_blas
 def conv2d(x: np.ndarray, w: np.ndarray, g: conv.Geometry, variant: Variant = F4,
            keep_tiles: bool = False, prologue: np.ndarray | None = None):

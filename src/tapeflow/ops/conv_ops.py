@@ -152,7 +152,20 @@ def filter_grad_flops(node) -> float:
     return 2.0 * g * kh * kw * x[-1]
 
 
-@op("Conv2D", shape=_conv_rule, same_dtype=True, worker=True, flops=conv_flops)
+def conv_workspace(node) -> int:
+    """The forward convolution kernel's buffers while it runs (``kernels.conv``), for the
+    memory plan; 0 while shapes are unknown."""
+    x, w = node.inputs[0], node.inputs[1]
+    if not (x.shape.is_fully_defined() and w.shape.is_fully_defined()) or x.shape.rank != 4:
+        return 0
+    xs, ws = x.shape.as_tuple(), w.shape.as_tuple()
+    geo = _geometry(xs[1:3], ws[:2], node.attrs["strides"], node.attrs["dilations"],
+                    node.attrs["padding"])
+    return _conv.conv2d_workspace(xs, ws, geo, x.dtype.as_numpy_dtype)
+
+
+@op("Conv2D", shape=_conv_rule, same_dtype=True, worker=True, flops=conv_flops,
+    workspace=conv_workspace)
 @widened
 def _conv2d(x, w, *, strides, dilations, padding):
     if x.shape[3] != w.shape[2]:

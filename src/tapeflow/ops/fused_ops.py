@@ -65,7 +65,7 @@ def _fused_conv_rule(x, w, b, *, strides, dilations, padding, activation):
 
 
 @op("_FusedConv2D", shape=_fused_conv_rule, same_dtype=True, worker=True,
-    flops=conv_ops.conv_flops)
+    flops=conv_ops.conv_flops, workspace=conv_ops.conv_workspace)
 @widened
 def _fused_conv2d(x, w, b, *, strides, dilations, padding, activation):
     """activation(Conv2D(x, w) + b), NHWC."""
