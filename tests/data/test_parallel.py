@@ -71,7 +71,7 @@ def test_prefetch_overlaps_producer_and_consumer():
     ds = Dataset.from_generator(gen, output_types=dtypes.int64).prefetch(1)
     for x in ds:
         log.append(("start", int(x)))
-        time.sleep(0.03)
+        time.sleep(0.06)   # twice the producer's time, so with overlap i+1 is made well before
         log.append(("done", int(x)))
     # without overlap, element i+1 would only be made after the consumer is done with i
     assert any(log.index(("made", i + 1)) < log.index(("done", i)) for i in range(4))
