@@ -112,6 +112,27 @@ def test_parallel_epochs_distributed_epoch_and_dataset_ids(cluster):
     assert sorted(got.tolist()) == sorted(list(range(30)) * 2)
 
 
+def test_trainers_sharing_a_job_get_each_element_once(cluster):
+    """Two trainers (two iterators here) name the same job: distributed_epoch splits the
+    elements between them, each element to one of them, none lost."""
+    dispatcher, _ = cluster
+    ds = tf.data.Dataset.range(300).map(lambda x: x + 1000)
+    shared = ds.apply(service.distribute("distributed_epoch", dispatcher.target,
+                                         job_name="shared", max_outstanding_requests=4))
+    first, second = iter(shared), iter(shared)
+    got: list = [[], []]
+    live = [first, second]
+    while live:   # take turns, one element each, until both are done
+        for k, it in enumerate((first, second)):
+            if it in live:
+                try:
+                    got[k].append(int(next(it)))
+                except StopIteration:
+                    live.remove(it)
+    assert sorted(got[0] + got[1]) == list(range(1000, 1300))
+    assert got[0] and got[1]
+
+
 def test_worker_errors_reach_the_trainer(cluster):
     dispatcher, _ = cluster
 
