@@ -136,3 +136,105 @@ def test_killed_parameter_server_is_named_and_training_resumes_from_checkpoint(t
         assert _mse(model) < saved
     finally:
         coordinator.shutdown()
+
+
+def _bn_job(model_seed: int = 0):
+    """1 worker, 1 ps: Downpour is then plain sequential training, so it must match a local
+    run exactly; the model has batch-norm moving statistics (non-trainable, on the server)."""
+    spec = tf.train.ClusterSpec({"chief": ["localhost:2222"], "worker": ["localhost:3000"],
+                                 "ps": ["localhost:4000"]})
+    strategy = tf.distribute.experimental.ParameterServerStrategy(
+        tf.distribute.cluster_resolver.SimpleClusterResolver(spec))
+    coordinator = tf.distribute.experimental.coordinator.ClusterCoordinator(strategy)
+    with strategy.scope():
+        model, optimizer = _bn_model(model_seed)
+
+    train_step = _train_step()  # a closure: Ray sends it by value
+
+    @tf.function
+    def step_fn():
+        return strategy.run(train_step, args=(model, optimizer))
+
+    return coordinator, model, optimizer, step_fn
+
+
+def _bn_model(seed: int):
+    tf.random.set_seed(seed)
+    model = tf.keras.Sequential([tf.keras.layers.Dense(16, input_shape=(8,)),
+                                 tf.keras.layers.BatchNormalization(momentum=0.5),
+                                 tf.keras.layers.ReLU(), tf.keras.layers.Dense(1)])
+    return model, tf.keras.optimizers.SGD(0.05, momentum=0.9)
+
+
+def _train_step():
+    def train_step(model, optimizer):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(model(X[:64], training=True) - Y[:64]))
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        return loss
+
+    return train_step
+
+
+def test_slots_and_moving_statistics_live_on_the_server_and_resume_from_a_checkpoint(tmp_path):
+    local_model, local_opt = _bn_model(0)
+    train_step = _train_step()
+    for _ in range(11):
+        train_step(local_model, local_opt)
+    coordinator, model, optimizer, step_fn = _bn_job()
+    try:
+        for _ in range(10):
+            coordinator.schedule(step_fn)
+        coordinator.join()
+        assert int(optimizer.iterations.numpy()) == 10  # the server's count, pulled back
+        momentum = optimizer.get_slot(model.layers[0].kernel, "momentum").numpy()
+        assert np.abs(momentum).max() > 0  # the server's slot, pulled back
+        assert np.abs(model.layers[1].moving_mean.numpy()).max() > 0  # pushed by the worker
+        path = tf.train.Checkpoint(model=model, optimizer=optimizer).save(str(tmp_path / "c"))
+    finally:
+        coordinator.shutdown()
+    coordinator, model, optimizer, step_fn = _bn_job(model_seed=1)  # other initial values
+    try:
+        tf.train.Checkpoint(model=model, optimizer=optimizer).restore(path)
+        coordinator.schedule(step_fn)  # the 11th step, with the restored momentum
+        coordinator.join()
+        assert int(optimizer.iterations.numpy()) == 11
+        for got, want in zip(model.get_weights(), local_model.get_weights()):
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    finally:
+        coordinator.shutdown()
+
+
+def test_model_fit_with_a_dataset_creator_trains_on_the_workers():
+    spec = tf.train.ClusterSpec({"chief": ["localhost:2222"],
+                                 "worker": ["localhost:3000", "localhost:3001"],
+                                 "ps": ["localhost:4000"]})
+    strategy = tf.distribute.experimental.ParameterServerStrategy(
+        tf.distribute.cluster_resolver.SimpleClusterResolver(spec))
+    with strategy.scope():
+        model, _ = _bn_model(0)
+        model.compile(tf.keras.optimizers.SGD(0.05), loss="mse", metrics=["mae"])
+    contexts = []
+
+    def dataset_fn(ctx):
+        contexts.append(ctx.input_pipeline_id)  # on the workers: the coordinator's list stays []
+        ds = tf.data.Dataset.from_tensor_slices((X, Y))
+        return ds.shard(ctx.num_input_pipelines, ctx.input_pipeline_id).repeat().batch(32)
+
+    creator = tf.keras.utils.experimental.DatasetCreator(dataset_fn)
+    with pytest.raises(ValueError, match="steps_per_epoch"):
+        model.fit(creator, epochs=1)
+    start = _mse(model)
+    try:
+        history = model.fit(creator, epochs=3, steps_per_epoch=20, verbose=0)
+        coordinator = strategy._coordinator
+        assert len(history.history["loss"]) == 3 and "mae" in history.history
+        assert history.history["loss"][-1] < history.history["loss"][0]
+        assert sum(coordinator.calls_per_worker) == 60 and min(coordinator.calls_per_worker) > 0
+        assert contexts == []  # the dataset function ran on the workers only
+        assert _mse(model) < start / 2  # the coordinator's model holds the servers' values
+        assert np.abs(model.layers[1].moving_mean.numpy()).max() > 0
+        assert coordinator.staleness()["updates"] == 60
+    finally:
+        strategy._coordinator.shutdown()

@@ -8,7 +8,7 @@ One process: ``MirroredStrategy`` / ``OneDeviceStrategy`` (one replica). Several
 from types import SimpleNamespace as _Namespace
 
 from tapeflow._api import export_value as _export_value
-from tapeflow.distribute import cluster_resolver, keras_fit, mesh, partitioners
+from tapeflow.distribute import cluster_resolver, dataset_creator, keras_fit, mesh, partitioners
 from tapeflow.distribute.cluster_resolver import ClusterSpec
 from tapeflow.distribute.communicator import CollectiveTimeoutError
 from tapeflow.distribute.input_lib import AutoShardPolicy, DistributedDataset

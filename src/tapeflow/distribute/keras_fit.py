@@ -86,13 +86,149 @@ class _MultiWorkerHooks:
                 v._value = a
 
 
+class _ParameterServerHooks(_NoHooks):
+    """``fit`` with a DatasetCreator under a ParameterServerStrategy: each step is scheduled on
+    the coordinator (asynchronous: it returns at once); each worker reads its own pipeline
+    (``create_per_worker_dataset``); at the end of an epoch ``fit`` joins, and the epoch's logs
+    are the mean over its steps of what each step's ``train_step`` returned (metrics are reset
+    on the worker before each step, so each value is that step's). Validation and
+    ``evaluate`` run on the coordinator."""
+
+    distributed = True
+
+    def __init__(self, model: Any, strat: Any):
+        self._model = model
+        self._strategy = strat
+        self._active = False
+        self._pending: list = []
+        self._last_logs: dict = {}
+
+    def data(self, handler: Any) -> Any:
+        source = getattr(handler, "_source", None)
+        self._active = isinstance(source, _ScheduledSteps)
+        if self._active:
+            self._coordinator = self._strategy._coordinator or _new_coordinator(self._strategy)
+            self._iterator = source.iterator(self._coordinator, self._strategy)
+            self._source = source
+        return handler
+
+    def step(self, fn: Any) -> Any:
+        if not self._active:
+            return fn
+        model, iterator = self._model, self._iterator
+        worker_step = _worker_step(model)
+        compiled = model._train_fn, model._test_fn, model._predict_fn
+        model._train_fn = model._test_fn = model._predict_fn = None  # traced again there
+        try:
+            self._coordinator._register(worker_step)  # pickles it with the model, now
+        finally:
+            model._train_fn, model._test_fn, model._predict_fn = compiled
+
+        def schedule(batch: Any) -> dict:
+            self._pending.append(self._coordinator.schedule(worker_step, args=(iterator,)))
+            if not self._source.at_epoch_end():
+                return {}
+            self._coordinator.join()
+            results = [v.fetch() for v in self._pending]
+            self._pending = []
+            return {k: float(np.mean([float(np.asarray(r[k])) for r in results]))
+                    for k in results[0]}
+
+        return schedule
+
+    def logs(self, logs: dict) -> dict:
+        if not self._active:
+            return logs
+        if logs:
+            self._last_logs = logs
+        return self._last_logs
+
+
+def _worker_step(model: Any) -> Any:
+    """What runs on a worker for one step (a closure: Ray sends it with the model)."""
+
+    def worker_step(iterator: Any) -> dict:
+        from tapeflow.keras.engine import data_adapter
+
+        model.reset_metrics()
+        batch = data_adapter.unpack_x_y_sample_weight(next(iterator))
+        return model.make_train_function()(batch)
+
+    return worker_step
+
+
+def _new_coordinator(strat: Any) -> Any:
+    from tapeflow.distribute.parameter_server import ClusterCoordinator
+
+    return ClusterCoordinator(strat)
+
+
+class _ScheduledSteps:
+    """``fit``'s input under a ParameterServerStrategy: `steps_per_epoch` steps per epoch,
+    for ever (a generator to the data handler), and the per-worker datasets."""
+
+    def __init__(self, creator: Any, steps_per_epoch: int):
+        self._creator = creator
+        self._steps = int(steps_per_epoch)
+        self._count = 0
+        self._iterator = None
+
+    def __iter__(self) -> _ScheduledSteps:
+        return self
+
+    def __next__(self) -> int:
+        self._count += 1
+        return self._count  # a placeholder: the batch itself is read on the worker
+
+    def at_epoch_end(self) -> bool:
+        return self._count % self._steps == 0
+
+    def iterator(self, coordinator: Any, strat: Any) -> Any:
+        if self._iterator is None:
+            creator = self._creator
+
+            def per_worker_dataset_fn() -> Any:
+                return strat.distribute_datasets_from_function(creator)
+
+            self._iterator = iter(coordinator.create_per_worker_dataset(per_worker_dataset_fn))
+        return self._iterator
+
+
+def fit_input(model: Any, x: Any, steps_per_epoch: int | None) -> Any:
+    """What ``fit`` iterates for `x`: a DatasetCreator becomes scheduled steps under a
+    ParameterServerStrategy, else the dataset its function makes for one input pipeline."""
+    from tapeflow.distribute.dataset_creator import DatasetCreator
+    from tapeflow.distribute.parameter_server import ParameterServerStrategy
+
+    strat = getattr(model, "_distribution_strategy", None)
+    if isinstance(strat, ParameterServerStrategy):
+        if not isinstance(x, DatasetCreator):
+            raise ValueError("Model.fit under a ParameterServerStrategy takes its input as a "
+                             "tf.keras.utils.experimental.DatasetCreator (each worker builds "
+                             f"its own pipeline), got {type(x).__name__}")
+        if steps_per_epoch is None:
+            raise ValueError("When using a `tf.keras.utils.experimental.DatasetCreator`, "
+                             "`steps_per_epoch` argument must be provided in `Model.fit`.")
+        return _ScheduledSteps(x, steps_per_epoch)
+    if isinstance(x, DatasetCreator):
+        if steps_per_epoch is None:
+            raise ValueError("When using a `tf.keras.utils.experimental.DatasetCreator`, "
+                             "`steps_per_epoch` argument must be provided in `Model.fit`.")
+        return x(strategy.InputContext())
+    return x
+
+
 def training_hooks(model: Any) -> Any:
-    """The loop hooks for `model`: multi-worker ones if it belongs to such a strategy."""
+    """The loop hooks for `model`: multi-worker or parameter-server ones if it belongs to such
+    a strategy."""
     from tapeflow.distribute.multi_worker import MultiWorkerMirroredStrategy
+    from tapeflow.distribute.parameter_server import ParameterServerStrategy
 
     strat = getattr(model, "_distribution_strategy", None)
     if isinstance(strat, MultiWorkerMirroredStrategy) and strat.num_replicas_in_sync > 1:
         return _MultiWorkerHooks(model, strat)
+    if isinstance(strat, ParameterServerStrategy):
+        return _ParameterServerHooks(model, strat)
     return _NO_HOOKS
 
 

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from tapeflow.distribute import ps_actors, strategy
+from tapeflow.distribute import closure_scan, ps_actors, strategy
 from tapeflow.distribute.cluster_resolver import ClusterResolver, TFConfigClusterResolver
 from tapeflow.framework import errors, nest
 from tapeflow.framework import variable as variable_mod
@@ -71,10 +71,13 @@ class ParameterServerStrategy(strategy.Strategy):
                              f"and one 'worker' task, got {spec.as_dict()}")
         self._partitioner = variable_partitioner
         self._variables: list = []
+        self._non_trainable: list = []
+        self._state_keys: set = set()
         self._layout: dict[str, list[tuple[int, int, int]]] = {}
         self._next_ps = 0
         self._names = collections.Counter()
         self._shards: list = []
+        self._coordinator: Any = None  # the ClusterCoordinator, once made (fit makes one)
         if ps_actors.current_worker() is None:
             _track_variables()
 
@@ -82,6 +85,8 @@ class ParameterServerStrategy(strategy.Strategy):
         """What a worker gets: the layout and the servers, not the coordinator's lists."""
         state = dict(self.__dict__)
         state["_variables"] = []
+        state["_non_trainable"] = []
+        state["_coordinator"] = None
         return state
 
     @property
@@ -99,8 +104,14 @@ class ParameterServerStrategy(strategy.Strategy):
 
     # --- variables ------------------------------------------------------------------------
     def _on_variable_created(self, var: Any) -> None:
-        if not var.trainable:
-            return
+        if var.trainable:
+            self._place(var)
+        else:  # placed when a scheduled function shows it is a layer's state (_adopt_state)
+            self._non_trainable.append(var)
+
+    def _place(self, var: Any) -> None:
+        """Give `var` a home on the servers: whole, or split along axis 0 by the partitioner,
+        the parts spread round-robin."""
         base = var.name[:-2] if var.name.endswith(":0") else var.name
         self._names[base] += 1
         key = base if self._names[base] == 1 else f"{base}_{self._names[base] - 1}"
@@ -116,6 +127,15 @@ class ParameterServerStrategy(strategy.Strategy):
             self._next_ps += 1
         self._layout[key] = parts
         self._variables.append(var)
+
+    def _adopt_state(self, owners: list) -> None:
+        """Non-trainable variables of the layers in `owners` (batch-norm moving statistics)
+        made under the scope move to the servers too; workers push their changes."""
+        wanted = {id(v) for layer in owners for v in layer.non_trainable_weights}
+        for var in [v for v in self._non_trainable if id(v) in wanted]:
+            self._non_trainable.remove(var)
+            self._place(var)
+            self._state_keys.add(var._ps_key)
 
     # --- replica side ------------------------------------------------------------------------
     def run(self, fn: Callable, args: tuple = (), kwargs: dict | None = None,
@@ -213,6 +233,7 @@ class ClusterCoordinator:
 
     def __init__(self, strategy: ParameterServerStrategy):
         self._strategy = strategy
+        strategy._coordinator = self
         self._ray = ray = _ray()
         shard_cls = ray.remote(num_cpus=0, max_restarts=0)(ps_actors.ParameterServerShard)
         worker_cls = ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=0)(
@@ -231,6 +252,7 @@ class ClusterCoordinator:
         self._in_flight = 0
         self._error: BaseException | None = None
         self._initialized = False
+        self._optimizer: Any = None  # the coordinator's optimizer: mirrors the servers' state
         self._closed = False
         self.worker_restarts = [0] * len(self._workers)
         self.retried_calls = 0  # calls that a dead worker had and another one ran
@@ -250,19 +272,34 @@ class ClusterCoordinator:
                  ) -> RemoteValue:
         """Queue `fn(*args, **kwargs)` for some worker; returns its RemoteValue at once."""
         self._raise_error()
-        self._ensure_initialized()
         fn_id = self._fn_ids.get(id(fn))
         if fn_id is None:
-            fn_id = self._fn_ids[id(fn)] = next(self._ids)
-            traced = hasattr(fn, "python_function")  # a tf.function is traced again there
-            variables = list(self._strategy._variables)  # pickled with fn: shared objects
-            self._fns[fn_id] = (getattr(fn, "python_function", fn), traced, variables,
-                                [v._ps_key for v in variables], dict(self._strategy._layout))
+            fn_id = self._register(fn)
         value = RemoteValue()
         with self._cv:
             self._queue.append(_Closure(fn_id, args, kwargs or {}, value))
             self._cv.notify_all()
         return value
+
+    def _register(self, fn: Callable) -> int:
+        """First sight of `fn`: find its optimizer and layers (their state lives on the
+        servers too), set the servers up if this is the first function, and keep what a
+        worker needs to run it."""
+        optimizers, layers = closure_scan.optimizers_and_layers(fn)
+        if not self._initialized:
+            self._strategy._adopt_state(layers)
+            self._optimizer = optimizers[0] if optimizers else None
+            self._ensure_initialized()
+        fn_id = self._fn_ids[id(fn)] = next(self._ids)
+        traced = hasattr(fn, "python_function")  # a tf.function is traced again there
+        variables = list(self._strategy._variables)  # pickled with fn: shared objects
+        from ray import cloudpickle
+
+        self._fns[fn_id] = cloudpickle.dumps((
+            getattr(fn, "python_function", fn), traced, variables,
+            [v._ps_key for v in variables], dict(self._strategy._layout),
+            set(self._strategy._state_keys)))
+        return fn_id
 
     def join(self) -> None:
         """Wait until every scheduled function has run; raise the first error; then give the
@@ -314,34 +351,62 @@ class ClusterCoordinator:
             self._ray.kill(actor)
 
     # --- internals ----------------------------------------------------------------------------
+    def _parts(self, var: Any, value: np.ndarray) -> list[tuple[int, str, np.ndarray]]:
+        """(ps, shard-side key, rows) of each part of `value`, laid out as `var`."""
+        rows = np.reshape(value, (-1,) + value.shape[1:]) if value.ndim else value
+        return [(ps, ps_actors.part_key(var._ps_key, j), rows[start:stop] if value.ndim else rows)
+                for j, (ps, start, stop) in enumerate(self._strategy._layout[var._ps_key])]
+
     def _ensure_initialized(self) -> None:
+        """Send the variables (and the optimizer's slots and step count, restored from a
+        checkpoint or fresh) to the servers."""
         if self._initialized:
             return
         values: list[dict[str, np.ndarray]] = [{} for _ in self._shards]
+        slots: list[dict[str, dict[str, np.ndarray]]] = [{} for _ in self._shards]
+        opt, config, iterations = self._optimizer, None, 0
+        if opt is not None:
+            from tapeflow.keras import optimizers
+
+            config, iterations = optimizers.serialize(opt), int(opt.iterations._value)
         for var in self._strategy._variables:
-            for j, (ps, start, stop) in enumerate(self._strategy._layout[var._ps_key]):
-                values[ps][ps_actors.part_key(var._ps_key, j)] = \
-                    np.reshape(var._value, (-1,) + var._value.shape[1:])[start:stop] \
-                    if var._value.ndim else var._value
-        self._ray.get([s.init.remote(v) for s, v in zip(self._shards, values)])
+            for ps, key, part in self._parts(var, var._value):
+                values[ps][key] = part
+            if opt is not None and var.trainable and opt._active_slots():
+                for name, slot in opt._create_slots(var).items():
+                    for ps, key, part in self._parts(var, slot._value):
+                        slots[ps].setdefault(key, {})[name] = part
+        self._ray.get([s.init.remote(v, config, sl, iterations)
+                       for s, v, sl in zip(self._shards, values, slots)])
         self._initialized = True
 
     def _pull_to_coordinator(self) -> None:
+        """The servers' values into the coordinator's variables, and their optimizer slots
+        and step count into the coordinator's optimizer (what a checkpoint saves)."""
         if not self._initialized:
             return
-        layout = self._strategy._layout
         keys: list[list[str]] = [[] for _ in self._shards]
         for var in self._strategy._variables:
-            for j, (ps, _, _) in enumerate(layout[var._ps_key]):
-                keys[ps].append(ps_actors.part_key(var._ps_key, j))
+            for ps, key, _ in self._parts(var, var._value):
+                keys[ps].append(key)
         try:
             got = self._ray.get([s.pull.remote(k) for s, k in zip(self._shards, keys)])
+            state = self._ray.get([s.optimizer_state.remote(k)
+                                   for s, k in zip(self._shards, keys)]) \
+                if self._optimizer is not None else None
         except Exception as e:
             raise self._ps_error(e) from None
         for var in self._strategy._variables:
-            parts = [got[ps][0][ps_actors.part_key(var._ps_key, j)]
-                     for j, (ps, _, _) in enumerate(layout[var._ps_key])]
-            var._value = parts[0] if len(parts) == 1 else np.concatenate(parts, axis=0)
+            parts = self._parts(var, var._value)
+            var._value = _join([got[ps][0][key] for ps, key, _ in parts])
+            if state is None or not var.trainable:
+                continue
+            names = state[parts[0][0]][0].get(parts[0][1], {})
+            for name in names:
+                value = _join([state[ps][0][key][name] for ps, key, _ in parts])
+                self._optimizer.add_slot(var, name).assign(value.reshape(var._value.shape))
+        if state is not None:
+            self._optimizer.iterations = max(it for _, it in state)
 
     def _raise_error(self) -> None:
         if self._error is not None:
@@ -439,6 +504,10 @@ class ClusterCoordinator:
                     error, errors.OutOfRangeError):
                 self._error = self._error or error
             self._cv.notify_all()
+
+
+def _join(parts: list[np.ndarray]) -> np.ndarray:
+    return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=0)
 
 
 def _cause(e: BaseException) -> BaseException:

@@ -39,8 +39,10 @@ class ParameterServerShard:
     def pid(self) -> int:
         return os.getpid()
 
-    def init(self, values: dict[str, np.ndarray]) -> int:
-        """(Re)set the shard's variables (a new job, or a resume from a checkpoint)."""
+    def init(self, values: dict[str, np.ndarray], optimizer: dict | None = None,
+             slots: dict[str, dict[str, np.ndarray]] | None = None, iterations: int = 0) -> int:
+        """(Re)set the shard's variables and, when the coordinator knows the optimizer, its
+        slots and step count (a new job, or a resume from a checkpoint)."""
         from tapeflow.framework.variable import Variable
 
         with self._lock:
@@ -48,24 +50,53 @@ class ParameterServerShard:
             self._optimizer = None
             self._version = 0
             self._staleness = []
+            if optimizer is not None:
+                self._make_optimizer(optimizer)
+                for key, named in (slots or {}).items():
+                    for name, value in named.items():
+                        self._optimizer.add_slot(self._vars[key], name).assign(value)
+                self._optimizer.iterations = int(iterations)
         return len(self._vars)
+
+    def _make_optimizer(self, config: dict) -> None:
+        from tapeflow.keras import optimizers
+
+        self._optimizer = optimizers.deserialize(config)
+
+    def optimizer_state(self, keys: list[str]) -> tuple[dict[str, dict[str, np.ndarray]], int]:
+        """The slots of the variables `keys` and the step count (for a checkpoint)."""
+        with self._lock:
+            opt = self._optimizer
+            if opt is None:
+                return {}, 0
+            out = {}
+            for key in keys:
+                entry = opt._slots.get(self._vars[key]._unique_id) if key in self._vars else None
+                if entry is not None:
+                    out[key] = {name: slot._value.copy() for name, slot in entry[1].items()}
+            return out, int(opt.iterations._value)
 
     def pull(self, keys: list[str]) -> tuple[dict[str, np.ndarray], int]:
         with self._lock:
             return {k: self._vars[k]._value for k in keys}, self._version
 
-    def push(self, grads: dict[str, np.ndarray], seen_version: int,
-             optimizer: dict | None) -> int:
+    def push(self, grads: dict[str, np.ndarray], deltas: dict[str, np.ndarray],
+             seen_version: int, optimizer: dict | None) -> int:
         """Apply one worker's gradients now (with a copy of the worker's optimizer, made at
-        the first push); returns their staleness."""
+        the first push) and add its changes to non-trainable variables (batch-norm moving
+        statistics); returns the staleness of the gradients."""
         from tapeflow.framework.tensor import wrap
-        from tapeflow.keras import optimizers
 
         with self._lock:
+            for k, d in deltas.items():
+                var = self._vars[k]
+                var._value = var._value + np.asarray(d, var._value.dtype)
+            if not grads:
+                return -1
             if self._optimizer is None:
                 if optimizer is None:
                     raise RuntimeError(f"ps:{self._index}: gradients came without an optimizer")
-                self._optimizer = optimizers.deserialize(optimizer)
+                self._make_optimizer(optimizer)
             pairs = [(wrap(np.asarray(g, self._vars[k]._value.dtype)), self._vars[k])
                      for k, g in grads.items()]
             self._optimizer.apply_gradients(pairs)
@@ -134,6 +165,7 @@ class Worker:
         self._datasets: dict[int, Any] = {}
         self._iterators: dict[int, Any] = {}
         self._sink = _Staged()
+        self._state_keys: set = set()  # non-trainable variables: their changes are pushed
         _current_worker[:] = [(index, num_workers)]
 
     def pid(self) -> int:
@@ -145,9 +177,14 @@ class Worker:
     def has(self, fn_id: int) -> bool:
         return fn_id in self._fns
 
-    def load(self, fn_id: int, payload: Any) -> None:
-        fn, traced, variables, keys, layout = payload
+    def load(self, fn_id: int, payload: bytes) -> None:
+        """A scheduled function, pickled once by the coordinator with the variables it uses
+        (the same objects inside it: the worker's copies of them)."""
+        from ray import cloudpickle
+
+        fn, traced, variables, keys, layout, state_keys = cloudpickle.loads(payload)
         self._layout.update(layout)
+        self._state_keys = set(state_keys)
         for v, key in zip(variables, keys):  # the copies of the variables `fn` closes over
             v._ps_key = key
         if traced:
@@ -163,6 +200,7 @@ class Worker:
     def run(self, fn_id: int, args: tuple, kwargs: dict) -> Any:
         fn, variables = self._fns[fn_id]
         versions = self._pull(variables)
+        before = {k: np.array(variables[k]._value) for k in self._state_keys if k in variables}
         args, kwargs = nest.map_structure(self._resolve, (args, kwargs))
         self._sink.grads.clear()
         stack = strategy_mod._stack
@@ -172,7 +210,9 @@ class Worker:
             out = fn(*args, **kwargs)
         finally:
             stack.replica.pop()
-        stale = self._push(versions)
+        deltas = {k: variables[k]._value - v for k, v in before.items()}
+        deltas = {k: d for k, d in deltas.items() if np.any(d)}
+        stale = self._push(versions, deltas)
         return nest.map_structure(_to_numpy, out), stale
 
     def _resolve(self, value: Any) -> Any:
@@ -198,19 +238,23 @@ class Worker:
             var._value = parts[0] if len(parts) == 1 else np.concatenate(parts, axis=0)
         return {ps: version for ps, (_, version) in got.items()}
 
-    def _push(self, versions: dict[int, int]) -> list[int]:
+    def _push(self, versions: dict[int, int], deltas: dict[str, np.ndarray]) -> list[int]:
         import ray
 
-        per_ps: dict[int, dict[str, np.ndarray]] = {}
+        per_ps: dict[int, tuple[dict, dict]] = {}
         for key, grad in self._sink.grads:
             grad = np.asarray(grad._value if hasattr(grad, "_value") else grad)
             for j, (ps, start, stop) in enumerate(self._layout[key]):
-                per_ps.setdefault(ps, {})[part_key(key, j)] = grad[start:stop]
+                per_ps.setdefault(ps, ({}, {}))[0][part_key(key, j)] = grad[start:stop]
+        for key, delta in deltas.items():
+            for j, (ps, start, stop) in enumerate(self._layout[key]):
+                part = delta[start:stop] if np.ndim(delta) else delta
+                per_ps.setdefault(ps, ({}, {}))[1][part_key(key, j)] = part
         self._sink.grads.clear()
         config = self._sink.optimizer
-        refs = [self._shards[ps].push.remote(g, versions.get(ps, 0), config)
-                for ps, g in per_ps.items()]
-        return ray.get(refs)
+        refs = [self._shards[ps].push.remote(g, d, versions.get(ps, 0), config)
+                for ps, (g, d) in per_ps.items()]
+        return [s for s in ray.get(refs) if s >= 0]
 
 
 class _IteratorProxy:

@@ -348,6 +348,7 @@ class Model(Layer):
             (x, y, sample_weight), validation_data = data_adapter.train_validation_split(
                 (x, y, sample_weight), validation_split)
         dist = distribute.keras_fit.training_hooks(self)  # multi-worker: shards, chief logs
+        x = distribute.keras_fit.fit_input(self, x, steps_per_epoch)  # DatasetCreator
         data = dist.data(data_adapter.DataHandler(
             x, y, sample_weight, batch_size, steps_per_epoch, shuffle=shuffle,
             class_weight=class_weight, model=self, workers=workers,
