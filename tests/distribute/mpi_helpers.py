@@ -31,10 +31,11 @@ def need_mpi() -> str:
     return exe
 
 
-def mpiexec(n: int, script: str, *args: str, timeout: float = 120,
+def mpiexec(n: int, script: str, *args: str, timeout: float = 120, flags: tuple = (),
             **extra_env: str) -> subprocess.CompletedProcess:
     exe = need_mpi()
-    return subprocess.run([exe, "-n", str(n), sys.executable, str(WORKERS / script), *args],
+    return subprocess.run([exe, *flags, "-n", str(n), sys.executable, str(WORKERS / script),
+                           *args],
                           env=env(**extra_env), capture_output=True, text=True, timeout=timeout)
 
 

@@ -43,8 +43,39 @@ def test_restarted_fit_resumes_with_weights_and_optimizer_state(tmp_path):
     for a, b in zip(reference.get_weights(), restarted.get_weights()):
         np.testing.assert_array_equal(a, b)
     assert not backup.exists()  # deleted when training finished
-    with pytest.raises(ValueError, match="save_freq=10 is not supported"):
-        tf.keras.callbacks.BackupAndRestore(str(backup), save_freq=10)
+    with pytest.raises(ValueError, match="save_freq='step'"):
+        tf.keras.callbacks.BackupAndRestore(str(backup), save_freq="step")
+
+
+def test_save_freq_in_batches_resumes_mid_epoch(tmp_path):
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(64, 5)).astype(np.float32)
+    y = rng.normal(size=(64, 2)).astype(np.float32)
+    reference = _model()
+    reference.fit(x, y, batch_size=16, epochs=3, shuffle=False, verbose=0)
+
+    class Die(tf.keras.callbacks.Callback):  # 4 batches an epoch; backups after batches 3, 6
+        def on_epoch_begin(self, epoch, logs=None):
+            self.epoch = epoch
+
+        def on_train_batch_begin(self, batch, logs=None):
+            if self.epoch == 1 and batch == 3:
+                raise RuntimeError("pre-empted")
+
+    backup = tmp_path / "backup"
+    with pytest.raises(RuntimeError, match="pre-empted"):
+        _model().fit(x, y, batch_size=16, epochs=3, shuffle=False, verbose=0, callbacks=[
+            tf.keras.callbacks.BackupAndRestore(str(backup), save_freq=3), Die()])
+    batches = []
+    restarted = _model()
+    restarted.fit(x, y, batch_size=16, epochs=3, shuffle=False, verbose=0, callbacks=[
+        tf.keras.callbacks.BackupAndRestore(str(backup), save_freq=3),
+        tf.keras.callbacks.LambdaCallback(
+            on_train_batch_begin=lambda b, logs=None: batches.append(b))])
+    assert batches == [2, 3, 0, 1, 2, 3]  # epoch 1 from its third batch, then epoch 2
+    assert int(restarted.optimizer.iterations.numpy()) == 12
+    for a, b in zip(reference.get_weights(), restarted.get_weights()):
+        np.testing.assert_array_equal(a, b)
 
 
 @pytest.mark.slow

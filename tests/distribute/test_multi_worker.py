@@ -83,6 +83,21 @@ def test_a_stalled_rank_is_named_and_the_job_ends():
     assert "step 1 total [2.0, 4.0]" in text and "done" not in text
 
 
+def test_a_killed_mpiexec_rank_is_named_by_rank_at_once():
+    """With -disable-auto-cleanup (what `tapeflow train --workers` passes) MPICH signals the
+    survivors instead of killing them; rank 0 finds rank 1's process gone well before the
+    30 s collective timeout and names it."""
+    run = mpi_helpers.mpiexec(2, "mwms_fault.py", "kill", "30", timeout=60,
+                              flags=("-disable-auto-cleanup",))
+    text = run.stdout + run.stderr
+    assert run.returncode != 0 and "step 1 total [2.0, 4.0]" in text and "done" not in text
+    assert "RankDiedError: strategy.reduce(SUM)" in text
+    assert "rank(s) [1] died while rank 0 waited" in text and "worker 1 (pid " in text
+    assert "timed out" not in text
+    # the chief's first line maps MPICH's "PID n" (printed for a plain mpiexec) to a rank
+    assert "tapeflow MultiWorkerMirroredStrategy: rank 0 = worker 0 (pid " in text
+
+
 def test_tf_config_workers_join_and_a_dead_one_is_named():
     procs = mpi_helpers.tf_config_tasks(2, "mwms_fault.py", "kill", "3")
     try:

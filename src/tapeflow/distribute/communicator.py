@@ -5,8 +5,11 @@ naming them and the collective, instead of hanging forever (MPI itself has no ti
 How the missing ranks are found, at no cost on the happy path: a rank waiting in a collective
 answers "present at collective #k" queries on a duplicate (control) communicator while it
 polls. A rank that times out asks every peer and waits a short grace period for answers; the
-ranks that answer are waiting too, the silent ones are stalled or dead. The transport and the
-collective algorithms are MPI's (mpi4py over MPICH); nothing here moves data itself.
+ranks that answer are waiting too, the silent ones are stalled or dead. A peer on the same host
+whose process is gone is named at once (twice a second the waiting rank looks its PID up), so
+under ``mpiexec -disable-auto-cleanup`` a killed rank is reported by rank within a second.
+The transport and the collective algorithms are MPI's (mpi4py over MPICH); nothing here moves
+data itself.
 """
 
 from __future__ import annotations
@@ -24,6 +27,16 @@ from tapeflow.framework import errors
 DEFAULT_TIMEOUT_S = 60.0
 _TAG_QUERY, _TAG_HERE = 71, 72
 _SPIN_S = 0.05  # poll without sleeping this long (MPI_Wait spins too), then back off
+_LIVENESS_S = 0.5  # how often a waiting rank checks that its same-host peers still exist
+
+
+class RankDiedError(errors.UnavailableError):
+    """A peer's process ended while this rank waited for it in a collective."""
+
+    def __init__(self, message: str, dead: list[int], collective: str):
+        super().__init__(None, collective, message)
+        self.dead_ranks = dead
+        self.collective = collective
 
 
 class CollectiveTimeoutError(errors.DeadlineExceededError):
@@ -85,6 +98,7 @@ class Communicator:
         self.timeout = DEFAULT_TIMEOUT_S if timeout is None else float(timeout)
         self.name = name
         self.labels = labels  # how errors call each rank ("worker 1 (localhost:23456)")
+        self.local_pids: dict[int, int] = {}  # rank -> PID, for peers on this host
         self._ctrl = comm.Dup() if self.size > 1 else None
         self._count = 0
         self._replies: list[Any] = []
@@ -165,6 +179,7 @@ class Communicator:
         deadline = start + self.timeout
         ask_at = deadline - min(5.0, max(0.5, self.timeout / 4))
         spin_until = start + _SPIN_S
+        check_at = start + _LIVENESS_S
         delay = 1e-4
         polls = 0
         while not request.Test():
@@ -173,6 +188,9 @@ class Communicator:
                 continue
             self._answer_queries(index)
             now = time.monotonic()
+            if (now >= check_at and self.local_pids) or _peer_failed:
+                check_at = now + _LIVENESS_S
+                self._check_peers_alive(what, index)
             if now >= ask_at:  # ask who is here in time to name the others at the deadline
                 self._timed_out(request, what, index, deadline)
                 return
@@ -226,10 +244,54 @@ class Communicator:
                     "timeout_seconds=...).")
         raise CollectiveTimeoutError(message, missing, what)
 
+    def _check_peers_alive(self, what: str, index: int) -> None:
+        dead = [r for r, pid in sorted(self.local_pids.items()) if not _process_exists(pid)]
+        if dead:
+            names = ", ".join(self._label(r) for r in dead)
+            raise RankDiedError(
+                f"{what} (collective #{index} on communicator {self.name!r}, {self.size} "
+                f"ranks): rank(s) {dead} died while rank {self.rank} waited for them ({names}: "
+                f"the process is gone). The job cannot go on; restart it (BackupAndRestore "
+                f"resumes from the last backup).", dead, what)
+
     def _label(self, rank: int) -> str:
         if self.labels and rank < len(self.labels):
             return f"rank {rank} = {self.labels[rank]}"
         return f"rank {rank}"
+
+
+_peer_failed: list[bool] = []  # non-empty once mpiexec signalled that a peer failed
+
+
+def notice_peer_failures() -> None:
+    """Under ``mpiexec -disable-auto-cleanup`` MPICH's process manager sends SIGUSR1 to the
+    live ranks when one fails (by default that signal would end them): note it, so a waiting
+    collective looks for the dead rank at once."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        _peer_failed.append(True)
+
+    signal.signal(signal.SIGUSR1, handler)
+
+
+def _process_exists(pid: int) -> bool:
+    """Whether process `pid` is alive (a zombie, dead but not yet reaped, counts as gone)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return True
 
 
 def _done(comm: Communicator, result: Any, what: str, index: int) -> Pending:
@@ -258,10 +320,13 @@ def abort_job_on_uncaught_error(comm: Any) -> None:
     previous = sys.excepthook
 
     def hook(kind: type, value: BaseException, tb: Any) -> None:
+        sys.stderr.write(f"{kind.__name__}: {value}\n")  # first, whole: the job may end soon
+        sys.stderr.flush()
         previous(kind, value, tb) if previous is not sys.__excepthook__ else \
             traceback.print_exception(kind, value, tb)
         sys.stderr.flush()
         sys.stdout.flush()
+        time.sleep(2.0)  # let mpiexec forward the message before the abort tears the job down
         try:
             comm.Abort(1)
         finally:

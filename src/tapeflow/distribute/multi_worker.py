@@ -16,6 +16,8 @@ collective has a deadline (``CommunicationOptions(timeout_seconds=...)``, 60 s b
 from __future__ import annotations
 
 import enum
+import os
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -33,6 +35,7 @@ from tapeflow.distribute.communicator import (
     abort_job_on_uncaught_error,
     launched_by_mpiexec,
     mpi,
+    notice_peer_failures,
 )
 from tapeflow.framework import nest
 from tapeflow.framework import variable as variable_mod
@@ -232,15 +235,26 @@ def _connect(resolver: ClusterResolver, timeout: float) -> tuple[Communicator, C
     if launched_by_mpiexec():
         MPI = mpi()
         world = MPI.COMM_WORLD
-        names = Communicator(world, timeout).allgather(
-            np.frombuffer(MPI.Get_processor_name().encode()[:64].ljust(64), np.uint8),
-            "rank discovery")
-        hosts = [bytes(row).rstrip(b" ").decode() for row in names]
+        notice_peer_failures()
+        me = np.zeros(72, np.uint8)  # host name (64 bytes) and PID (8 bytes)
+        me[:64] = np.frombuffer(MPI.Get_processor_name().encode()[:64].ljust(64), np.uint8)
+        me[64:] = np.frombuffer(np.int64(os.getpid()).tobytes(), np.uint8)
+        rows = Communicator(world, timeout).allgather(me, "rank discovery")
+        hosts = [bytes(row[:64]).rstrip(b" ").decode() for row in rows]
+        pids = [int(np.frombuffer(row[64:].tobytes(), np.int64)[0]) for row in rows]
         addresses = [f"{h}:mpi-rank-{r}" for r, h in enumerate(hosts)]
         resolved = SimpleClusterResolver({"worker": addresses}, task_type="worker",
                                          task_id=world.Get_rank())
-        labels = [f"worker {r} on {h}" for r, h in enumerate(hosts)]
-        return Communicator(world, timeout, "world", labels), resolved
+        labels = [f"worker {r} (pid {p} on {h})" for r, (h, p) in enumerate(zip(hosts, pids))]
+        comm = Communicator(world, timeout, "world", labels)
+        here = hosts[world.Get_rank()]
+        comm.local_pids = {r: p for r, (h, p) in enumerate(zip(hosts, pids))
+                           if h == here and r != world.Get_rank()}
+        if world.Get_rank() == 0 and world.Get_size() > 1:  # maps MPICH's "PID n" to a rank
+            print("tapeflow MultiWorkerMirroredStrategy: " + ", ".join(
+                f"rank {r} = {label}" for r, label in enumerate(labels)), file=sys.stderr,
+                flush=True)
+        return comm, resolved
     tasks = resolver.worker_tasks() if resolver.cluster_spec() else []
     if len(tasks) <= 1:
         if not resolver.task_type:

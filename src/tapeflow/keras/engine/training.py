@@ -360,12 +360,15 @@ class Model(Layer):
         self.stop_training = False
         cbs.on_train_begin()
         initial_epoch = self.__dict__.pop("_resume_at_epoch", initial_epoch)  # BackupAndRestore
+        done_steps = self.__dict__.pop("_resume_at_step", 0)  # ... backed up mid-epoch
         logs: dict = {}
         for epoch in range(initial_epoch, epochs):
             self.reset_metrics()
             cbs.on_epoch_begin(epoch)
             step, reported = -1, -1
             for step, batch in enumerate(data.epoch()):
+                if step < done_steps:  # run before the backup this fit resumed from
+                    continue
                 # with steps_per_execution=N, callbacks see one batch per N steps, as in Keras
                 if step % per_execution == 0:
                     cbs.on_train_batch_begin(step)
@@ -385,6 +388,7 @@ class Model(Layer):
                                  "x is not empty (and that a Dataset is not exhausted).")
             if reported != step:
                 cbs.on_train_batch_end(step, logs)
+            done_steps = 0
             epoch_logs = dict(logs)
             if validation_data is not None and _validate_now(epoch, validation_freq):
                 val_logs = self._evaluate_data(validation_data, validation_batch_size or
