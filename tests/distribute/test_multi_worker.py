@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from tests.distribute import mpi_helpers
+
+import tapeflow as tf
 
 
 def _train(tmp_path, n: int, mode: str, opt: str, **env: str) -> dict:
@@ -83,19 +90,32 @@ def test_a_stalled_rank_is_named_and_the_job_ends():
     assert "step 1 total [2.0, 4.0]" in text and "done" not in text
 
 
-def test_a_killed_mpiexec_rank_is_named_by_rank_at_once():
-    """With -disable-auto-cleanup (what `tapeflow train --workers` passes) MPICH signals the
-    survivors instead of killing them; rank 0 finds rank 1's process gone well before the
-    30 s collective timeout and names it."""
-    run = mpi_helpers.mpiexec(2, "mwms_fault.py", "kill", "30", timeout=60,
-                              flags=("-disable-auto-cleanup",))
+def test_a_killed_mpiexec_rank_is_named_by_rank():
+    """Under a plain mpiexec MPICH kills the other ranks at once and prints the dead process's
+    PID; the chief's first line maps that PID to its rank."""
+    run = mpi_helpers.mpiexec(2, "mwms_fault.py", "kill", "30", timeout=60)
     text = run.stdout + run.stderr
     assert run.returncode != 0 and "step 1 total [2.0, 4.0]" in text and "done" not in text
-    assert "RankDiedError: strategy.reduce(SUM)" in text
-    assert "rank(s) [1] died while rank 0 waited" in text and "worker 1 (pid " in text
-    assert "timed out" not in text
-    # the chief's first line maps MPICH's "PID n" (printed for a plain mpiexec) to a rank
-    assert "tapeflow MultiWorkerMirroredStrategy: rank 0 = worker 0 (pid " in text
+    ranks = dict(re.findall(r"rank (\d) = worker \d \(pid (\d+) on ", text))
+    dead_pid = re.search(r"BAD TERMINATION.*?PID (\d+) RUNNING AT", text, re.S).group(1)
+    assert {pid: rank for rank, pid in ranks.items()}[dead_pid] == "1"
+
+
+def test_a_waiting_rank_names_a_dead_same_host_peer_by_rank():
+    """What a survivor does under mpiexec -disable-auto-cleanup (when MPICH lets it live: it
+    sometimes kills it anyway): a peer whose process is gone is named at once."""
+    from tapeflow.distribute import communicator
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    comm = communicator.Communicator.__new__(communicator.Communicator)
+    comm.rank, comm.size, comm.name = 0, 3, "world"
+    comm.labels = ["worker 0", "worker 1 (pid 1 on vm)", f"worker 2 (pid {child.pid} on vm)"]
+    comm.local_pids = {1: os.getpid(), 2: child.pid}
+    with pytest.raises(communicator.RankDiedError, match=r"rank\(s\) \[2\] died while rank 0 "
+                                                         r"waited for them \(rank 2 = worker 2"):
+        comm._check_peers_alive("strategy.reduce(SUM)", 3)
+    assert isinstance(communicator.RankDiedError("m", [2], "c"), tf.errors.UnavailableError)
 
 
 def test_tf_config_workers_join_and_a_dead_one_is_named():

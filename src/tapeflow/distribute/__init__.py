@@ -1,6 +1,7 @@
 """``tf.distribute``: strategies for data-parallel and multi-worker training.
 
-One process: ``MirroredStrategy`` / ``OneDeviceStrategy`` (one replica). Several processes:
+One process: ``MirroredStrategy`` (a replica per logical CPU, each on a thread) /
+``OneDeviceStrategy``. Several processes:
 ``MultiWorkerMirroredStrategy`` (synchronous all-reduce over MPI), ``ParameterServerStrategy``
 (asynchronous, parameter servers and workers as Ray actors). See docs/distribute.md.
 """
@@ -12,6 +13,7 @@ from tapeflow.distribute import cluster_resolver, dataset_creator, keras_fit, me
 from tapeflow.distribute.cluster_resolver import ClusterSpec
 from tapeflow.distribute.communicator import CollectiveTimeoutError
 from tapeflow.distribute.input_lib import AutoShardPolicy, DistributedDataset
+from tapeflow.distribute.mirrored import MirroredStrategy, PerReplica
 from tapeflow.distribute.multi_worker import (
     CommunicationImplementation,
     CommunicationOptions,
@@ -25,7 +27,6 @@ from tapeflow.distribute.parameter_server import (
 )
 from tapeflow.distribute.strategy import (
     InputContext,
-    MirroredStrategy,
     OneDeviceStrategy,
     ReduceOp,
     ReplicaContext,

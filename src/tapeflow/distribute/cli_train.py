@@ -23,9 +23,7 @@ def relaunch_under_mpiexec(args: argparse.Namespace, argv: list[str]) -> int:
               file=sys.stderr)
         return 2
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
-    # -disable-auto-cleanup: when a rank dies the others live on long enough to name it
-    cmd = [exe, "-disable-auto-cleanup", "-n", str(args.workers), sys.executable, "-m",
-           "tapeflow.cli", *argv]
+    cmd = [exe, "-n", str(args.workers), sys.executable, "-m", "tapeflow.cli", *argv]
     return subprocess.call(cmd, env=env)
 
 

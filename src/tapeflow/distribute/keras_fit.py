@@ -14,6 +14,7 @@ Without a multi-worker strategy the hooks change nothing.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -144,6 +145,44 @@ class _ParameterServerHooks(_NoHooks):
         return self._last_logs
 
 
+class _InProcessReplicaHooks(_NoHooks):
+    """``fit``/``evaluate`` under a MirroredStrategy with several logical CPUs: each global
+    batch is split between the replicas (threads), gradients are summed over them; the metrics'
+    state is shared, so after every replica has updated it, the last replica's logs cover the
+    global batch."""
+
+    distributed = True
+
+    def __init__(self, strat: Any):
+        self._strategy = strat
+
+    def step(self, fn: Any) -> Any:
+        """`fn` (the model's train/test step, traced or not) run by every replica on its part
+        of the batch; traced, the whole replicated step is one function (one graph holding
+        every replica's ops), as Keras does under TensorFlow's MirroredStrategy."""
+        replicated = _REPLICATED.get(fn)
+        if replicated is None:
+            from tapeflow.distribute.mirrored import PerReplica, split_batch
+
+            strat, n = self._strategy, self._strategy.num_replicas_in_sync
+            step = getattr(fn, "python_function", fn)
+
+            def replicated(batch: Any) -> Any:
+                out = strat.run(step, args=(split_batch(batch, n),))
+                return {k: v.values[-1] if isinstance(v, PerReplica) else v
+                        for k, v in out.items()}
+
+            if hasattr(fn, "python_function"):
+                from tapeflow.graph.function import function
+
+                replicated = function(replicated)
+            _REPLICATED[fn] = replicated
+        return replicated
+
+
+_REPLICATED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def _worker_step(model: Any) -> Any:
     """What runs on a worker for one step (a closure: Ray sends it with the model)."""
 
@@ -221,6 +260,7 @@ def fit_input(model: Any, x: Any, steps_per_epoch: int | None) -> Any:
 def training_hooks(model: Any) -> Any:
     """The loop hooks for `model`: multi-worker or parameter-server ones if it belongs to such
     a strategy."""
+    from tapeflow.distribute.mirrored import MirroredStrategy
     from tapeflow.distribute.multi_worker import MultiWorkerMirroredStrategy
     from tapeflow.distribute.parameter_server import ParameterServerStrategy
 
@@ -229,6 +269,8 @@ def training_hooks(model: Any) -> Any:
         return _MultiWorkerHooks(model, strat)
     if isinstance(strat, ParameterServerStrategy):
         return _ParameterServerHooks(model, strat)
+    if isinstance(strat, MirroredStrategy) and strat.num_replicas_in_sync > 1:
+        return _InProcessReplicaHooks(strat)
     return _NO_HOOKS
 
 

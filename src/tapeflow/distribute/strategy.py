@@ -1,10 +1,11 @@
-"""Distribution strategies, single-process form: the default strategy and ``MirroredStrategy``.
+"""Distribution strategies: the base (one replica; the default strategy) and its contexts.
 
 On one CPU there is one replica: ``run`` calls the function once in a replica context,
 ``reduce`` over replicas is the identity (then reduces along ``axis`` if one is given), and a
 distributed dataset is the dataset itself. Code written for several replicas (scaling the batch
-by ``num_replicas_in_sync``, ``strategy.reduce(SUM, ...)``) runs unchanged. The multi-process
-strategies subclass ``Strategy`` (``multi_worker.py``, ``parameter_server.py``).
+by ``num_replicas_in_sync``, ``strategy.reduce(SUM, ...)``) runs unchanged. The multi-replica
+strategies subclass ``Strategy``: ``mirrored.py`` (threads of this process, one per logical
+CPU), ``multi_worker.py`` and ``parameter_server.py`` (processes).
 """
 
 from __future__ import annotations
@@ -178,14 +179,6 @@ class Strategy:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} replicas={self.num_replicas_in_sync}>"
-
-
-class MirroredStrategy(Strategy):
-    """Synchronous data parallelism with mirrored variables (``tf.distribute.MirroredStrategy``).
-
-    In one CPU process it has one replica, so training inside ``scope()`` gives the same numbers
-    as without it.
-    """
 
 
 class OneDeviceStrategy(Strategy):

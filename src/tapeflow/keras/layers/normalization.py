@@ -213,7 +213,14 @@ class BatchNormalization(Layer):
         return n / max(n - 1, 1)
 
     def _update_moving(self, mean: Any, variance: Any) -> None:
-        """moving -= (moving - batch) * (1 - momentum), outside any gradient."""
+        """moving -= (moving - batch) * (1 - momentum), outside any gradient (once per step
+        under a MirroredStrategy's replicas: with the mean of their statistics)."""
+        from tapeflow.distribute.mirrored import mirrored_update
+
+        agreed = mirrored_update([mean, variance])
+        if agreed is None:
+            return
+        mean, variance = agreed
         decay = 1.0 - self.momentum
         self.moving_mean.assign_sub((self.moving_mean - tf.stop_gradient(mean)) * decay)
         self.moving_variance.assign_sub(
