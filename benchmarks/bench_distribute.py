@@ -6,7 +6,10 @@
    The two run in alternating rounds in the same processes.
 2. scaling: images/s of a DenseNet training step (the CLI's DenseNet, MNIST-sized inputs,
    per-worker batch 64, BLAS single-threaded) on 1 worker and on 2 workers; 2 workers
-   process twice the images per step. The 1- and 2-worker jobs alternate, 3 rounds each.
+   process twice the images per step. Every rank is bound to one core (``mpiexec -bind-to
+   core``), the 1-worker baseline included: without binding it splits its products over both
+   cores and the ratio measures that, not the scaling. The 1- and 2-worker jobs alternate, 3
+   rounds each; each round's ratio is printed (paired rounds share the background load).
 3. ps: ParameterServerStrategy steps/s with 1 and 2 workers (MLP, 1 parameter server, local
    Ray), and the recovery after a worker is killed: seconds until Ray has restarted it and
    it has rejoined, and until the next call completes.
@@ -40,9 +43,11 @@ def _env() -> dict:
     return env
 
 
-def _mpiexec(n: int, *args: str) -> dict:
-    out = subprocess.run([shutil.which("mpiexec"), "-n", str(n), sys.executable, __file__,
-                          *args], env=_env(), capture_output=True, text=True, timeout=900)
+def _mpiexec(n: int, *args: str, bind: bool = False) -> dict:
+    flags = ["-bind-to", "core"] if bind else []
+    out = subprocess.run([shutil.which("mpiexec"), *flags, "-n", str(n), sys.executable,
+                          __file__, *args], env=_env(), capture_output=True, text=True,
+                         timeout=900)
     if out.returncode:
         raise RuntimeError(out.stdout + out.stderr)
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -191,6 +196,8 @@ def main() -> None:
     parser.add_argument("--mb", type=float, default=32.0, help="all-reduce MB (default 32)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=12)
+    parser.add_argument("--no-bind", action="store_true",
+                        help="scaling: let the OS place the ranks (no -bind-to core)")
     args = parser.parse_args()
     if args.rank_job == "allreduce":
         return allreduce_rank(args.mb, 9)
@@ -205,13 +212,21 @@ def main() -> None:
               f"{r['ours_GBps'] / r['raw_GBps']:.2f}x")
     if args.only in (None, "scaling"):
         one, two = [], []
+        job = ("--rank-job", "densenet", "--steps", str(args.steps))
         for _ in range(args.rounds):  # alternate, so background load hits both alike
-            one.append(_mpiexec(1, "--rank-job", "densenet", "--steps", str(args.steps)))
-            two.append(_mpiexec(2, "--rank-job", "densenet", "--steps", str(args.steps)))
+            one.append(_mpiexec(1, *job, bind=not args.no_bind))
+            two.append(_mpiexec(2, *job, bind=not args.no_bind))
+            print(f"  round: 1 worker {one[-1]['images_per_s']:.0f} img/s, 2 workers "
+                  f"{two[-1]['images_per_s']:.0f} img/s: "
+                  f"{two[-1]['images_per_s'] / one[-1]['images_per_s']:.2f}x", flush=True)
         ips1 = statistics.median(r["images_per_s"] for r in one)
         ips2 = statistics.median(r["images_per_s"] for r in two)
-        print(f"DenseNet weak scaling, per-worker batch 64: 1 worker {ips1:.0f} img/s, "
-              f"2 workers {ips2:.0f} img/s: {ips2 / ips1:.2f}x")
+        ratios = [b["images_per_s"] / a["images_per_s"] for a, b in zip(one, two)]
+        placement = "unbound" if args.no_bind else "one core per rank"
+        print(f"DenseNet weak scaling, per-worker batch 64 ({placement}): "
+              f"1 worker {ips1:.0f} img/s, 2 workers {ips2:.0f} img/s: {ips2 / ips1:.2f}x "
+              f"(median of paired ratios {statistics.median(ratios):.2f}x); load average "
+              f"after: {os.getloadavg()}")
     if args.only in (None, "ps"):
         r = parameter_servers(args.steps * 20)
         print(f"parameter servers (1 ps, MLP 64-256-1, batch 64): "

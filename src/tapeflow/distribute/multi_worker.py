@@ -248,6 +248,7 @@ def _connect(resolver: ClusterResolver, timeout: float) -> tuple[Communicator, C
         labels = [f"worker {r} (pid {p} on {h})" for r, (h, p) in enumerate(zip(hosts, pids))]
         comm = Communicator(world, timeout, "world", labels)
         here = hosts[world.Get_rank()]
+        _share_cores(hosts.count(here))
         comm.local_pids = {r: p for r, (h, p) in enumerate(zip(hosts, pids))
                            if h == here and r != world.Get_rank()}
         if world.Get_rank() == 0 and world.Get_size() > 1:  # maps MPICH's "PID n" to a rank
@@ -272,6 +273,24 @@ def _connect(resolver: ClusterResolver, timeout: float) -> tuple[Communicator, C
     comm = rendezvous.join(tasks, addresses, tasks.index(me), timeout)
     labels = [f"{t}:{i} ({a})" for (t, i), a in zip(tasks, addresses)]
     return Communicator(comm, timeout, "world", labels), resolver
+
+
+def _share_cores(local_ranks: int) -> None:
+    """Ranks on one host split its cores: each kernel and graph of a rank uses at most
+    cores / ranks threads (unless the user set the thread counts, or mpiexec bound the rank to
+    its own cores, which the affinity mask shows). Without this every rank of a 2-core host
+    splits its products over both cores and the ranks oversubscribe them."""
+    from tapeflow.framework import threads
+
+    if local_ranks <= 1:
+        return
+    share = max(1, (os.cpu_count() or 1) // local_ranks)
+    if threads.cores() <= share:
+        return  # already bound to its share
+    if threads.get_intra_op_parallelism_threads() == 0:
+        threads.set_intra_op_parallelism_threads(share)
+    if threads.get_inter_op_parallelism_threads() == 0:
+        threads.set_inter_op_parallelism_threads(share)
 
 
 class _SelfCommunicator(Communicator):
