@@ -61,6 +61,9 @@ class _ReplicaThread(threading.Thread):
     def run(self) -> None:
         self.should_run.wait()
         self.should_run.clear()
+        if self.aborted:  # another replica failed before this one's first turn
+            self.done = True
+            return
         try:
             for key, value in self.parent.items():
                 setattr(_state, key, value)
