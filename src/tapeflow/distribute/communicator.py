@@ -263,10 +263,11 @@ class Communicator:
 _peer_failed: list[bool] = []  # non-empty once mpiexec signalled that a peer failed
 
 
-def notice_peer_failures() -> None:
+def notice_peer_failures(comm: Communicator) -> None:
     """Under ``mpiexec -disable-auto-cleanup`` MPICH's process manager sends SIGUSR1 to the
-    live ranks when one fails (by default that signal would end them): note it, so a waiting
-    collective looks for the dead rank at once."""
+    live ranks when one fails (by default that signal would end them). The handler names the
+    dead same-host ranks on stderr at once (MPICH may still kill this rank moments later) and
+    notes the failure, so a waiting collective raises ``RankDiedError`` without delay."""
     import signal
     import threading
 
@@ -275,6 +276,11 @@ def notice_peer_failures() -> None:
 
     def handler(signum: int, frame: Any) -> None:
         _peer_failed.append(True)
+        dead = [r for r, pid in sorted(comm.local_pids.items()) if not _process_exists(pid)]
+        if dead:
+            names = ", ".join(comm._label(r) for r in dead)
+            os.write(2, f"tapeflow: rank {comm.rank}: rank(s) {dead} of communicator "
+                        f"{comm.name!r} died ({names}: the process is gone)\n".encode())
 
     signal.signal(signal.SIGUSR1, handler)
 
@@ -289,7 +295,7 @@ def _process_exists(pid: int) -> bool:
         return True
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+            return f.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X", b"x")
     except (OSError, IndexError):
         return True
 

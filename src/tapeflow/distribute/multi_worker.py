@@ -235,7 +235,6 @@ def _connect(resolver: ClusterResolver, timeout: float) -> tuple[Communicator, C
     if launched_by_mpiexec():
         MPI = mpi()
         world = MPI.COMM_WORLD
-        notice_peer_failures()
         me = np.zeros(72, np.uint8)  # host name (64 bytes) and PID (8 bytes)
         me[:64] = np.frombuffer(MPI.Get_processor_name().encode()[:64].ljust(64), np.uint8)
         me[64:] = np.frombuffer(np.int64(os.getpid()).tobytes(), np.uint8)
@@ -249,6 +248,7 @@ def _connect(resolver: ClusterResolver, timeout: float) -> tuple[Communicator, C
         comm = Communicator(world, timeout, "world", labels)
         here = hosts[world.Get_rank()]
         _share_cores(hosts.count(here))
+        notice_peer_failures(comm)
         comm.local_pids = {r: p for r, (h, p) in enumerate(zip(hosts, pids))
                            if h == here and r != world.Get_rank()}
         if world.Get_rank() == 0 and world.Get_size() > 1:  # maps MPICH's "PID n" to a rank
