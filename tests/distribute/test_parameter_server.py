@@ -27,7 +27,7 @@ def ray_cluster():
         ray.shutdown()
 
 
-def _job(workers: int = 2, ps: int = 2):
+def _job(workers: int = 2, ps: int = 2, momentum: float = 0.0):
     spec = tf.train.ClusterSpec({"chief": ["localhost:2222"],
                                  "worker": [f"localhost:{3000 + i}" for i in range(workers)],
                                  "ps": [f"localhost:{4000 + i}" for i in range(ps)]})
@@ -41,7 +41,7 @@ def _job(workers: int = 2, ps: int = 2):
         model = tf.keras.Sequential([tf.keras.layers.Dense(16, activation="relu",
                                                            input_shape=(8,)),
                                      tf.keras.layers.Dense(1)])
-        optimizer = tf.keras.optimizers.SGD(0.05)
+        optimizer = tf.keras.optimizers.SGD(0.05, momentum=momentum)
 
     def dataset_fn(ctx):
         ds = tf.data.Dataset.from_tensor_slices((X, Y))
@@ -65,7 +65,8 @@ def _job(workers: int = 2, ps: int = 2):
         x, y = next(it)
         return strategy.run(replica_fn, args=(x, y))
 
-    return strategy, coordinator, model, lambda: coordinator.schedule(step_fn, args=(iterator,))
+    schedule = lambda: coordinator.schedule(step_fn, args=(iterator,))  # noqa: E731
+    return strategy, coordinator, model, optimizer, schedule
 
 
 def _mse(model) -> float:
@@ -73,7 +74,7 @@ def _mse(model) -> float:
 
 
 def test_downpour_training_survives_a_killed_worker():
-    strategy, coordinator, model, schedule = _job()
+    strategy, coordinator, model, _, schedule = _job()
     try:
         layout = strategy.variable_layout
         kernel = model.layers[0].kernel._ps_key
@@ -111,14 +112,16 @@ def test_downpour_training_survives_a_killed_worker():
 
 @pytest.mark.slow
 def test_killed_parameter_server_is_named_and_training_resumes_from_checkpoint(tmp_path):
-    strategy, coordinator, model, schedule = _job(workers=1, ps=2)
+    strategy, coordinator, model, optimizer, schedule = _job(workers=1, ps=2, momentum=0.9)
     try:
         for _ in range(20):
             schedule()
         coordinator.join()
-        checkpoint = tf.train.Checkpoint(model=model)
+        checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer)
         path = checkpoint.save(str(tmp_path / "ckpt"))
         saved = _mse(model)
+        kernel = model.layers[0].kernel
+        momentum = optimizer.get_slot(kernel, "momentum").numpy()
         os.kill(coordinator.ps_pids()[1], signal.SIGKILL)
         with pytest.raises(tf.errors.UnavailableError, match="parameter server ps:1 is gone"):
             for _ in range(20):
@@ -126,10 +129,14 @@ def test_killed_parameter_server_is_named_and_training_resumes_from_checkpoint(t
             coordinator.join()
     finally:
         coordinator.shutdown()
-    strategy, coordinator, model, schedule = _job(workers=1, ps=2)
+    strategy, coordinator, model, optimizer, schedule = _job(workers=1, ps=2, momentum=0.9)
     try:
-        tf.train.Checkpoint(model=model).restore(path)
+        tf.train.Checkpoint(model=model, optimizer=optimizer).restore(path)
         assert _mse(model) == pytest.approx(saved)
+        schedule().fetch()  # the restored values and slots went to the new servers
+        coordinator.join()
+        assert int(optimizer.iterations.numpy()) == 21
+        assert np.abs(momentum).max() > 0
         for _ in range(20):
             schedule()
         coordinator.join()
