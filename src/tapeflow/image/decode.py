@@ -7,10 +7,12 @@ from typing import Any
 
 import numpy as np
 
-from tapeflow.data import structure, vectorize
+from tapeflow.data import vectorize
 from tapeflow.framework import dtypes as _dtypes
 from tapeflow.framework import errors
-from tapeflow.framework.tensor import EagerTensor, wrap
+from tapeflow.framework.constant import convert_to_tensor
+from tapeflow.framework.dispatch import apply, op
+from tapeflow.framework.tensor import Tensor, wrap
 
 _MODES = {1: "L", 2: "LA", 3: "RGB", 4: "RGBA"}
 
@@ -28,27 +30,16 @@ def _pil():
     return Image
 
 
-def _bytes(contents: Any) -> bytes:
-    arr = structure.to_array(contents)
-    if arr.dtype != object or arr.ndim != 0:
+def _bytes(data: np.ndarray, op_name: str) -> bytes:
+    if data.dtype != object or data.ndim != 0:
         raise errors.InvalidArgumentError(
-            f"contents must be a scalar string tensor, got dtype {arr.dtype} shape "
-            f"{list(arr.shape)}\n{errors.user_line()}")
-    return arr[()]
+            f"{op_name}: contents must be a scalar string tensor, got dtype {data.dtype} shape "
+            f"{list(data.shape)}")
+    return data[()]
 
 
-def _decode(contents: Any, channels: int | None, dtype: Any, fmt: str | None) -> EagerTensor:
-    Image = _pil()
-    data = _bytes(contents)
-    try:
-        img = Image.open(io.BytesIO(data))
-        if fmt is not None and img.format not in fmt:
-            raise errors.InvalidArgumentError(
-                f"decode_{fmt.lower().split(',')[0]}: data is {img.format}, not {fmt}")
-        img.load()
-    except (OSError, SyntaxError) as e:
-        raise errors.InvalidArgumentError(f"Cannot decode image data ({len(data)} bytes): {e}") \
-            from None
+def _pixels(img: Any, channels: int | None, dtype: _dtypes.DType) -> np.ndarray:
+    """A decoded Pillow image as [height, width, channels] of `dtype` (TF's scaling)."""
     if channels:
         img = img.convert(_MODES[channels])
     elif img.mode not in ("L", "LA", "RGB", "RGBA", "I;16"):
@@ -56,26 +47,80 @@ def _decode(contents: Any, channels: int | None, dtype: Any, fmt: str | None) ->
     arr = np.asarray(img)
     if arr.ndim == 2:
         arr = arr[:, :, None]
-    out_dtype = _dtypes.as_dtype(dtype)
-    if out_dtype is _dtypes.uint8 and arr.dtype != np.uint8:
+    if dtype is _dtypes.uint8 and arr.dtype != np.uint8:
         arr = (arr >> 8).astype(np.uint8)
-    elif out_dtype is not _dtypes.uint8 and out_dtype is not _dtypes.uint16:
+    elif dtype is not _dtypes.uint8 and dtype is not _dtypes.uint16:
         arr = arr.astype(np.float32) / (65535.0 if arr.dtype == np.uint16 else 255.0)
-        arr = arr.astype(out_dtype._np)
+        arr = arr.astype(dtype._np)
     else:
-        arr = arr.astype(out_dtype._np)
-    return wrap(np.ascontiguousarray(arr))
+        arr = arr.astype(dtype._np)
+    return np.ascontiguousarray(arr)
+
+
+def _open(data: bytes, fmt: str | None, op_name: str) -> Any:
+    Image = _pil()
+    try:
+        img = Image.open(io.BytesIO(data))
+        if fmt is not None and img.format not in fmt:
+            raise errors.InvalidArgumentError(
+                f"{op_name}: data is {img.format}, not {fmt.split(',')[0]}")
+        img.load()
+    except (OSError, SyntaxError) as e:
+        raise errors.InvalidArgumentError(
+            f"{op_name}: Cannot decode image data ({len(data)} bytes): {e}") from None
+    return img
+
+
+def _frames(img: Any, channels: int | None, dtype: _dtypes.DType) -> np.ndarray:
+    """Every frame of an animation (GIF) as [frames, height, width, channels]."""
+    from PIL import ImageSequence
+
+    return np.stack([_pixels(f.convert("RGB"), channels, dtype)
+                     for f in ImageSequence.Iterator(img)])
+
+
+def _decode_kernel(contents, *, fmt, channels, dtype, animations, op_name):
+    img = _open(_bytes(contents, op_name), fmt, op_name)
+    if img.format == "GIF" and animations:
+        return _frames(img, channels or 3, dtype)
+    return _pixels(img, channels, dtype)
+
+
+def _decode_shape(contents, *, fmt, channels, dtype, animations, op_name):
+    if animations and fmt in ("GIF", None):
+        return (None if fmt is None else (None, None, None, 3)), dtype
+    return (None, None, channels or None), dtype
+
+
+_decode_op = op("DecodeImage", shape=_decode_shape, output="fresh")(_decode_kernel)
+
+
+def _decode(contents: Any, channels: int | None, dtype: Any, fmt: str | None, op_name: str,
+            animations: bool = False) -> Tensor:
+    return apply(_decode_op, convert_to_tensor(contents, _dtypes.string), fmt=fmt,
+                 channels=int(channels or 0), dtype=_dtypes.as_dtype(dtype),
+                 animations=animations, op_name=op_name)
 
 
 def decode_png(contents: Any, channels: int = 0, dtype: Any = _dtypes.uint8,
-               name: str | None = None) -> EagerTensor:
+               name: str | None = None) -> Tensor:
     """A PNG as a [height, width, channels] tensor (channels=0: as stored)."""
-    return _decode(contents, channels, dtype, "PNG")
+    return _decode(contents, channels, dtype, "PNG", "decode_png")
+
+
+def decode_bmp(contents: Any, channels: int = 0, name: str | None = None) -> Tensor:
+    """A BMP as a uint8 [height, width, channels] tensor."""
+    return _decode(contents, channels, _dtypes.uint8, "BMP", "decode_bmp")
+
+
+def decode_gif(contents: Any, name: str | None = None) -> Tensor:
+    """A GIF's frames as a uint8 [frames, height, width, 3] tensor."""
+    return _decode(contents, 3, _dtypes.uint8, "GIF", "decode_gif", animations=True)
 
 
 def decode_jpeg(contents: Any, channels: int = 0, ratio: int = 1, fancy_upscaling: bool = True,
                 try_recover_truncated: bool = False, acceptable_fraction: float = 1,
-                dct_method: str = "", name: str | None = None) -> EagerTensor:
+                dct_method: str = "", name: str | None = None) -> Tensor:
     """A JPEG as a uint8 [height, width, channels] tensor.
 
     Decoded by libjpeg-turbo through `simplejpeg` when it is installed (about 3x faster than
@@ -83,16 +128,25 @@ def decode_jpeg(contents: Any, channels: int = 0, ratio: int = 1, fancy_upscalin
     anything it does not take (CMYK, odd channel requests, damaged data) goes to Pillow.
     In a map that tf.data runs on whole batches (data/vectorize.py), a vector of JPEGs of one
     size decodes to a [batch, height, width, channels] tensor."""
-    data = structure.to_array(contents)
-    if data.ndim == 1 and data.dtype == object and vectorize.active():
-        return wrap(np.stack([decode_jpeg(wrap(data[i, ...]), channels, ratio, fancy_upscaling,
-                                          dct_method=dct_method)._value
-                              for i in range(data.shape[0])]))
+    x = convert_to_tensor(contents, _dtypes.string)
+    if x.shape.rank == 1 and vectorize.active():
+        return wrap(np.stack([decode_jpeg(wrap(x._value[i, ...]), channels, ratio,
+                                          fancy_upscaling, dct_method=dct_method)._value
+                              for i in range(x.shape[0])]))
+    return apply(_decode_jpeg, x, channels=int(channels), fancy_upscaling=fancy_upscaling,
+                 dct_method=dct_method)
+
+
+@op("DecodeJpeg", output="fresh",
+    shape=lambda x, *, channels, fancy_upscaling, dct_method: ((None, None, channels or None),
+                                                               _dtypes.uint8))
+def _decode_jpeg(contents, *, channels, fancy_upscaling, dct_method):
+    data = _bytes(contents, "decode_jpeg")
     if _simplejpeg is not None and channels in (0, 1, 3):
-        arr = _turbo_decode(_bytes(contents), channels, fancy_upscaling, dct_method)
+        arr = _turbo_decode(data, channels, fancy_upscaling, dct_method)
         if arr is not None:
-            return wrap(arr)
-    return _decode(contents, channels, _dtypes.uint8, "JPEG,MPO")
+            return arr
+    return _pixels(_open(data, "JPEG,MPO", "decode_jpeg"), channels, _dtypes.uint8)
 
 
 def _turbo_decode(data: bytes, channels: int, fancy_upscaling: bool,
@@ -111,14 +165,14 @@ def _turbo_decode(data: bytes, channels: int, fancy_upscaling: bool,
 
 
 def decode_image(contents: Any, channels: int | None = None, dtype: Any = _dtypes.uint8,
-                 name: str | None = None, expand_animations: bool = True) -> EagerTensor:
-    """PNG, JPEG, GIF or BMP, detected from the data."""
-    return _decode(contents, channels, dtype, None)
+                 name: str | None = None, expand_animations: bool = True) -> Tensor:
+    """PNG, JPEG, GIF or BMP, detected from the data (a GIF's frames: a 4-D tensor)."""
+    return _decode(contents, channels, dtype, None, "decode_image", expand_animations)
 
 
-def _encode(image: Any, fmt: str, **kw: Any) -> EagerTensor:
+def _encode_kernel(image, *, fmt, options):
     Image = _pil()
-    arr = structure.to_array(image)
+    arr = image
     if arr.ndim != 3 or arr.shape[2] not in _MODES:
         raise errors.InvalidArgumentError(
             f"encode_{fmt.lower()}: image must be [height, width, 1-4], got {list(arr.shape)}")
@@ -126,17 +180,55 @@ def _encode(image: Any, fmt: str, **kw: Any) -> EagerTensor:
         arr = np.clip(arr, 0, 255).astype(np.uint8)
     img = Image.fromarray(arr[:, :, 0] if arr.shape[2] == 1 else arr, _MODES[arr.shape[2]])
     buf = io.BytesIO()
-    img.save(buf, format=fmt, **kw)
+    img.save(buf, format=fmt, **dict(options))
     out = np.empty((), dtype=object)
     out[()] = buf.getvalue()
-    return wrap(out)
+    return out
 
 
-def encode_png(image: Any, compression: int = -1, name: str | None = None) -> EagerTensor:
+_encode_op = op("EncodeImage", shape=lambda x, *, fmt, options: ((), _dtypes.string))(
+    _encode_kernel)
+
+
+def encode_png(image: Any, compression: int = -1, name: str | None = None) -> Tensor:
     """Encode a uint8 [height, width, channels] image as PNG bytes."""
-    return _encode(image, "PNG", compress_level=6 if compression < 0 else compression)
+    return apply(_encode_op, convert_to_tensor(image), fmt="PNG",
+                 options=(("compress_level", 6 if compression < 0 else compression),))
 
 
-def encode_jpeg(image: Any, format: str = "", quality: int = 95, **_: Any) -> EagerTensor:
+def encode_jpeg(image: Any, format: str = "", quality: int = 95, **_: Any) -> Tensor:
     """Encode a uint8 [height, width, channels] image as JPEG bytes."""
-    return _encode(image, "JPEG", quality=quality)
+    return apply(_encode_op, convert_to_tensor(image), fmt="JPEG",
+                 options=(("quality", int(quality)),))
+
+
+@op("IsJpeg", shape=lambda x: ((), _dtypes.bool))
+def _is_jpeg(contents):
+    return np.asarray(_bytes(contents, "is_jpeg")[:3] == b"\xff\xd8\xff")
+
+
+def is_jpeg(contents: Any, name: str | None = None) -> Tensor:
+    """True when the string starts with JPEG's magic bytes."""
+    return apply(_is_jpeg, convert_to_tensor(contents, _dtypes.string))
+
+
+@op("ExtractJpegShape", shape=lambda x, *, output_type: ((3,), output_type))
+def _extract_jpeg_shape(contents, *, output_type):
+    img = _open(_bytes(contents, "extract_jpeg_shape"), "JPEG,MPO", "extract_jpeg_shape")
+    img_channels = {"L": 1, "CMYK": 4}.get(img.mode, 3)
+    return np.asarray([img.height, img.width, img_channels], dtype=output_type._np)
+
+
+def extract_jpeg_shape(contents: Any, output_type: Any = _dtypes.int32,
+                       name: str | None = None) -> Tensor:
+    """[height, width, channels] of a JPEG, read from its header."""
+    return apply(_extract_jpeg_shape, convert_to_tensor(contents, _dtypes.string),
+                 output_type=_dtypes.as_dtype(output_type))
+
+
+def decode_and_crop_jpeg(contents: Any, crop_window: Any, channels: int = 0,
+                         **kwargs: Any) -> Tensor:
+    """decode_jpeg, then the window [y, x, height, width]."""
+    image = decode_jpeg(contents, channels, **kwargs)
+    w = convert_to_tensor(crop_window, _dtypes.int32)
+    return image[w[0]:w[0] + w[2], w[1]:w[1] + w[3]]

@@ -1,7 +1,19 @@
-"""`tf.io`: files, TFRecords, tf.train.Example parsing and image decoding."""
+"""`tf.io`: files, TFRecords, Example / SequenceExample parsing, CSV, tensors as bytes, images."""
 
-from tapeflow.image.decode import decode_image, decode_jpeg, decode_png, encode_jpeg, encode_png
-from tapeflow.io.decode import decode_raw
+from tapeflow.image.decode import (
+    decode_and_crop_jpeg,
+    decode_bmp,
+    decode_gif,
+    decode_image,
+    decode_jpeg,
+    decode_png,
+    encode_jpeg,
+    encode_png,
+    extract_jpeg_shape,
+    is_jpeg,
+)
+from tapeflow.io.csv_decode import decode_csv
+from tapeflow.io.decode import decode_base64, decode_raw, encode_base64
 from tapeflow.io.files import read_file, write_file
 from tapeflow.io.parsing import (
     FixedLenFeature,
@@ -11,10 +23,15 @@ from tapeflow.io.parsing import (
     parse_example,
     parse_single_example,
 )
+from tapeflow.io.sequence_parsing import parse_sequence_example, parse_single_sequence_example
+from tapeflow.io.tensor_proto import parse_tensor, serialize_tensor
 from tapeflow.io.tfrecord import TFRecordOptions, TFRecordWriter, tf_record_iterator
 from tapeflow.sparse.tensor import SparseTensor
 
 __all__ = ["FixedLenFeature", "FixedLenSequenceFeature", "RaggedFeature", "SparseTensor",
-           "TFRecordOptions", "TFRecordWriter", "VarLenFeature", "decode_image", "decode_jpeg",
-           "decode_png", "decode_raw", "encode_jpeg", "encode_png", "parse_example",
-           "parse_single_example", "read_file", "tf_record_iterator", "write_file"]
+           "TFRecordOptions", "TFRecordWriter", "VarLenFeature", "decode_and_crop_jpeg",
+           "decode_base64", "decode_bmp", "decode_csv", "decode_gif", "decode_image",
+           "decode_jpeg", "decode_png", "decode_raw", "encode_base64", "encode_jpeg",
+           "encode_png", "extract_jpeg_shape", "is_jpeg", "parse_example",
+           "parse_sequence_example", "parse_single_example", "parse_single_sequence_example",
+           "parse_tensor", "read_file", "serialize_tensor", "tf_record_iterator", "write_file"]

@@ -9,7 +9,9 @@ import numpy as np
 from tapeflow.data import structure, vectorize
 from tapeflow.framework import dtypes as _dtypes
 from tapeflow.framework import errors
-from tapeflow.framework.tensor import EagerTensor, wrap
+from tapeflow.framework.constant import convert_to_tensor
+from tapeflow.framework.dispatch import apply, op
+from tapeflow.framework.tensor import EagerTensor
 from tapeflow.io import example_scan
 from tapeflow.io.example_pb import Example
 from tapeflow.sparse.tensor import SparseTensor
@@ -69,12 +71,16 @@ def _mismatch(key: str, found: _dtypes.DType, dtype: _dtypes.DType) -> errors.In
         f"requested dtype {dtype.name}")
 
 
-def _values(example: Any, key: str, dtype: _dtypes.DType) -> np.ndarray | None:
-    """The values of feature `key`, checked against the requested dtype; None if absent."""
-    fmap = example.features.feature
+def values_of(fmap: Any, key: str, dtype: _dtypes.DType) -> np.ndarray | None:
+    """The values of feature `key` in a Features map, checked against the requested dtype;
+    None if absent."""
     if key not in fmap:
         return None
-    feature = fmap[key]
+    return feature_values(fmap[key], key, dtype)
+
+
+def feature_values(feature: Any, key: str, dtype: _dtypes.DType) -> np.ndarray:
+    """The values of one tf.train.Feature as a NumPy array of `dtype` (checked)."""
     kind = feature.WhichOneof("kind")
     if kind is None:
         return np.asarray([], dtype=dtype._np)
@@ -95,17 +101,27 @@ def _serialized(value: Any) -> np.ndarray:
     return arr
 
 
-def _columns_protobuf(records: list, features: dict) -> dict:
-    """Columns by parsing each record with protobuf (records the scanner leaves to it)."""
-    per_key: dict = {key: [] for key in features}
+def decode_records(records: list, message: Any) -> list:
+    """Each serialized record as a `message` (protobuf class), with TF's error for bad data."""
+    out = []
     for i, data in enumerate(records):
         try:
-            example = Example.FromString(data)
+            out.append(message.FromString(data))
         except Exception as e:  # noqa: BLE001 - protobuf's DecodeError and friends
             raise errors.InvalidArgumentError(
                 f"Could not parse example input (example {i} of the batch): {e}") from None
-        for key, spec in features.items():
-            per_key[key].append(_values(example, key, _dtypes.as_dtype(spec.dtype)))
+    return out
+
+
+def _columns_protobuf(records: list, features: dict) -> dict:
+    """Columns by parsing each record with protobuf (records the scanner leaves to it)."""
+    return columns_of([e.features.feature for e in decode_records(records, Example)], features)
+
+
+def columns_of(fmaps: list, features: dict) -> dict:
+    """{key: _Column} from one Features map per record."""
+    per_key: dict = {key: [values_of(fmap, key, _dtypes.as_dtype(spec.dtype)) for fmap in fmaps]
+                     for key, spec in features.items()}
     out = {}
     for key, spec in features.items():
         dtype = _dtypes.as_dtype(spec.dtype)
@@ -223,13 +239,18 @@ def _sequence(key: str, spec: FixedLenSequenceFeature, col: _Column,
     return out
 
 
-def _sparse(col: _Column, dtype: _dtypes.DType) -> SparseTensor:
+def _sparse(col: _Column, dtype: _dtypes.DType, single: bool) -> list:
+    """[indices, values, dense_shape] of a VarLenFeature's SparseTensor."""
     n, total = len(col.counts), int(col.counts.sum())
+    values = col.values.astype(dtype._np, copy=False)
+    if single:
+        return [np.arange(total, dtype=np.int64).reshape(-1, 1), values,
+                np.asarray([total], dtype=np.int64)]
     batch = np.repeat(np.arange(n, dtype=np.int64), col.counts)
     starts = np.repeat(np.cumsum(col.counts) - col.counts, col.counts)
     indices = np.stack([batch, np.arange(total, dtype=np.int64) - starts], axis=1)
     width = int(col.counts.max()) if n else 0
-    return SparseTensor(indices, col.values.astype(dtype._np, copy=False), [n, width])
+    return [indices, values, np.asarray([n, width], dtype=np.int64)]
 
 
 def _source(key: str, spec: Any) -> str:
@@ -241,30 +262,74 @@ def _source(key: str, spec: Any) -> str:
     return key
 
 
-def _ragged(col: _Column, dtype: _dtypes.DType, spec: RaggedFeature) -> Any:
-    from tapeflow.ragged.tensor import RaggedTensor
+def feature_arrays(key: str, spec: Any, col: _Column, single: bool) -> list:
+    """The arrays one parsed feature travels as (see `feature_specs` for their layout)."""
+    dtype = _dtypes.as_dtype(spec.dtype)
+    if isinstance(spec, VarLenFeature):
+        return _sparse(col, dtype, single)
+    if isinstance(spec, RaggedFeature):
+        values = col.values.astype(dtype._np, copy=False)
+        if single:
+            return [values]
+        splits = np.zeros(len(col.counts) + 1, _dtypes.as_dtype(spec.row_splits_dtype)._np)
+        np.cumsum(col.counts, out=splits[1:])
+        return [values, splits]
+    out = _sequence(key, spec, col, dtype) if isinstance(spec, FixedLenSequenceFeature) \
+        else _fixed(key, spec, col, dtype)
+    return [out[0, ...] if single else out]
 
-    lengths = col.counts.astype(_dtypes.as_dtype(spec.row_splits_dtype)._np)
-    return RaggedTensor.from_row_lengths(wrap(col.values.astype(dtype._np, copy=False)),
-                                         wrap(lengths), validate=False)
+
+def feature_specs(spec: Any, batch: tuple) -> list:
+    """Static (shape, dtype) of each array of `feature_arrays` (batch: () or (n,))."""
+    dtype = _dtypes.as_dtype(spec.dtype)
+    if isinstance(spec, VarLenFeature):
+        rank = len(batch) + 1
+        return [((None, rank), _dtypes.int64), ((None,), dtype), ((rank,), _dtypes.int64)]
+    if isinstance(spec, RaggedFeature):
+        splits = (None if batch[0] is None else batch[0] + 1,) if batch else None
+        return [((None,), dtype)] + ([] if splits is None else
+                                     [(splits, _dtypes.as_dtype(spec.row_splits_dtype))])
+    shape = tuple(int(d) for d in spec.shape)
+    if isinstance(spec, FixedLenSequenceFeature):
+        shape = (None,) + shape
+    return [(batch + shape, dtype)]
 
 
-def parse_batch(records: list, features: dict) -> dict:
-    """{key: NumPy array or SparseTensor} for a list of serialized Examples (bytes)."""
-    columns = _columns(records, {_source(k, spec): spec for k, spec in features.items()})
-    out: dict[str, Any] = {}
-    for key, spec in features.items():
-        dtype = _dtypes.as_dtype(spec.dtype)
-        col = columns[_source(key, spec)]
-        if isinstance(spec, VarLenFeature):
-            out[key] = _sparse(col, dtype)
-        elif isinstance(spec, RaggedFeature):
-            out[key] = _ragged(col, dtype, spec)
-        elif isinstance(spec, FixedLenSequenceFeature):
-            out[key] = _sequence(key, spec, col, dtype)
-        else:
-            out[key] = _fixed(key, spec, col, dtype)
-    return out
+def rebuild(spec: Any, arrays: list) -> Any:
+    """The user-facing value of one parsed feature from its arrays."""
+    if isinstance(spec, VarLenFeature):
+        return SparseTensor(*arrays)
+    if isinstance(spec, RaggedFeature) and len(arrays) == 2:
+        from tapeflow.ragged.tensor import RaggedTensor
+
+        return RaggedTensor.from_row_splits(arrays[0], arrays[1], validate=False)
+    return arrays[0]
+
+
+def _features_attr(features: dict) -> tuple:
+    return tuple(sorted(features.items()))
+
+
+def _parse_example_kernel(serialized, *, features, single):
+    data = _serialized(serialized)
+    expected = 0 if single else 1
+    if data.ndim != expected:
+        raise errors.InvalidArgumentError(
+            f"{'parse_single_example' if single else 'parse_example'}: serialized must be "
+            f"{'a scalar' if single else 'a vector'}, got shape {list(data.shape)}")
+    columns = _columns(data.ravel().tolist(), {_source(k, v): v for k, v in features})
+    return tuple(a for key, spec in features
+                 for a in feature_arrays(key, spec, columns[_source(key, spec)], single))
+
+
+def _parse_example_shape(serialized, *, features, single):
+    shape = serialized[0]
+    batch = () if single else ((None,) if shape is None or not shape else (shape[0],))
+    return [s for _, spec in features for s in feature_specs(spec, batch)]
+
+
+_parse_example = op("ParseExampleV2", multi_output=True, shape=_parse_example_shape)(
+    _parse_example_kernel)
 
 
 def parse_single_example(serialized: Any, features: dict, name: str | None = None,
@@ -273,37 +338,38 @@ def parse_single_example(serialized: Any, features: dict, name: str | None = Non
 
     Inside a map that tf.data runs on whole batches (map-then-batch fusion), `serialized` is
     the batch's vector and this parses it as `parse_example` does."""
-    data = _serialized(serialized)
-    if data.ndim == 1 and vectorize.active():
-        return parse_example(data, features)
-    if data.ndim != 0:
+    x = convert_to_tensor(serialized, _dtypes.string)
+    if vectorize.active() and x.shape.rank == 1:
+        return parse_example(x, features)
+    if x.shape.rank not in (0, None):
         raise errors.InvalidArgumentError(
-            f"parse_single_example: serialized must be a scalar, got shape {list(data.shape)}; "
+            f"parse_single_example: serialized must be a scalar, got shape {x.shape}; "
             f"use parse_example for batches\n{errors.user_line()}")
-    parsed = parse_batch([data[()]], features)
-    out = {}
-    for key, v in parsed.items():
-        if isinstance(v, SparseTensor):
-            values = v.values._value
-            out[key] = SparseTensor(np.arange(len(values)).reshape(-1, 1), values, [len(values)])
-        elif hasattr(v, "flat_values"):  # RaggedFeature: one example's values
-            out[key] = v.flat_values
-        else:
-            out[key] = wrap(v[0, ...])
-    return out
+    return _unpack(features, apply(_parse_example, x, features=_features_attr(features),
+                                   single=True), single=True)
 
 
 def parse_example(serialized: Any, features: dict, name: str | None = None,
                   example_names: Any = None) -> dict:
     """Parse a vector of serialized Examples into batched tensors."""
-    data = _serialized(serialized)
-    if data.ndim != 1:
+    x = convert_to_tensor(serialized, _dtypes.string)
+    if x.shape.rank not in (1, None):
         raise errors.InvalidArgumentError(
-            f"parse_example: serialized must be a vector, got shape {list(data.shape)}\n"
+            f"parse_example: serialized must be a vector, got shape {x.shape}\n"
             f"{errors.user_line()}")
-    parsed = parse_batch(data.tolist(), features)
-    return {key: v if isinstance(v, SparseTensor) or hasattr(v, "flat_values") else wrap(v)
-            for key, v in parsed.items()}
+    return _unpack(features, apply(_parse_example, x, features=_features_attr(features),
+                                   single=False), single=False)
+
+
+def _unpack(features: dict, tensors: tuple, single: bool) -> dict:
+    """{key: value} from the op's flat outputs, in sorted-key order (the op's)."""
+    out, i = {}, 0
+    batch = () if single else (None,)
+    for key, spec in _features_attr(features):
+        n = len(feature_specs(spec, batch))
+        out[key] = rebuild(spec, list(tensors[i:i + n]))
+        i += n
+    return {key: out[key] for key in features}
 
 
 def serialized_example(features: dict) -> bytes:
