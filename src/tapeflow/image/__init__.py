@@ -27,7 +27,18 @@ from tapeflow.image.color import (
     yiq_to_rgb,
     yuv_to_rgb,
 )
-from tapeflow.image.decode import decode_image, decode_jpeg, decode_png, encode_jpeg, encode_png
+from tapeflow.image.decode import (
+    decode_and_crop_jpeg,
+    decode_bmp,
+    decode_gif,
+    decode_image,
+    decode_jpeg,
+    decode_png,
+    encode_jpeg,
+    encode_png,
+    extract_jpeg_shape,
+    is_jpeg,
+)
 from tapeflow.image.dtype import convert_image_dtype, saturate_cast
 from tapeflow.image.geometry import (
     central_crop,
@@ -60,9 +71,10 @@ resize_image_with_crop_or_pad = resize_with_crop_or_pad
 __all__ = [
     "ResizeMethod", "adjust_brightness", "adjust_contrast", "adjust_gamma", "adjust_hue",
     "adjust_saturation", "central_crop", "convert_image_dtype", "crop_and_resize",
-    "crop_to_bounding_box", "decode_image", "decode_jpeg", "decode_png", "encode_jpeg",
-    "encode_png", "extract_patches", "flip_left_right", "flip_up_down", "grayscale_to_rgb",
-    "hsv_to_rgb", "image_gradients", "pad_to_bounding_box", "per_image_standardization", "psnr",
+    "crop_to_bounding_box", "decode_and_crop_jpeg", "decode_bmp", "decode_gif", "decode_image",
+    "decode_jpeg", "decode_png", "encode_jpeg", "encode_png", "extract_jpeg_shape",
+    "extract_patches", "flip_left_right", "flip_up_down", "grayscale_to_rgb", "hsv_to_rgb",
+    "image_gradients", "is_jpeg", "pad_to_bounding_box", "per_image_standardization", "psnr",
     "random_brightness", "random_contrast", "random_crop", "random_flip_left_right",
     "random_flip_up_down", "random_hue", "random_saturation", "resize", "resize_with_crop_or_pad",
     "resize_with_pad", "rgb_to_grayscale", "rgb_to_hsv", "rgb_to_yiq", "rgb_to_yuv", "rot90",
