@@ -35,7 +35,8 @@ class Step:
         self.multi = multi
 
 
-ops = SimpleNamespace(add=None, zeros_like=None, ones_like=None, zeros=None, cast=None)
+ops = SimpleNamespace(add=None, zeros_like=None, ones_like=None, zeros=None, cast=None,
+                      slices=None, dense=None)
 
 # Gradient rules that take a keyword-only ``needs`` (one bool per input): the walker passes it
 # when some input gets no gradient (a constant, labels, a batch of data), so the rule skips
@@ -45,8 +46,9 @@ selective: set[Callable] = set()
 
 
 def install(**fns: Callable) -> None:
-    """Called by the op library (``tapeflow.ops``) with add, zeros_like, ones_like, zeros and
-    cast."""
+    """Called by the op library (``tapeflow.ops``) with add (which also sums IndexedSlices),
+    zeros_like, ones_like, zeros, cast, the IndexedSlices class (`slices`) and `dense`, which
+    densifies one."""
     unknown = set(fns) - set(vars(ops))
     if unknown:
         raise TypeError(f"backprop.install: unknown ops {sorted(unknown)}")
@@ -82,7 +84,8 @@ def backward(steps: list[Step], grads: dict[int, Any], source_keys: set[int],
     """Walk `steps` (forward order, see ``relevant``) backwards from `grads` (key -> gradient
     of the targets). An input gets a gradient only if its key is in `receives` (watched, or
     reachable from a source) and its dtype is differentiable. Gradients of intermediates are
-    dropped once used; those of `source_keys` are kept. Returns `grads`."""
+    dropped once used; those of `source_keys` are kept. A gradient rule gets an IndexedSlices
+    densified unless it is marked ``passes_slices`` (a variable read's). Returns `grads`."""
     def take(k: int) -> Any:
         return grads.get(k) if k in source_keys else grads.pop(k, None)
 
@@ -91,11 +94,14 @@ def backward(steps: list[Step], grads: dict[int, Any], source_keys: set[int],
             gs = [take(k) for k in s.out_keys]
             if all(g is None for g in gs):
                 continue
-            gs = tuple(ops.zeros_like(o) if g is None else g for g, o in zip(gs, s.outs))
+            gs = tuple(ops.zeros_like(o) if g is None else ops.dense(g)
+                       for g, o in zip(gs, s.outs))
         else:
             gs = take(s.out_keys[0])
             if gs is None:
                 continue
+            if type(gs) is ops.slices and not getattr(s.grad_fn, "passes_slices", False):
+                gs = ops.dense(gs)
         fn = s.grad_fn
         if fn in selective:
             needs = tuple(k in receives and differentiable(x) for k, x in zip(s.keys, s.inputs))

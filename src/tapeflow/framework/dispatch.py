@@ -234,6 +234,9 @@ def _read_grad(g, out, value):
     return g
 
 
+_read_grad.passes_slices = True  # a variable's gradient may stay an IndexedSlices
+
+
 def _record(op, inputs, tensors, attrs, outs) -> None:
     if op.grad_fn is None:
         return

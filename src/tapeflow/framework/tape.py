@@ -203,8 +203,10 @@ class GradientTape:
         steps = backprop.relevant(self._entries, source_keys)
         backprop.backward(steps, grads, source_keys, self._watched)
         out = []
-        for s in flat_sources:
+        for original, s in zip(flatten(sources), flat_sources):
             g = grads.get(id(s))
+            if type(g) is backprop.ops.slices and not isinstance(original, Variable):
+                g = backprop.ops.dense(g)  # IndexedSlices go to variables, as in TensorFlow
             if g is None and unconnected is UnconnectedGradients.ZERO:
                 g = (backprop.ops.zeros(s.shape, dtype=s.dtype) if s.shape.is_fully_defined()
                      else backprop.ops.zeros_like(s))  # an unknown dim: take it at run time

@@ -267,8 +267,11 @@ def _identity(x):
 
 
 @_identity.def_grad
-def _(g, out, x):
+def _identity_grad(g, out, x):
     return g
+
+
+_identity_grad.passes_slices = True  # an IndexedSlices gradient goes through, as in TF
 
 
 @op("StopGradient", shape=same_as_first, output="input")

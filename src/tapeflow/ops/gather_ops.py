@@ -13,6 +13,7 @@ from tapeflow.framework.constant import convert_to_tensor
 from tapeflow.framework.dispatch import apply, op
 from tapeflow.kernels import scatter as _scatter
 from tapeflow.ops.array_ops import _tensor
+from tapeflow.ops.indexed_slices import IndexedSlices
 
 # --- gather -----------------------------------------------------------------------------------
 
@@ -102,7 +103,24 @@ def _scatter_add_like(g, indices, like, *, axis, batch_dims=0):
 
 @_gather.def_grad
 def _(g, out, params, indices, *, axis, batch_dims=0):
+    if axis == 0 and not batch_dims:  # rows of params: an IndexedSlices, as in TensorFlow
+        return _row_slices(g, params, indices), None
     return apply(_scatter_add_like, g, indices, params, axis=axis, batch_dims=batch_dims), None
+
+
+def _row_slices(g: Any, params: Any, indices: Any) -> IndexedSlices:
+    """The gradient of a row gather: the rows' gradients at their (flattened) indices."""
+    from tapeflow.ops import array_ops
+
+    shape = params.shape
+    if shape.is_fully_defined():
+        dims = [int(d) for d in shape]
+        dense_shape = convert_to_tensor(np.asarray(dims, dtype=np.int32))
+        values = array_ops.reshape(g, [-1] + dims[1:])
+    else:
+        dense_shape = array_ops.shape(params, out_type="int32")
+        values = array_ops.reshape(g, array_ops.concat([[-1], dense_shape[1:]], 0))
+    return IndexedSlices(values, array_ops.reshape(indices, [-1]), dense_shape)
 
 
 @_scatter_add_like.def_grad

@@ -1,5 +1,12 @@
 """``tf.IndexedSlices``: some rows of a tensor, as gradients of row lookups (gather) are.
 
+The gradient of ``gather(params, indices)`` (axis 0) is one: the looked-up rows' gradients and
+their indices, so an optimizer can update only those rows. The reverse-mode walker adds two of
+them by concatenation and a dense gradient to one by densifying (TensorFlow's rules); an op's
+gradient rule receives a dense tensor. ``GradientTape.gradient`` hands them out for Variable
+sources (as TensorFlow does), and dense tensors for tensor sources (the internal callers:
+function, cond and loop gradients, differentiate with respect to tensors and want tensors).
+
 Converting one to a tensor adds the rows into zeros of `dense_shape` and warns, as TensorFlow
 does, when the dense result is big or of unknown shape (it may use a lot of memory).
 """
@@ -55,7 +62,9 @@ class IndexedSlices:
 
         if self._dense_shape is None:
             return TensorShape(None)
-        static = getattr(self._dense_shape, "_value", None)
+        from tapeflow.ops.misc_ops import get_static_value
+
+        static = get_static_value(self._dense_shape)
         if static is not None:
             return TensorShape([int(d) for d in static])
         return TensorShape([None] * (self._values.shape.rank or 0) or None)
@@ -95,3 +104,29 @@ def densify(slices: IndexedSlices) -> Tensor:
         return segment_ops.unsorted_segment_sum(slices.values, slices.indices, rows)
     return segment_ops.unsorted_segment_sum(slices.values, slices.indices,
                                             slices.dense_shape[0])
+
+
+def add_gradients(a: Any, b: Any) -> Any:
+    """The sum of two gradients, either of which may be an IndexedSlices: two IndexedSlices
+    concatenate (duplicate rows stay separate, as in TensorFlow), a dense one densifies the
+    other."""
+    from tapeflow.ops import array_ops, math_ops
+
+    sa, sb = type(a) is IndexedSlices, type(b) is IndexedSlices
+    if not sa and not sb:
+        return math_ops.add(a, b)
+    if sa and sb:  # `b` comes from the earlier op (the walk runs backwards): TF's order
+        return IndexedSlices(array_ops.concat([b.values, a.values], 0),
+                             array_ops.concat([math_ops.cast(b.indices, a.indices.dtype),
+                                               a.indices], 0),
+                             a.dense_shape)
+    return math_ops.add(dense(a), dense(b))
+
+
+def dense(g: Any) -> Any:
+    """`g` as a tensor (IndexedSlices densified, quietly: gradients known to be bounded)."""
+    if type(g) is not IndexedSlices:
+        return g
+    from tapeflow.ops import segment_ops
+
+    return segment_ops.unsorted_segment_sum(g.values, g.indices, g.dense_shape[0])

@@ -9,7 +9,7 @@ import numpy as np
 
 from tapeflow.framework.nest import flatten, pack_sequence_as
 from tapeflow.framework.tape import GradientTape, UnconnectedGradients, _call_site, _used_twice
-from tapeflow.ops import array_ops, gather_ops
+from tapeflow.ops import array_ops, gather_ops, indexed_slices
 
 
 def _jacobian(self: GradientTape, target: Any, sources: Any, unconnected_gradients: Any =
@@ -34,7 +34,8 @@ def _jacobian(self: GradientTape, target: Any, sources: Any, unconnected_gradien
         if all(g is None for g in gl):
             out.append(None)
             continue
-        gl = [array_ops.zeros(s.shape, s.dtype) if g is None else g for g in gl]
+        gl = [array_ops.zeros(s.shape, s.dtype) if g is None else indexed_slices.dense(g)
+              for g in gl]
         stacked = array_ops.stack(gl)
         out.append(array_ops.reshape(stacked, target_shape + [int(d) for d in s.shape]))
     if not self._persistent:

@@ -14,6 +14,7 @@ import numpy as np
 
 from tapeflow._api import export
 from tapeflow.framework.dispatch import apply, op
+from tapeflow.kernels import scatter as _scatter
 from tapeflow.ops.array_ops import _tensor
 
 
@@ -33,7 +34,10 @@ def _reduce_at(ufunc, data, ids, num, fill):
     if flat_ids.size and flat_ids.max() >= n:
         raise ValueError(f"segment id {int(flat_ids.max())} is out of range [0, {n})")
     out = np.full((n,) + rows.shape[1:], fill, dtype=data.dtype)
-    ufunc.at(out, flat_ids, rows)
+    if ufunc is np.add:  # a compiled row loop where it applies (np.add.at is slow)
+        _scatter.add_rows(out, flat_ids, rows)
+    else:
+        ufunc.at(out, flat_ids, rows)
     return out
 
 

@@ -12,8 +12,13 @@ import tf_keras as keras
 
 STEPS = [([[1.0, 2.0], [3.0, 4.0], [0.5, 0.5]], [0, 2, 0]),
          ([[-1.0, 1.0], [2.0, 0.0], [1.0, 1.0]], [1, 1, 3])]
-CASES = {"SGD": {}, "SGD_momentum": {"momentum": 0.9}, "Adam": {}, "RMSprop": {},
-         "Adagrad": {}}
+CASES = {"SGD": {}, "SGD_momentum": {"momentum": 0.9},
+         "SGD_nesterov": {"momentum": 0.9, "nesterov": True}, "Adam": {},
+         "Adam_amsgrad": {"amsgrad": True}, "RMSprop": {},
+         "RMSprop_centered": {"momentum": 0.5, "centered": True}, "Adagrad": {}, "Adamax": {},
+         "Nadam": {}, "Adadelta": {}, "Ftrl": {}, "AdamW": {"weight_decay": 0.1},
+         "SGD_clipnorm": {"clipnorm": 1.0}, "Adam_global_clipnorm": {"global_clipnorm": 1.0},
+         "SGD_clipvalue": {"clipvalue": 0.7}}
 
 out = {"steps": STEPS, "start": np.arange(8.0).reshape(4, 2).tolist(), "results": {}}
 for case, kwargs in CASES.items():

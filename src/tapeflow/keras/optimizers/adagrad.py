@@ -9,7 +9,16 @@ import numpy as np
 from tapeflow.framework.dispatch import apply, op
 from tapeflow.framework.tensor import Tensor
 from tapeflow.framework.variable import Variable
-from tapeflow.keras.optimizers.optimizer import Optimizer, check_update, scalar_safe, var_spec
+from tapeflow.keras.optimizers.optimizer import (
+    Optimizer,
+    check_rows,
+    check_update,
+    owned_buffer,
+    scalar_safe,
+    unique_rows,
+    var_spec,
+)
+from tapeflow.ops.indexed_slices import IndexedSlices
 
 
 @op("KerasApplyAdagrad", stateful=True, shape=var_spec)
@@ -25,6 +34,23 @@ def _apply_adagrad(grad, lr, *, var, accum, epsilon):
     new /= root
     np.subtract(var._value, new, out=new)
     accum._value = new_accum
+    var._value = new
+    return new
+
+
+@op("KerasSparseApplyAdagrad", stateful=True, shape=var_spec)
+def _sparse_apply_adagrad(values, indices, lr, *, var, accum, epsilon):
+    """The Adagrad update on the touched rows only (duplicates summed first, as Keras does);
+    the other rows' accumulator and value do not change (their gradient is 0)."""
+    indices = indices.reshape(-1)
+    check_rows("KerasSparseApplyAdagrad", values, indices, var)
+    grad, rows = unique_rows(values, indices)
+    acc = owned_buffer(accum)
+    acc_rows = acc[rows] + np.square(grad)
+    acc[rows] = acc_rows
+    new = owned_buffer(var)
+    new[rows] -= np.multiply(grad, float(lr)) / (np.sqrt(acc_rows) + epsilon)
+    accum._value = acc
     var._value = new
     return new
 
@@ -47,6 +73,11 @@ class Adagrad(Optimizer):
     def _update(self, grad: Tensor, var: Variable, lr: Any, slots: dict[str, Variable]) -> Any:
         return apply(_apply_adagrad, grad, lr, var=var, accum=slots["accumulator"],
                      epsilon=self.epsilon)
+
+    def _update_sparse(self, grad: IndexedSlices, var: Variable, lr: Any,
+                       slots: dict[str, Variable]) -> Any:
+        return apply(_sparse_apply_adagrad, grad.values, grad.indices, lr, var=var,
+                     accum=slots["accumulator"], epsilon=self.epsilon)
 
     def _hyper_config(self) -> dict[str, Any]:
         return {"initial_accumulator_value": self.initial_accumulator_value,

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from tapeflow.framework.dispatch import apply, op
+from tapeflow.ops.indexed_slices import IndexedSlices
 
 
 @op("ClipGradientByValue", shape=lambda g, *, clip_value: g)
@@ -40,13 +41,27 @@ def _clip_by_global_norm(*grads, clip_norm):
     return tuple(g * scale for g in grads)
 
 
+def _on_values(fn: Any, g: Any) -> Any:
+    """`fn` on a gradient tensor, or on an IndexedSlices' values (TensorFlow clips those)."""
+    if type(g) is IndexedSlices:
+        return IndexedSlices(fn(g.values), g.indices, g.dense_shape)
+    return fn(g)
+
+
 def clip_gradients(grads: list, clipnorm: float | None, global_clipnorm: float | None,
                    clipvalue: float | None) -> list[Any]:
-    """The optimizer's configured clipping, applied to a list of gradient tensors."""
+    """The optimizer's configured clipping, applied to a list of gradients (tensors or
+    IndexedSlices)."""
     if clipvalue is not None:
-        grads = [apply(_clip_by_value, g, clip_value=float(clipvalue)) for g in grads]
+        clip = float(clipvalue)
+        grads = [_on_values(lambda x: apply(_clip_by_value, x, clip_value=clip), g)
+                 for g in grads]
     if clipnorm is not None:
-        grads = [apply(_clip_by_norm, g, clip_norm=float(clipnorm)) for g in grads]
+        clip = float(clipnorm)
+        grads = [_on_values(lambda x: apply(_clip_by_norm, x, clip_norm=clip), g) for g in grads]
     if global_clipnorm is not None:
-        grads = list(apply(_clip_by_global_norm, *grads, clip_norm=float(global_clipnorm)))
+        flat = [g.values if type(g) is IndexedSlices else g for g in grads]
+        clipped = apply(_clip_by_global_norm, *flat, clip_norm=float(global_clipnorm))
+        grads = [IndexedSlices(c, g.indices, g.dense_shape) if type(g) is IndexedSlices else c
+                 for g, c in zip(grads, clipped)]
     return grads

@@ -10,6 +10,7 @@ Every step is a tapeflow op, so a traced training step contains the whole update
 from __future__ import annotations
 
 import functools
+import sys
 import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -27,6 +28,8 @@ from tapeflow.keras.optimizers import clipping
 from tapeflow.keras.optimizers.schedules import LearningRateSchedule
 from tapeflow.keras.optimizers.schedules import deserialize as _deserialize_schedule
 from tapeflow.keras.optimizers.schedules import serialize as _serialize_schedule
+from tapeflow.ops import indexed_slices
+from tapeflow.ops.indexed_slices import IndexedSlices
 
 _ALLOWED_KWARGS = {"clipnorm", "clipvalue", "global_clipnorm", "lr", "decay"}
 _NO_SLOTS: dict = {}
@@ -97,7 +100,10 @@ def _aggregate_over_replicas(grads: list, variables: list, optimizer: Any) -> li
     from tapeflow.distribute import strategy
 
     ctx = strategy.get_replica_context()
-    return grads if ctx is None else ctx._aggregate_gradients(grads, variables, optimizer)
+    single = strategy.ReplicaContext._aggregate_gradients
+    if ctx is None or type(ctx)._aggregate_gradients is single:
+        return grads  # one replica: nothing to do (IndexedSlices stay sparse)
+    return ctx._aggregate_gradients([indexed_slices.dense(g) for g in grads], variables, optimizer)
 
 
 def adam_moments(grad: np.ndarray, m: Variable, v: Variable, beta_1: float,
@@ -111,6 +117,43 @@ def adam_moments(grad: np.ndarray, m: Variable, v: Variable, beta_1: float,
     new_v *= 1.0 - beta_2
     new_v += v._value
     return new_m, new_v
+
+
+def owned_buffer(state: Variable) -> np.ndarray:
+    """The state's array, to update in place when nothing else holds it (no tensor read from
+    it is alive: its reference count is the variable's, this function's and the call's), else
+    a copy: tensors already read keep their values, as TensorFlow's reads do."""
+    arr = state._value
+    if sys.getrefcount(arr) <= 3 and arr.base is None and arr.flags.writeable:
+        return arr
+    return arr.copy()
+
+
+def unique_rows(values: np.ndarray, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(summed rows, unique indices) of an IndexedSlices: duplicate rows added up, as Keras
+    does before a sparse update."""
+    from tapeflow.kernels import scatter
+
+    flat = indices.reshape(-1)
+    unique, inverse = np.unique(flat, return_inverse=True)
+    if len(unique) == len(flat):
+        return values, flat
+    summed = np.zeros((len(unique),) + values.shape[1:], dtype=values.dtype)
+    scatter.add_rows(summed, inverse, values)
+    return summed, unique
+
+
+def check_rows(op_name: str, values: np.ndarray, indices: np.ndarray, var: Variable) -> None:
+    """Refuse an IndexedSlices gradient whose rows or indices do not fit its variable."""
+    shape = var._value.shape
+    if values.shape[1:] != shape[1:] or values.shape[:1] != indices.shape[:1] or (
+            indices.size and (indices.min() < 0 or indices.max() >= shape[0])):
+        raise errors.InvalidArgumentError(
+            None, op_name,
+            f"{op_name}: IndexedSlices gradient with values {list(values.shape)} at indices "
+            f"in [{indices.min() if indices.size else 0}, "
+            f"{indices.max() if indices.size else 0}] does not fit variable {var.name} of "
+            f"shape {list(shape)}\n{errors.user_line()}")
 
 
 def check_update(op_name: str, grad: np.ndarray, var: Variable) -> None:
@@ -339,7 +382,7 @@ class Optimizer:
                                 f"{errors.user_line()}")
             if g is None:
                 continue
-            if not isinstance(g, Tensor):
+            if not isinstance(g, (Tensor, IndexedSlices)):
                 g = convert_to_tensor(g, dtype=v.dtype)
             elif g.dtype is not v.dtype:
                 raise errors.InvalidArgumentError(
@@ -372,7 +415,10 @@ class Optimizer:
             if has_slots:
                 entry = slots_of.get(v._unique_id)
                 slots = entry[1] if entry is not None else self._create_slots(v)
-            self._update(g, v, lr, slots)
+            if type(g) is IndexedSlices:
+                self._update_sparse(g, v, lr, slots)
+            else:
+                self._update(g, v, lr, slots)
             if v._constraint is not None:
                 v.assign(v._constraint(v))
         if global_step is not None:
@@ -384,6 +430,14 @@ class Optimizer:
 
     def _update(self, grad: Tensor, var: Variable, lr: Any, slots: dict[str, Variable]) -> Any:
         raise NotImplementedError(f"{type(self).__name__} must implement _update")
+
+    def _update_sparse(self, grad: IndexedSlices, var: Variable, lr: Any,
+                       slots: dict[str, Variable]) -> Any:
+        """The update for an IndexedSlices gradient. tf-keras 2.21's optimizers decay their
+        slots on every row and sum duplicate rows, which is the dense update of the densified
+        gradient; optimizers whose untouched rows stay put (plain SGD, Adagrad) override this
+        to write the touched rows only."""
+        return self._update(indexed_slices.dense(grad), var, lr, slots)
 
     def minimize(self, loss: Any, var_list: Any, grad_loss: Any = None, name: str | None = None,
                  tape: Any = None) -> Any:

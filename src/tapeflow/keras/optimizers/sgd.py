@@ -9,7 +9,16 @@ import numpy as np
 from tapeflow.framework.dispatch import apply, op
 from tapeflow.framework.tensor import Tensor
 from tapeflow.framework.variable import Variable
-from tapeflow.keras.optimizers.optimizer import Optimizer, check_update, scalar_safe, var_spec
+from tapeflow.keras.optimizers.optimizer import (
+    Optimizer,
+    check_rows,
+    check_update,
+    owned_buffer,
+    scalar_safe,
+    var_spec,
+)
+from tapeflow.kernels import scatter
+from tapeflow.ops.indexed_slices import IndexedSlices
 
 
 @op("KerasApplyGradientDescent", stateful=True, shape=var_spec)
@@ -19,6 +28,17 @@ def _apply_sgd(grad, lr, *, var):
     check_update("KerasApplyGradientDescent", grad, var)
     new = np.multiply(grad, float(lr))
     np.subtract(var._value, new, out=new)
+    var._value = new
+    return new
+
+
+@op("KerasSparseApplyGradientDescent", stateful=True, shape=var_spec)
+def _sparse_apply_sgd(values, indices, lr, *, var):
+    """var[indices] -= lr * values (duplicates add up): only the touched rows are written."""
+    indices = indices.reshape(-1)
+    check_rows("KerasSparseApplyGradientDescent", values, indices, var)
+    new = owned_buffer(var)
+    scatter.add_rows(new, indices, np.multiply(values, -float(lr)).astype(new.dtype, copy=False))
     var._value = new
     return new
 
@@ -62,6 +82,12 @@ class SGD(Optimizer):
             return apply(_apply_momentum, grad, lr, var=var, accum=slots["momentum"],
                          momentum=self.momentum, nesterov=self.nesterov)
         return apply(_apply_sgd, grad, lr, var=var)
+
+    def _update_sparse(self, grad: IndexedSlices, var: Variable, lr: Any,
+                       slots: dict[str, Variable]) -> Any:
+        if self.momentum > 0:
+            return super()._update_sparse(grad, var, lr, slots)
+        return apply(_sparse_apply_sgd, grad.values, grad.indices, lr, var=var)
 
     def _hyper_config(self) -> dict[str, Any]:
         return {"momentum": self.momentum, "nesterov": self.nesterov}
