@@ -44,6 +44,7 @@ from tapeflow.ops import indexed_slices as _indexed_slices
 
 # the reverse-mode walker (framework, below this layer) adds gradients with the op library's ops
 variable_updates.install(_Variable, _Tensor)  # v[0, 1].assign(x), v.scatter_*
+complex_ops.install_conjugate_gradients()  # TF's complex-gradient convention
 _backprop.install(add=_indexed_slices.add_gradients, zeros_like=array_ops.zeros_like,
                   ones_like=array_ops.ones_like, zeros=array_ops.zeros, cast=math_ops.cast,
                   slices=_indexed_slices.IndexedSlices, dense=_indexed_slices.dense)

@@ -96,3 +96,60 @@ def angle(input: Any, name: str | None = None) -> Any:  # noqa: A002
         return math_ops.where(math_ops.less(x, 0), array_ops.ones_like(x) * np.pi,
                               array_ops.zeros_like(x))
     return atan2(imag(x), real(x))
+
+
+# Ops whose gradient rule is written as the derivative of a holomorphic function (g * f'(x)).
+# TensorFlow's convention for complex inputs is g * conj(f'(x)), which is the same rule
+# evaluated at the conjugated inputs and outputs (the derivatives have real coefficients).
+# MatrixDeterminant conjugates its input only: TensorFlow's rule multiplies by det itself
+# (g * det * inverse(x)^H), so its gradient is not d/dRe + i d/dIm; its numbers are kept.
+HOLOMORPHIC = {name: True for name in (
+    "Mul", "RealDiv", "MatMul", "Einsum", "Exp", "Log", "Log1p", "Expm1", "Sin", "Cos", "Tan",
+    "Sinh", "Cosh", "Tanh", "Asin", "Acos", "Atan", "Asinh", "Acosh", "Atanh", "Sqrt", "Rsqrt",
+    "Reciprocal", "Square", "Pow", "Sigmoid", "Prod", "Cumprod", "MatrixInverse", "Xlogy")}
+HOLOMORPHIC["MatrixDeterminant"] = False
+
+
+def _conjugated(rule: Any, outputs_too: bool) -> Any:
+    def conjugating_rule(g, out, *inputs, **attrs):
+        if not inputs[0].dtype.is_complex:
+            return rule(g, out, *inputs, **attrs)
+        if outputs_too:
+            out = tuple(map(_conj_if_complex, out)) if isinstance(out, tuple) else \
+                _conj_if_complex(out)
+        return rule(g, out, *map(_conj_if_complex, inputs), **attrs)
+
+    conjugating_rule.__wrapped__ = rule
+    return conjugating_rule
+
+
+def _conj_if_complex(t: Any) -> Any:
+    return apply(_conj, t) if t.dtype.is_complex else t
+
+
+def install_conjugate_gradients() -> None:
+    """Give the holomorphic ops TensorFlow's complex-gradient convention (called once by
+    ``tapeflow.ops`` after every op is defined)."""
+    from tapeflow.framework.dispatch import REGISTRY
+
+    for name, outputs_too in HOLOMORPHIC.items():
+        o = REGISTRY[name]
+        if o.grad_fn is not None and not hasattr(o.grad_fn, "__wrapped__"):
+            o.grad_fn = _conjugated(o.grad_fn, outputs_too)
+
+
+@op("ComplexAbs", shape=_real_spec)
+def _complex_abs(x):
+    return np.abs(x)
+
+
+@_complex_abs.def_grad
+def _(g, out, x):
+    from tapeflow.ops import math_ops
+
+    return math_ops.divide_no_nan(apply(_complex, g, g * 0.0) * x, apply(_complex, out, out * 0.0))
+
+
+def complex_abs(x: Any) -> Any:
+    """|x| of a complex tensor, a real tensor (TensorFlow's ComplexAbs)."""
+    return apply(_complex_abs, x)

@@ -15,6 +15,7 @@ from tapeflow.framework.tensor import EagerTensor
 from tapeflow.kernels import einsum as _einsum_kernel
 from tapeflow.kernels import matmul as _matmul_kernel
 from tapeflow.kernels.low_precision import is_low, widened
+from tapeflow.ops import complex_ops as _complex_ops
 
 
 def _matmul_rule(a, b, *, transpose_a, transpose_b):
@@ -108,6 +109,10 @@ def matmul(a: Any, b: Any, transpose_a: bool = False, transpose_b: bool = False,
         a = convert_to_tensor(a)                                   # wrapper does
     if type(b) is not EagerTensor and not hasattr(b, "dtype"):
         b = convert_to_tensor(b, dtype_hint=a.dtype)
+    if adjoint_a and a.dtype.is_complex:
+        a = apply(_complex_ops._conj, a)
+    if adjoint_b and b.dtype.is_complex:
+        b = apply(_complex_ops._conj, b)
     return apply(_matmul, a, b, transpose_a=bool(transpose_a or adjoint_a),
                  transpose_b=bool(transpose_b or adjoint_b))
 

@@ -432,7 +432,17 @@ maximum = _public(_binary(_maximum), "Elementwise max; the gradient goes to x on
                   "math.maximum", "maximum")
 minimum = _public(_binary(_minimum), "Elementwise min; the gradient goes to x on ties.",
                   "math.minimum", "minimum")
-abs = _public(_unary(_abs), "|x| (gradient sign(x), 0 at 0).", "math.abs", "abs")  # noqa: A001
+def _abs_any(x: Any, name: str | None = None):
+    t = x if hasattr(x, "dtype") else _tensor(x)
+    if t.dtype.is_complex:
+        from tapeflow.ops import complex_ops
+
+        return complex_ops.complex_abs(t)
+    return apply(_abs, t)
+
+
+abs = _public(_abs_any, "|x| (gradient sign(x), 0 at 0); complex x: a real modulus.",  # noqa: A001
+              "math.abs", "abs")
 sign = _public(_unary(_sign), "-1, 0 or 1.", "math.sign", "sign")
 square = _public(_unary(_square), "x * x.", "math.square", "square")
 sqrt = _public(_unary(_sqrt), "Square root (float inputs).", "math.sqrt", "sqrt")

@@ -173,13 +173,14 @@ def _(g, out, x):
 
 @op("MatrixSolve", shape=lambda a, b, *, adjoint: b)
 def _solve(a, b, *, adjoint):
-    return np.linalg.solve(np.swapaxes(a, -1, -2) if adjoint else a, b).astype(b.dtype, copy=False)
+    return np.linalg.solve(np.conj(np.swapaxes(a, -1, -2)) if adjoint else a, b).astype(
+        b.dtype, copy=False)
 
 
 @_solve.def_grad
 def _(g, out, a, b, *, adjoint):
     gb = apply(_solve, a, g, adjoint=not adjoint)
-    ga = -matmul(out, gb, transpose_b=True) if adjoint else -matmul(gb, out, transpose_b=True)
+    ga = -matmul(out, gb, adjoint_b=True) if adjoint else -matmul(gb, out, adjoint_b=True)
     return ga, gb
 
 
@@ -187,14 +188,14 @@ def _(g, out, a, b, *, adjoint):
 def _tri_solve(a, b, *, lower, adjoint):
     m = np.tril(a) if lower else np.triu(a)
     if adjoint:
-        m = np.swapaxes(m, -1, -2)
+        m = np.conj(np.swapaxes(m, -1, -2))
     return np.linalg.solve(m, b).astype(b.dtype, copy=False)
 
 
 @_tri_solve.def_grad
 def _(g, out, a, b, *, lower, adjoint):
     gb = apply(_tri_solve, a, g, lower=lower, adjoint=not adjoint)
-    ga = -matmul(out, gb, transpose_b=True) if adjoint else -matmul(gb, out, transpose_b=True)
+    ga = -matmul(out, gb, adjoint_b=True) if adjoint else -matmul(gb, out, adjoint_b=True)
     keep = (-1, 0) if lower else (0, -1)
     return apply(_band_part, ga, lower=keep[0], upper=keep[1]), gb
 
