@@ -3,7 +3,7 @@
 Every op works on batches (leading dims) and, where TensorFlow differentiates it, has its
 gradient written in tapeflow ops next to it: inverse, determinant, log-determinant, solve,
 triangular solve, Cholesky, symmetric eigendecomposition, SVD (reduced), diagonals and bands.
-QR and the general (non-symmetric) eigendecomposition have no gradient here.
+QR and the general eigendecomposition have TensorFlow's gradients (QR: reduced, or square).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from tapeflow._api import export
 from tapeflow.framework import dtypes as _dtypes
 from tapeflow.framework.dispatch import apply, op
 from tapeflow.ops import array_ops, math_ops, reduce_ops
+from tapeflow.ops import complex_ops as _complex_ops
 from tapeflow.ops.array_ops import _tensor
 from tapeflow.ops.linalg_ops import matmul
 
@@ -119,12 +120,18 @@ def trace(x: Any, name: str | None = None) -> Any:
     return reduce_ops.reduce_sum(diag_part(x), axis=-1)
 
 
-@export("linalg.matrix_transpose", "linalg.adjoint")
+@export("linalg.matrix_transpose")
 def matrix_transpose(a: Any, name: str | None = None, conjugate: bool = False) -> Any:
     x = _tensor(a)
     if conjugate and x.dtype.is_complex:
-        raise NotImplementedError("adjoint of complex matrices")
+        x = apply(_complex_ops._conj, x)
     return _t(x)
+
+
+@export("linalg.adjoint")
+def adjoint(matrix: Any, name: str | None = None) -> Any:
+    """The conjugate transpose of the last two dims."""
+    return matrix_transpose(matrix, conjugate=True)
 
 
 @export("linalg.matvec")
@@ -356,10 +363,57 @@ def svd(tensor: Any, full_matrices: bool = False, compute_uv: bool = True,
     return (s, u, v) if compute_uv else s
 
 
-@op("Qr", multi_output=True, shape=lambda x, *, full_matrices: [(None, x[1]), (None, x[1])])
+def _qr_shape(x, *, full_matrices):
+    if x[0] is None:
+        return [(None, x[1]), (None, x[1])]
+    *batch, m, n = x[0]
+    k = m if full_matrices else (None if m is None or n is None else min(m, n))
+    return [(tuple(batch) + (m, k), x[1]), (tuple(batch) + (k, n), x[1])]
+
+
+@op("Qr", multi_output=True, shape=_qr_shape)
 def _qr(x, *, full_matrices):
     q, r = np.linalg.qr(x, mode="complete" if full_matrices else "reduced")
     return q.astype(x.dtype, copy=False), r.astype(x.dtype, copy=False)
+
+
+def _qr_grad_tall(q: Any, r: Any, dq: Any, dr: Any) -> Any:
+    """TensorFlow's QR gradient for m >= n (reduced) or square matrices."""
+    qdq = matmul(q, dq, adjoint_a=True)
+    qdq_ = qdq - adjoint(qdq)
+    rdr = matmul(r, dr, adjoint_b=True)
+    rdr_ = rdr - adjoint(rdr)
+    tril = apply(_band_part, qdq_ + rdr_, lower=-1, upper=0)
+
+    def times_r_inv_h(x):  # x @ inverse(r)^H, by a triangular solve
+        return adjoint(triangular_solve(r, adjoint(x), lower=False))
+
+    grad = matmul(q, dr + times_r_inv_h(tril)) + times_r_inv_h(dq - matmul(q, qdq))
+    if q.dtype.is_complex:  # the imaginary part of diag(r)'s phase (TF's correction)
+        m = rdr - adjoint(qdq)
+        eye = _eye_like(m)
+        correction = eye * apply(_complex_ops._complex, array_ops.zeros_like(
+            apply(_complex_ops._real, m)), apply(_complex_ops._imag, m))
+        grad = grad + matmul(q, times_r_inv_h(correction))
+    return grad
+
+
+@_qr.def_grad
+def _(g, out, x, *, full_matrices):
+    dq, dr = g
+    q, r = out
+    m, n = x.shape.as_list()[-2:]
+    if m is None or n is None:
+        raise NotImplementedError("QR gradient needs the matrix's static shape")
+    if m >= n:
+        if full_matrices and m > n:
+            raise NotImplementedError("QrGrad not implemented when nrows > ncols and "
+                                      "full_matrices is true (as in TensorFlow)")
+        return _qr_grad_tall(q, r, dq, dr)
+    y = x[..., :, m:]
+    u, dv = r[..., :, :m], dr[..., :, m:]
+    dx = _qr_grad_tall(q, u, dq + matmul(y, dv, adjoint_b=True), dr[..., :, :m])
+    return array_ops.concat([dx, matmul(q, dv)], axis=-1)
 
 
 @export("linalg.qr")
@@ -367,11 +421,35 @@ def qr(input: Any, full_matrices: bool = False, name: str | None = None) -> tupl
     return apply(_qr, _tensor(input), full_matrices=bool(full_matrices))
 
 
-@op("Eig", multi_output=True, shape=lambda x: [(None, _dtypes.complex64)] * 2)
+def _eig_shape(x):
+    kind = _dtypes.complex128 if x[1] in (_dtypes.float64, _dtypes.complex128) else \
+        _dtypes.complex64
+    return [(None if x[0] is None else tuple(x[0][:-1]), kind), (x[0], kind)]
+
+
+@op("Eig", multi_output=True, shape=_eig_shape)
 def _eig(x):
     e, v = np.linalg.eig(x)
-    kind = np.complex128 if x.dtype == np.float64 else np.complex64
+    kind = np.complex128 if x.dtype in (np.float64, np.complex128) else np.complex64
     return e.astype(kind), v.astype(kind)
+
+
+@_eig.def_grad
+def _(g, out, x):
+    """TensorFlow's rule: A's gradient = V^-H (diag(ge) + F * (V^H gv - V^H V Re(diag(V^H gv))))
+    V^H, F = conj(1 / (e_j - e_i)) off the diagonal; the real part for a real input."""
+    ge, gv = g
+    e, v = out
+    vt = adjoint(v)
+    diff = array_ops.expand_dims(e, -2) - array_ops.expand_dims(e, -1)
+    f = apply(_complex_ops._conj, apply(_set_diag, math_ops.reciprocal(diff),
+                                        array_ops.zeros_like(e)))
+    vgv = matmul(vt, gv)
+    real_diag = apply(_diag, math_ops.cast(apply(_complex_ops._real, apply(_diag_part, vgv)),
+                                          vgv.dtype))
+    mid = apply(_diag, ge) + f * (vgv - matmul(matmul(vt, v), real_diag))
+    grad = apply(_solve, vt, matmul(mid, vt), adjoint=False)
+    return grad if x.dtype.is_complex else apply(_complex_ops._real, grad)
 
 
 @export("linalg.eig", "eig")
