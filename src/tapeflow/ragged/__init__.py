@@ -9,7 +9,9 @@ from tapeflow.ragged.api import (
     segment_ids_to_row_splits,
     stack,
 )
+from tapeflow.ragged.dynamic_shape import DynamicRaggedShape, RowPartition
 from tapeflow.ragged.tensor import RaggedTensor, RaggedTensorSpec
 
-__all__ = ["RaggedTensor", "RaggedTensorSpec", "boolean_mask", "constant", "map_flat_values",
-           "range", "row_splits_to_segment_ids", "segment_ids_to_row_splits", "stack"]
+__all__ = ["DynamicRaggedShape", "RaggedTensor", "RaggedTensorSpec", "RowPartition",
+           "boolean_mask", "constant", "map_flat_values", "range", "row_splits_to_segment_ids",
+           "segment_ids_to_row_splits", "stack"]

@@ -328,6 +328,14 @@ def size(input: Any, out_type: Any = _dtypes.int32, name: str | None = None) -> 
     return array_ops.size(input.flat_values, out_type=out_type)
 
 
+@dispatch_for_api(array_ops.shape, RaggedTensor)
+def shape(input: Any, out_type: Any = _dtypes.int32, name: str | None = None) -> Any:  # noqa: A002
+    """A DynamicRaggedShape, as TensorFlow's tf.shape of a RaggedTensor."""
+    from tapeflow.ragged.dynamic_shape import DynamicRaggedShape
+
+    return DynamicRaggedShape.from_tensor(input, out_type)
+
+
 @dispatch_for_api(array_ops.rank, RaggedTensor)
 def rank(input: Any, name: str | None = None) -> Tensor:  # noqa: A002
     return convert_to_tensor(input.shape.rank, _dtypes.int32)
