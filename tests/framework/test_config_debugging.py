@@ -40,6 +40,19 @@ def test_jit_and_determinism(restore_config):
     assert tf.config.optimizer.get_jit() and tf.function(lambda: 1)._jit_compile
     tf.config.experimental.enable_op_determinism()
     assert config.op_determinism_enabled()
+    # TF 2.21's rule: randomness without any seed is an error; a seed makes it fine
+    tf.random.set_seed(None)
+    for draw in (lambda: tf.random.normal([2]), lambda: tf.nn.dropout(tf.ones([2]), 0.5),
+                 lambda: tf.function(lambda: tf.random.uniform([2]))(),
+                 lambda: tf.data.Dataset.range(3).shuffle(3),
+                 lambda: tf.random.Generator.from_non_deterministic_state()):
+        with pytest.raises(RuntimeError, match="determinism is enabled"):
+            draw()
+    assert tf.random.uniform([2], seed=3).shape == (2,)
+    tf.random.set_seed(1)
+    assert tf.random.normal([2]).shape == (2,)
+    assert list(tf.data.Dataset.range(3).shuffle(3).as_numpy_iterator()) != []
+    tf.random.set_seed(None)
 
 
 def test_value_asserts_eager_and_traced():

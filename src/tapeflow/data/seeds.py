@@ -12,7 +12,9 @@ from tapeflow.ops import random_ops
 
 
 def resolve(op_seed: int | None) -> int | None:
-    """One integer from the global and op seeds; None when neither is set."""
+    """One integer from the global and op seeds; None when neither is set (an error under
+    ``enable_op_determinism``, as in TensorFlow)."""
+    random_ops.require_seed(op_seed)
     return random_ops.next_seed(None if op_seed is None else int(op_seed))
 
 

@@ -146,8 +146,10 @@ def get_experimental_options() -> dict:
 
 @export("config.experimental.enable_op_determinism")
 def enable_op_determinism() -> None:
-    """Recorded: tapeflow's kernels are already deterministic (parallel work is split by size
-    alone and summed in a fixed order), so every op gives the same bits run to run."""
+    """Deterministic ops, as TensorFlow means it. tapeflow's kernels are deterministic already
+    (parallel work is split by size alone and summed in a fixed order); what changes is
+    TensorFlow's rule for randomness: a random op or shuffle with neither a global nor an op
+    seed raises RuntimeError, and so does ``Generator.from_non_deterministic_state``."""
     _settings["determinism"] = True
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from tapeflow._api import export
+from tapeflow.framework import config as _config
 from tapeflow.framework import dtypes as _dtypes
 from tapeflow.framework.dispatch import apply, op
 from tapeflow.framework.variable import Variable
@@ -108,6 +109,9 @@ class Generator:
 
     @classmethod
     def from_non_deterministic_state(cls, alg: Any = None) -> Generator:
+        if _config.op_determinism_enabled():
+            raise RuntimeError('"from_non_deterministic_state" cannot be called when '
+                               'determinism is enabled.')
         seed = int.from_bytes(os.urandom(16), "little")
         return cls(state=create_rng_state(seed, alg), alg=alg)
 

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from tapeflow._api import export
+from tapeflow.framework import config as _config
 from tapeflow.framework import dtypes as _dtypes
 from tapeflow.framework.context import state as _state
 from tapeflow.framework.dispatch import apply, op
@@ -58,10 +59,22 @@ def get_global_seed() -> int | None:
     return _global["seed"]
 
 
-def _seed_pair(seed: int | None) -> tuple | None:
-    """(global, op) seeds for one random call, or None for fresh entropy."""
+def require_seed(seed: int | None) -> None:
+    """TensorFlow's rule under ``enable_op_determinism``: a random op (or a shuffle) with
+    neither a global nor an op seed is an error."""
+    if seed is None and _global["seed"] is None and _config.op_determinism_enabled():
+        raise RuntimeError("Random ops require a seed to be set when determinism is enabled. "
+                           "Please set a seed before running the op, e.g. by calling "
+                           "tf.random.set_seed(1).")
+
+
+def _seed_pair(seed: int | None, for_op: bool = True) -> tuple | None:
+    """(global, op) seeds for one random call, or None for fresh entropy. `for_op`: the call
+    draws random numbers (refused without seeds under op determinism)."""
     global_seed = _global["seed"]
     if global_seed is None and seed is None:
+        if for_op:
+            require_seed(seed)
         return None
     if global_seed is None:
         global_seed = DEFAULT_GLOBAL_SEED
@@ -109,8 +122,9 @@ def _generator_for(pair: tuple | None) -> np.random.Generator:
 
 
 def next_seed(seed: int | None = None) -> int | None:
-    """An integer seed for stateless randomness, derived like ``make_generator``'s stream."""
-    pair = _seed_pair(seed)
+    """An integer seed for stateless randomness, derived like ``make_generator``'s stream
+    (None without seeds: callers that draw numbers check ``require_seed`` themselves)."""
+    pair = _seed_pair(seed, for_op=False)
     if pair is None:
         return None
     return int(np.random.SeedSequence(_entropy_for(pair)).generate_state(1)[0])
