@@ -11,6 +11,7 @@ from tapeflow._api import export
 from tapeflow.framework import errors
 from tapeflow.framework.constant import convert_to_tensor
 from tapeflow.framework.dispatch import apply, op
+from tapeflow.framework.tensor import EagerTensor
 from tapeflow.kernels import scatter as _scatter
 from tapeflow.ops.array_ops import _tensor
 from tapeflow.ops.indexed_slices import IndexedSlices
@@ -120,7 +121,15 @@ def _row_slices(g: Any, params: Any, indices: Any) -> IndexedSlices:
     else:
         dense_shape = array_ops.shape(params, out_type="int32")
         values = array_ops.reshape(g, array_ops.concat([[-1], dense_shape[1:]], 0))
-    return IndexedSlices(values, array_ops.reshape(indices, [-1]), dense_shape)
+    slices = IndexedSlices(values, array_ops.reshape(indices, [-1]), dense_shape)
+    if not isinstance(params, EagerTensor):
+        slices._like = params  # densified traced: a static shape for the memory plan
+    return slices
+
+
+def scatter_rows_like(values: Any, indices: Any, like: Any) -> Any:
+    """Rows `values` added at `indices` into zeros shaped like `like` (read for its shape)."""
+    return apply(_scatter_add_like, values, indices, like, axis=0)
 
 
 @_scatter_add_like.def_grad

@@ -35,6 +35,7 @@ class IndexedSlices:
         if dense_shape is not None and not isinstance(dense_shape, Tensor):
             dense_shape = convert_to_tensor(dense_shape, dtype_hint=self._indices.dtype)
         self._dense_shape = dense_shape
+        self._like = None  # a traced tensor of the dense shape (static shape for `dense`)
 
     @property
     def values(self) -> Tensor:
@@ -116,10 +117,12 @@ def add_gradients(a: Any, b: Any) -> Any:
     if not sa and not sb:
         return math_ops.add(a, b)
     if sa and sb:  # `b` comes from the earlier op (the walk runs backwards): TF's order
-        return IndexedSlices(array_ops.concat([b.values, a.values], 0),
-                             array_ops.concat([math_ops.cast(b.indices, a.indices.dtype),
-                                               a.indices], 0),
-                             a.dense_shape)
+        out = IndexedSlices(array_ops.concat([b.values, a.values], 0),
+                            array_ops.concat([math_ops.cast(b.indices, a.indices.dtype),
+                                              a.indices], 0),
+                            a.dense_shape)
+        out._like = a._like
+        return out
     return math_ops.add(dense(a), dense(b))
 
 
@@ -127,6 +130,10 @@ def dense(g: Any) -> Any:
     """`g` as a tensor (IndexedSlices densified, quietly: gradients known to be bounded)."""
     if type(g) is not IndexedSlices:
         return g
+    if g._like is not None:  # traced: the row scatter whose output shape is static
+        from tapeflow.ops import gather_ops
+
+        return gather_ops.scatter_rows_like(g.values, g.indices, g._like)
     from tapeflow.ops import segment_ops
 
     return segment_ops.unsorted_segment_sum(g.values, g.indices, g.dense_shape[0])
