@@ -4,8 +4,13 @@
 """
 
 import json
+import os
+import sys
 
 import tensorflow as tf
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import random_traced_cases  # noqa: E402
 
 SEED = [1, 2]
 
@@ -62,4 +67,5 @@ def as_lists(d):
 
 
 print(json.dumps({"stateless": as_lists(stateless()), "generator": as_lists(generator()),
-                  "stateful": as_lists(stateful())}, indent=1))
+                  "stateful": as_lists(stateful()),
+                  "traced": as_lists(random_traced_cases.traced(tf))}, indent=1))

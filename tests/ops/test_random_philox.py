@@ -6,6 +6,7 @@ import pathlib
 
 import numpy as np
 import pytest
+import random_traced_cases
 
 import tapeflow as tf
 
@@ -101,4 +102,12 @@ def test_seeded_eager_stateful_ops_match_tensorflow():
     got["op_seed_only"] = tf.random.uniform([2], seed=3)
     for name, value in got.items():
         # normals: Box-Muller's float32 log/sin/cos may differ from glibc's by one ulp
+        np.testing.assert_allclose(value.numpy(), want[name], rtol=3e-7, err_msg=name)
+
+
+def test_seeded_stateful_ops_in_tf_function_match_tensorflow():
+    want = FIXTURE["traced"]
+    got = random_traced_cases.traced(tf)
+    assert sorted(got) == sorted(want)
+    for name, value in got.items():
         np.testing.assert_allclose(value.numpy(), want[name], rtol=3e-7, err_msg=name)

@@ -137,8 +137,10 @@ def next_seed(seed: int | None = None) -> int | None:
 # random.Random(global_seed).randint(0, 2**31 - 1) (TF's eager context does exactly this), both
 # seeds are taken modulo 2**31 - 1, the kernel's Philox key is the global seed and its counter
 # starts at (0, op seed); a repeated explicit op seed continues its stream (TF caches the kernel),
-# advancing 256 counters per output, and set_seed restarts everything. Traced functions and
-# tf.data maps keep the NumPy streams above (same rules, not TF's bits).
+# advancing 256 counters per output, and set_seed restarts everything. Inside a traced function
+# the implicit op seeds are 0, 1, 2... in creation order (TF's FuncGraph), and each op is a
+# kernel of its own whose counter advances from call to call. tf.data maps keep the NumPy
+# streams above (same rules, not TF's bits).
 
 _MAXINT32 = 2**31 - 1
 
@@ -173,10 +175,56 @@ def _tf_stream(kind: str, shape: tuple, dtype: Any, seed: int | None,
     return (g & 0xFFFFFFFF, g >> 32), (offset, s)
 
 
+def _finish(raw: np.ndarray, kind: str, dtype: Any, lo: Any, hi: Any, mean: Any,
+            stddev: Any) -> np.ndarray:
+    """TF's Python wrappers' scaling of the kernel's numbers, in the output dtype."""
+    np_dtype = dtype._np
+    if kind == "uniform":
+        span = np.asarray(hi, np_dtype) - np.asarray(lo, np_dtype)
+        return (raw * span + np.asarray(lo, np_dtype)).astype(np_dtype, copy=False)
+    if kind in ("normal", "truncated_normal"):
+        out = raw * np.asarray(stddev, np_dtype) + np.asarray(mean, np_dtype)
+        return out.astype(np_dtype, copy=False)
+    return raw
+
+
+class _TracedStream:
+    """One traced random op's kernel state, as TensorFlow keeps it: its Philox key and op seed
+    fixed when traced, its counter advancing 256 per output on each run (restarted by
+    set_seed, which clears the streams)."""
+
+    def __init__(self, key: tuple, op_seed: int, n: int):
+        self.key, self.op_seed, self.n = key, op_seed, n
+
+    def counter(self) -> tuple:
+        with _lock:
+            name = ("tf_traced_kernel", id(self))
+            offset = _global["streams"].get(name, 0)
+            _global["streams"][name] = offset + 256 * self.n
+        return offset, self.op_seed
+
+
+@op("TFRandom", random=True,
+    shape=lambda *, stream, shape, kind, dtype, lo, hi, mean, stddev: (shape, dtype))
+def _tf_random(*, stream, shape, kind, dtype, lo, hi, mean, stddev):
+    from tapeflow.ops.stateless_random import draw
+
+    raw = draw(stream.key, stream.counter(), shape, kind, dtype, lo, hi)
+    return _finish(raw, kind, dtype, lo, hi, mean, stddev)
+
+
+def _traced_op_seed(graph: Any) -> int:
+    """TensorFlow's implicit op seed in a traced function: 0, 1, 2... in creation order."""
+    k = getattr(graph, "_tf_random_ops", 0)
+    graph._tf_random_ops = k + 1
+    return k
+
+
 def _tf_draw(kind: str, shape: Any, dtype: Any, seed: int | None, lo: Any = None,
-             hi: Any = None) -> Any:
-    """TF's numbers for an eager seeded draw, or None when this call takes the NumPy path."""
-    if _state.graph is not None or _state.seed_offset is not None:
+             hi: Any = None, mean: Any = 0.0, stddev: Any = 1.0) -> Any:
+    """TF's numbers for a seeded draw (eager, or traced in a tf.function), or None when this
+    call takes the NumPy path (tf.data maps, no seeds, run-time shapes)."""
+    if _state.seed_offset is not None:
         return None
     if _global["seed"] is None and seed is None:
         return None
@@ -186,9 +234,20 @@ def _tf_draw(kind: str, shape: Any, dtype: Any, seed: int | None, lo: Any = None
     from tapeflow.framework.tensor import wrap
     from tapeflow.ops.stateless_random import draw
 
+    graph = _state.graph
+    if graph is not None:
+        g = _global["seed"] if _global["seed"] is not None else DEFAULT_GLOBAL_SEED
+        s = _traced_op_seed(graph) if seed is None else int(seed)
+        g, s = g % _MAXINT32, s % _MAXINT32
+        if (g, s) == (0, 0):
+            s = _MAXINT32
+        stream = _TracedStream((g & 0xFFFFFFFF, g >> 32), s, int(np.prod(static)))
+        return apply(_tf_random, stream=stream, shape=static, kind=kind, dtype=dtype,
+                     lo=lo, hi=hi, mean=_value(mean), stddev=_value(stddev))
     pair = _seed_pair(seed)
     key, counter = _tf_stream(kind, static, dtype, seed, pair)
-    return wrap(draw(key, counter, static, kind, dtype, lo, hi))
+    raw = draw(key, counter, static, kind, dtype, lo, hi)
+    return wrap(_finish(raw, kind, dtype, lo, hi, _value(mean), _value(stddev)))
 
 
 # --- ops --------------------------------------------------------------------------------------
@@ -271,10 +330,7 @@ def uniform(shape: Any, minval: Any = 0, maxval: Any = None, dtype: Any = _dtype
         raise ValueError(f"tf.random.uniform: need minval < maxval, got {lo} and {hi}")
     tf_numbers = _tf_draw("int" if dtype.is_integer else "uniform", shape, dtype, seed, lo, hi)
     if tf_numbers is not None:
-        if dtype.is_integer:
-            return tf_numbers
-        span = np.asarray(hi, dtype._np) - np.asarray(lo, dtype._np)
-        return _wrap_array(tf_numbers._value * span + np.asarray(lo, dtype._np))
+        return tf_numbers
     dims, static = shape_operands(shape, "tf.random.uniform")
     return apply(_uniform, *dims, shape=static, dtype=dtype, minval=lo, maxval=hi,
                  gen=make_generator(seed))
@@ -285,9 +341,9 @@ def normal(shape: Any, mean: Any = 0.0, stddev: Any = 1.0, dtype: Any = _dtypes.
            seed: int | None = None, name: str | None = None):
     """Normally distributed values."""
     dtype = _float_dtype(dtype, "tf.random.normal")
-    tf_numbers = _tf_draw("normal", shape, dtype, seed)
+    tf_numbers = _tf_draw("normal", shape, dtype, seed, mean=mean, stddev=stddev)
     if tf_numbers is not None:
-        return _scaled(tf_numbers, mean, stddev, dtype)
+        return tf_numbers
     dims, static = shape_operands(shape, "tf.random.normal")
     return apply(_normal, *dims, shape=static, dtype=dtype,
                  mean=_value(mean), stddev=_value(stddev), gen=make_generator(seed))
@@ -299,25 +355,12 @@ def truncated_normal(shape: Any, mean: Any = 0.0, stddev: Any = 1.0,
                      name: str | None = None):
     """Normal values, redrawn when more than two standard deviations from the mean."""
     dtype = _float_dtype(dtype, "tf.random.truncated_normal")
-    tf_numbers = _tf_draw("truncated_normal", shape, dtype, seed)
+    tf_numbers = _tf_draw("truncated_normal", shape, dtype, seed, mean=mean, stddev=stddev)
     if tf_numbers is not None:
-        return _scaled(tf_numbers, mean, stddev, dtype)
+        return tf_numbers
     dims, static = shape_operands(shape, "tf.random.truncated_normal")
     return apply(_truncated_normal, *dims, shape=static, dtype=dtype,
                  mean=_value(mean), stddev=_value(stddev), gen=make_generator(seed))
-
-
-def _wrap_array(a: np.ndarray) -> Any:
-    from tapeflow.framework.tensor import wrap
-
-    return wrap(a)
-
-
-def _scaled(rnd: Any, mean: Any, stddev: Any, dtype: Any) -> Any:
-    """rnd * stddev + mean in the output dtype, as TF's Python wrapper computes it."""
-    np_dtype = dtype._np
-    out = rnd._value * np.asarray(_value(stddev), np_dtype) + np.asarray(_value(mean), np_dtype)
-    return _wrap_array(out.astype(np_dtype, copy=False))
 
 
 @export("random.shuffle")
