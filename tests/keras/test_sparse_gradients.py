@@ -132,3 +132,12 @@ def test_embedding_model_fit_equals_dense_gradients(name):
 
     for a, b in zip(model(False), model(True)):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_scaling_keeps_rows_sparse():
+    g = tf.IndexedSlices(tf.ones([2, 3]), tf.constant([0, 2]), tf.constant([4, 3]))
+    for scaled in (g * tf.constant(0.5), 0.5 * g, g / 2.0):
+        assert isinstance(scaled, tf.IndexedSlices)
+        np.testing.assert_array_equal(scaled.values.numpy(), np.full((2, 3), 0.5))
+    dense = g * tf.ones([4, 3])
+    np.testing.assert_array_equal(dense.numpy()[:, 0], [1, 0, 1, 0])

@@ -73,6 +73,29 @@ class IndexedSlices:
     def __neg__(self) -> IndexedSlices:
         return IndexedSlices(-self._values, self._indices, self._dense_shape)
 
+    # Scaling by a scalar keeps the rows sparse (a tapeflow convenience: TensorFlow's
+    # IndexedSlices has no arithmetic, so code that unscales gradients, as a loss-scale
+    # optimizer does, need not special-case them); anything else densifies.
+    def _scaled(self, factor: Any, divide: bool = False) -> Any:
+        from tapeflow.ops import math_ops
+
+        shape = getattr(factor, "shape", ())
+        if shape == () or getattr(shape, "rank", None) == 0:
+            op = math_ops.divide if divide else math_ops.multiply
+            out = IndexedSlices(op(self._values, factor), self._indices, self._dense_shape)
+            out._like = self._like
+            return out
+        dense_value = densify(self)
+        return dense_value / factor if divide else dense_value * factor
+
+    def __mul__(self, factor: Any) -> Any:
+        return self._scaled(factor)
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, factor: Any) -> Any:
+        return self._scaled(factor, divide=True)
+
     def _as_tensor(self) -> Tensor:
         return densify(self)
 
