@@ -24,6 +24,7 @@ import warnings as _warnings
 _warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"tapeflow(\.|$)")
 
 from tapeflow import (
+    audio,
     compat,
     data,
     datasets,

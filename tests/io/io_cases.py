@@ -230,7 +230,25 @@ IMAGES = {
     "base64 decode": lambda tf: tf.io.decode_base64(tf.constant([b"__4_", b"YWI", b"YWI="])),
 }
 
-TABLES = {"csv": CSV, "serialize": SERIALIZE, "sequence": SEQUENCE, "raw": RAW, "images": IMAGES}
+def _audio(tf):
+    return tf.constant([[0.0, 0.5], [-0.5, 1.0], [-1.0, 0.25], [0.3, -0.7]])
+
+
+AUDIO = {
+    "encode_wav": lambda tf: tf.audio.encode_wav(_audio(tf), 16000),
+    "encode_wav clipped": lambda tf: tf.audio.encode_wav(tf.constant([[2.0], [-3.0]]), 8000),
+    "decode_wav": lambda tf: list(tf.audio.decode_wav(tf.audio.encode_wav(_audio(tf), 16000))),
+    "decode_wav mono padded": lambda tf: list(tf.audio.decode_wav(
+        tf.audio.encode_wav(_audio(tf), 16000), desired_channels=1, desired_samples=6)),
+    "decode_wav to stereo": lambda tf: list(tf.audio.decode_wav(
+        tf.audio.encode_wav(_audio(tf)[:, :1], 8000), desired_channels=2)),
+    "decode_wav traced": lambda tf: list(tf.function(lambda w: tf.audio.decode_wav(w))(
+        tf.audio.encode_wav(_audio(tf), 16000))),
+    "err decode_wav": lambda tf: tf.audio.decode_wav(b"not a wav file"),
+}
+
+TABLES = {"csv": CSV, "serialize": SERIALIZE, "sequence": SEQUENCE, "raw": RAW, "images": IMAGES,
+          "audio": AUDIO}
 
 
 def to_plain(value):

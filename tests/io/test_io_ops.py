@@ -47,3 +47,38 @@ def test_gif_frames():
     assert video.shape == (2, 3, 4, 3)
     assert video.numpy()[1, 0, 0].tolist() == [0, 0, 255]
     assert tf.io.decode_image(buf.getvalue(), expand_animations=False).shape == (3, 4, 3)
+
+
+def test_gfile(tmp_path):
+    """tf.io.gfile with TensorFlow 2.21's modes, results and error classes."""
+    gf = tf.io.gfile
+    p = str(tmp_path / "a.txt")
+    with gf.GFile(p, "w") as f:
+        f.write("hello\nworld\n")
+    with gf.GFile(p) as f:
+        assert (f.read(3), f.readline(), f.tell(), f.size()) == ("hel", "lo\n", 6, 12)
+    with gf.GFile(p, "rb") as f:
+        assert f.read() == b"hello\nworld\n"
+    assert gf.exists(p) and gf.isdir(str(tmp_path)) and gf.listdir(str(tmp_path)) == ["a.txt"]
+    assert gf.glob(str(tmp_path / "*.txt")) == [p]
+    st = gf.stat(p)
+    assert (st.length, st.is_directory) == (12, False)
+    missing = str(tmp_path / "nope")
+    for call in (lambda: gf.GFile(missing).read(), lambda: gf.remove(missing),
+                 lambda: gf.listdir(missing), lambda: gf.stat(missing)):
+        with pytest.raises(tf.errors.NotFoundError):
+            call()
+    with pytest.raises(tf.errors.AlreadyExistsError):
+        gf.copy(p, p)
+    gf.makedirs(str(tmp_path / "x" / "y"))
+    assert [w[1:] for w in gf.walk(str(tmp_path))][0] == (["x"], ["a.txt"])
+    gf.copy(p, str(tmp_path / "b.txt"))
+    gf.rename(str(tmp_path / "b.txt"), str(tmp_path / "c.txt"))
+    gf.rmtree(str(tmp_path / "x"))
+    assert sorted(gf.listdir(str(tmp_path))) == ["a.txt", "c.txt"]
+    with gf.GFile(p, "a") as f:
+        f.write("more")
+    assert list(gf.GFile(p)) == ["hello\n", "world\n", "more"]
+    assert tf.function(tf.io.read_file)(tf.constant(p)).numpy() == b"hello\nworld\nmore"
+    tf.function(lambda: tf.io.write_file(tf.constant(p), tf.constant(b"x")))()
+    assert tf.io.read_file(p).numpy() == b"x"

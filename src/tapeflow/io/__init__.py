@@ -12,6 +12,7 @@ from tapeflow.image.decode import (
     extract_jpeg_shape,
     is_jpeg,
 )
+from tapeflow.io import gfile
 from tapeflow.io.csv_decode import decode_csv
 from tapeflow.io.decode import decode_base64, decode_raw, encode_base64
 from tapeflow.io.files import read_file, write_file
@@ -32,6 +33,6 @@ __all__ = ["FixedLenFeature", "FixedLenSequenceFeature", "RaggedFeature", "Spars
            "TFRecordOptions", "TFRecordWriter", "VarLenFeature", "decode_and_crop_jpeg",
            "decode_base64", "decode_bmp", "decode_csv", "decode_gif", "decode_image",
            "decode_jpeg", "decode_png", "decode_raw", "encode_base64", "encode_jpeg",
-           "encode_png", "extract_jpeg_shape", "is_jpeg", "parse_example",
+           "encode_png", "extract_jpeg_shape", "gfile", "is_jpeg", "parse_example",
            "parse_sequence_example", "parse_single_example", "parse_single_sequence_example",
            "parse_tensor", "read_file", "serialize_tensor", "tf_record_iterator", "write_file"]

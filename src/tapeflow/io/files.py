@@ -9,8 +9,10 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from tapeflow.data import vectorize
+from tapeflow.framework import dtypes as _dtypes
 from tapeflow.framework import errors
-from tapeflow.framework.tensor import EagerTensor, wrap
+from tapeflow.framework.dispatch import apply, op
+from tapeflow.framework.tensor import EagerTensor, Tensor, wrap
 
 
 def _path(filename: Any) -> str:
@@ -34,7 +36,22 @@ def read_file(filename: Any, name: str | None = None) -> EagerTensor:
         out = np.empty(filename.shape[0], dtype=object)
         out[:] = [_read(_path(p)) for p in filename.numpy().tolist()]
         return wrap(out)
+    if isinstance(filename, Tensor) and not isinstance(filename, EagerTensor):  # traced
+        return apply(_read_file, filename)
     return _string_scalar(_read(_path(filename)))
+
+
+@op("ReadFile", stateful=True, shape=lambda x: ((), _dtypes.string))
+def _read_file(filename):
+    out = np.empty((), dtype=object)
+    out[()] = _read(_path(filename[()]))
+    return out
+
+
+@op("WriteFile", stateful=True, shape=lambda x, data: ((), _dtypes.bool))
+def _write_file(filename, data):
+    _write(_path(filename[()]), data[()])
+    return np.asarray(True)
 
 
 def _read(path: str) -> bytes:
@@ -46,11 +63,23 @@ def _read(path: str) -> bytes:
 
 
 def write_file(filename: Any, contents: Any, name: str | None = None) -> None:
-    """Write a scalar string tensor (or bytes) to a file."""
+    """Write a scalar string tensor (or bytes) to a file (traced: a stateful op)."""
+    if any(isinstance(x, Tensor) and not isinstance(x, EagerTensor)
+           for x in (filename, contents)):
+        from tapeflow.framework.constant import convert_to_tensor
+
+        apply(_write_file, convert_to_tensor(filename, _dtypes.string),
+              convert_to_tensor(contents, _dtypes.string))
+        return None
     data = contents.numpy() if isinstance(contents, EagerTensor) else contents
+    _write(_path(filename), data)
+    return None
+
+
+def _write(path: str, data: Any) -> None:
     if isinstance(data, str):
         data = data.encode()
-    with open(_path(filename), "wb") as f:
+    with open(path, "wb") as f:
         f.write(data)
 
 
