@@ -35,6 +35,7 @@ from tapeflow.ops import (
     script_ops,
     segment_ops,
     signal_ops,
+    special_functions,
     special_math_ops,
     state_ops,
     stateless_random,

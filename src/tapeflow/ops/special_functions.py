@@ -1,0 +1,246 @@
+"""More special functions of ``tf.math``: modified Bessel functions, incomplete gamma and beta,
+polygamma, Hurwitz zeta, erfcinv, lbeta, plus small reductions and helpers (cumulative_logsumexp,
+reduce_euclidean_norm, invert_permutation, nextafter, accumulate_n).
+
+Kernels are SciPy's ufuncs; gradients follow TensorFlow's rules and are written in tapeflow
+ops. Where TensorFlow has no gradient for an argument (the order of polygamma, zeta's
+exponent, betainc's a and b, igamma's a), there is none here either.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from scipy import special
+
+from tapeflow._api import export
+from tapeflow.framework import dtypes as _dtypes
+from tapeflow.framework.dispatch import apply, op
+from tapeflow.framework.shape_rules import elementwise, same_as_first
+from tapeflow.ops import array_ops, math_ops, reduce_ops, special_math_ops
+from tapeflow.ops.array_ops import _tensor
+from tapeflow.ops.math_ops import unbroadcast
+
+
+def _same(kernel: Any) -> Any:
+    """A SciPy ufunc kept in its input's float dtype."""
+    def run(*xs):
+        return np.asarray(kernel(*xs)).astype(xs[-1].dtype, copy=False)
+    return run
+
+
+def _pair(x: Any, y: Any) -> tuple:
+    a = _tensor(x)
+    return a, _tensor(y, a.dtype)
+
+
+_i0 = op("BesselI0", elementwise=True, shape=same_as_first)(_same(special.i0))
+_i1 = op("BesselI1", elementwise=True, shape=same_as_first)(_same(special.i1))
+_i1e = op("BesselI1eApi", elementwise=True, shape=same_as_first)(_same(special.i1e))
+_i0e = op("BesselI0eApi", elementwise=True, shape=same_as_first)(_same(special.i0e))
+
+
+def _safe_ratio(y: Any, x: Any) -> Any:
+    """y / x, with 0.5 where x == 0 (the limit of I1(x)/x, as TensorFlow takes it)."""
+    zero = math_ops.equal(x, 0.0)
+    safe_x = math_ops.where(zero, array_ops.ones_like(x), x)
+    return math_ops.where(zero, 0.5 * array_ops.ones_like(x), y / safe_x)
+
+
+@_i0.def_grad
+def _(g, out, x):
+    return g * apply(_i1, x)
+
+
+@_i1.def_grad
+def _(g, out, x):
+    return g * (apply(_i0, x) - _safe_ratio(out, x))
+
+
+@_i1e.def_grad
+def _(g, out, x):
+    return g * (apply(_i0e, x) - out * math_ops.sign(x) - _safe_ratio(out, x))
+
+
+@_i0e.def_grad
+def _(g, out, x):
+    return g * (apply(_i1e, x) - math_ops.sign(x) * out)
+
+
+@export("math.bessel_i0", "math.special.bessel_i0")
+def bessel_i0(x: Any, name: str | None = None) -> Any:
+    """Modified Bessel function of the first kind, order 0."""
+    return apply(_i0, _tensor(x))
+
+
+@export("math.bessel_i1", "math.special.bessel_i1")
+def bessel_i1(x: Any, name: str | None = None) -> Any:
+    """Modified Bessel function of the first kind, order 1."""
+    return apply(_i1, _tensor(x))
+
+
+@export("math.bessel_i1e", "math.special.bessel_i1e")
+def bessel_i1e(x: Any, name: str | None = None) -> Any:
+    """Exponentially scaled modified Bessel function of order 1: exp(-|x|) I1(x)."""
+    return apply(_i1e, _tensor(x))
+
+
+_erfcinv = op("Erfcinv", elementwise=True, shape=same_as_first)(_same(special.erfcinv))
+
+
+@_erfcinv.def_grad
+def _(g, out, x):
+    return g * float(-np.sqrt(np.pi) / 2) * math_ops.exp(out * out)
+
+
+@export("math.erfcinv")
+def erfcinv(x: Any, name: str | None = None) -> Any:
+    """The inverse of erfc."""
+    return apply(_erfcinv, _tensor(x))
+
+
+_igamma = op("Igamma", elementwise=True, shape=elementwise)(_same(special.gammainc))
+_igammac = op("Igammac", elementwise=True, shape=elementwise)(_same(special.gammaincc))
+
+
+def _igamma_dx(a: Any, x: Any) -> Any:
+    """d/dx P(a, x) = exp(-x + (a - 1) log x - lgamma(a))."""
+    return math_ops.exp(-x + (a - 1.0) * math_ops.log(x) - special_math_ops.lgamma(a))
+
+
+@_igamma.def_grad
+def _(g, out, a, x):
+    return None, unbroadcast(g * _igamma_dx(a, x), x)
+
+
+@_igammac.def_grad
+def _(g, out, a, x):
+    return None, unbroadcast(-g * _igamma_dx(a, x), x)
+
+
+@export("math.igamma")
+def igamma(a: Any, x: Any, name: str | None = None) -> Any:
+    """The regularized lower incomplete gamma function P(a, x)."""
+    return apply(_igamma, *_pair(a, x))
+
+
+@export("math.igammac")
+def igammac(a: Any, x: Any, name: str | None = None) -> Any:
+    """The regularized upper incomplete gamma function Q(a, x) = 1 - P(a, x)."""
+    return apply(_igammac, *_pair(a, x))
+
+
+def _betainc_shape(a, b, x):
+    return elementwise(elementwise(a, b), x)
+
+
+@op("Betainc", shape=_betainc_shape, same_dtype=True)
+def _betainc(a, b, x):
+    return _same(special.betainc)(a, b, x)
+
+
+@_betainc.def_grad
+def _(g, out, a, b, x):
+    log_beta = special_math_ops.lgamma(a) + special_math_ops.lgamma(b) - special_math_ops.lgamma(a + b)
+    dx = math_ops.exp((a - 1.0) * math_ops.log(x) + (b - 1.0) * math_ops.log1p(-x) - log_beta)
+    return None, None, unbroadcast(g * dx, x)
+
+
+@export("math.betainc")
+def betainc(a: Any, b: Any, x: Any, name: str | None = None) -> Any:
+    """The regularized incomplete beta function I_x(a, b)."""
+    ta = _tensor(a)
+    return apply(_betainc, ta, _tensor(b, ta.dtype), _tensor(x, ta.dtype))
+
+
+_polygamma = op("Polygamma", elementwise=True, shape=elementwise)(
+    lambda n, x: np.asarray(special.polygamma(n, x)).astype(x.dtype, copy=False))
+
+
+@_polygamma.def_grad
+def _(g, out, n, x):
+    return None, unbroadcast(g * apply(_polygamma, n + 1.0, x), x)
+
+
+@export("math.polygamma")
+def polygamma(a: Any, x: Any, name: str | None = None) -> Any:
+    """The a-th derivative of digamma (a a non-negative integer value)."""
+    return apply(_polygamma, *_pair(a, x))
+
+
+_zeta = op("Zeta", elementwise=True, shape=elementwise)(_same(special.zeta))
+
+
+@_zeta.def_grad
+def _(g, out, x, q):
+    return None, unbroadcast(-g * x * apply(_zeta, x + 1.0, q), q)
+
+
+@export("math.zeta")
+def zeta(x: Any, q: Any, name: str | None = None) -> Any:
+    """The Hurwitz zeta function: sum over n >= 0 of (q + n) ** -x."""
+    return apply(_zeta, *_pair(x, q))
+
+
+@export("math.lbeta")
+def lbeta(x: Any, name: str | None = None) -> Any:
+    """log |B(x)| over the last axis: sum(lgamma(x)) - lgamma(sum(x))."""
+    t = _tensor(x)
+    return (reduce_ops.reduce_sum(special_math_ops.lgamma(t), axis=-1)
+            - special_math_ops.lgamma(reduce_ops.reduce_sum(t, axis=-1)))
+
+
+@export("math.cumulative_logsumexp")
+def cumulative_logsumexp(x: Any, axis: int = 0, exclusive: bool = False, reverse: bool = False,
+                         name: str | None = None) -> Any:
+    """log(cumsum(exp(x))) along `axis`, computed with the maximum taken out."""
+    t = _tensor(x)
+    top = array_ops.stop_gradient(reduce_ops.reduce_max(t, axis=axis, keepdims=True))
+    top = math_ops.where(math_ops.is_finite(top), top, array_ops.zeros_like(top))
+    sums = reduce_ops.cumsum(math_ops.exp(t - top), axis=axis, exclusive=exclusive,
+                             reverse=reverse)
+    return math_ops.log(sums) + top
+
+
+@export("math.reduce_euclidean_norm")
+def reduce_euclidean_norm(input_tensor: Any, axis: Any = None, keepdims: bool = False,
+                          name: str | None = None) -> Any:
+    """sqrt(sum(x * x)) over `axis`."""
+    t = _tensor(input_tensor)
+    squares = reduce_ops.reduce_sum(t * t, axis=axis, keepdims=keepdims)
+    if t.dtype.is_integer:
+        return math_ops.cast(math_ops.sqrt(math_ops.cast(squares, _dtypes.float64)), t.dtype)
+    return math_ops.sqrt(squares)
+
+
+@op("InvertPermutation", shape=same_as_first)
+def _invert_permutation(p):
+    if p.ndim != 1 or sorted(p.tolist()) != list(range(len(p))):
+        raise ValueError(f"invert_permutation: {p.tolist()[:10]} is not a permutation of "
+                         f"0..{len(p) - 1}")
+    out = np.empty_like(p)
+    out[p] = np.arange(len(p), dtype=p.dtype)
+    return out
+
+
+@export("math.invert_permutation", "invert_permutation")
+def invert_permutation(x: Any, name: str | None = None) -> Any:
+    """y with y[x[i]] = i."""
+    return apply(_invert_permutation, _tensor(x))
+
+
+_nextafter = op("NextAfter", elementwise=True, shape=elementwise)(np.nextafter)
+
+
+@export("math.nextafter")
+def nextafter(x1: Any, x2: Any, name: str | None = None) -> Any:
+    """The next representable float after x1 toward x2 (no gradient, as in TensorFlow)."""
+    return apply(_nextafter, *_pair(x1, x2))
+
+
+@export("math.accumulate_n")
+def accumulate_n(inputs: list, shape: Any = None, tensor_dtype: Any = None,
+                 name: str | None = None) -> Any:
+    """The sum of a list of tensors (TensorFlow's deprecated alias of add_n)."""
+    return math_ops.add_n(inputs)

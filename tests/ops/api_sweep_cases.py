@@ -1,0 +1,48 @@
+"""Values and gradients of functions added in the API coverage sweep, shared by the recorder
+(record_tf_api_sweep.py, run under TF 2.21) and test_api_sweep.py. A case maps the `tf` module
+to a tensor or a list of tensors; `grad_case` turns f(x) into the gradient of sum(f(x) * w)."""
+
+import numpy as np
+
+X = np.array([0.3, 0.9, 1.7, 2.5])
+W = np.array([0.7, -1.1, 0.4, 1.3])
+
+
+def grad_case(fn, x=X):
+    """The gradient of sum(fn(tf, x) * W) with respect to x (float64)."""
+    def case(tf):
+        t = tf.constant(x)
+        with tf.GradientTape() as tape:
+            tape.watch(t)
+            y = tf.reduce_sum(fn(tf, t) * tf.constant(W[:len(x)], dtype=t.dtype))
+        return tape.gradient(y, t)
+    return case
+
+
+UNARY = {
+    "bessel_i0": lambda tf, x: tf.math.bessel_i0(x),
+    "bessel_i1": lambda tf, x: tf.math.bessel_i1(x),
+    "bessel_i1e": lambda tf, x: tf.math.bessel_i1e(x),
+    "erfcinv": lambda tf, x: tf.math.erfcinv(x / 3.0),
+    "igamma": lambda tf, x: tf.math.igamma(tf.constant(1.5, x.dtype), x),
+    "igammac": lambda tf, x: tf.math.igammac(tf.constant(2.5, x.dtype), x),
+    "betainc": lambda tf, x: tf.math.betainc(tf.constant(2.0, x.dtype),
+                                             tf.constant(3.0, x.dtype), x / 3.0),
+    "polygamma": lambda tf, x: tf.math.polygamma(tf.constant(2.0, x.dtype), x),
+    "zeta": lambda tf, x: tf.math.zeta(tf.constant(3.0, x.dtype), x),
+    "cumulative_logsumexp": lambda tf, x: tf.math.cumulative_logsumexp(x),
+    "cumulative_logsumexp reverse exclusive": lambda tf, x: tf.math.cumulative_logsumexp(
+        x, exclusive=True, reverse=True),
+}
+
+CASES = {f"{name}": (lambda f: lambda tf: f(tf, tf.constant(X)))(f) for name, f in UNARY.items()}
+CASES.update({f"grad {name}": grad_case(f) for name, f in UNARY.items()})
+CASES.update({
+    "lbeta": lambda tf: tf.math.lbeta(tf.constant([[1.0, 2.0], [3.0, 4.0]])),
+    "reduce_euclidean_norm": lambda tf: [tf.math.reduce_euclidean_norm([[3, 4], [5, 12]], 1),
+                                         tf.math.reduce_euclidean_norm([[3.0, 4.0]])],
+    "invert_permutation": lambda tf: tf.math.invert_permutation([2, 0, 3, 1]),
+    "nextafter": lambda tf: tf.math.nextafter(tf.constant([1.0, 0.0]), tf.constant([2.0, -1.0])),
+    "accumulate_n": lambda tf: tf.math.accumulate_n([tf.ones([2]), tf.ones([2]) * 2.0]),
+    "bessel float32": lambda tf: tf.math.bessel_i1e(tf.constant([-1.5, 0.0, 3.0])),
+})
