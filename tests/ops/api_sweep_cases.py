@@ -35,7 +35,12 @@ UNARY = {
         x, exclusive=True, reverse=True),
 }
 
-CASES = {f"{name}": (lambda f: lambda tf: f(tf, tf.constant(X)))(f) for name, f in UNARY.items()}
+def value_case(fn):
+    """fn(tf, X) itself."""
+    return lambda tf: fn(tf, tf.constant(X))
+
+
+CASES = {name: value_case(f) for name, f in UNARY.items()}
 CASES.update({f"grad {name}": grad_case(f) for name, f in UNARY.items()})
 CASES.update({
     "lbeta": lambda tf: tf.math.lbeta(tf.constant([[1.0, 2.0], [3.0, 4.0]])),

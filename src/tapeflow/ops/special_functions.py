@@ -142,7 +142,8 @@ def _betainc(a, b, x):
 
 @_betainc.def_grad
 def _(g, out, a, b, x):
-    log_beta = special_math_ops.lgamma(a) + special_math_ops.lgamma(b) - special_math_ops.lgamma(a + b)
+    lgamma = special_math_ops.lgamma
+    log_beta = lgamma(a) + lgamma(b) - lgamma(a + b)
     dx = math_ops.exp((a - 1.0) * math_ops.log(x) + (b - 1.0) * math_ops.log1p(-x) - log_beta)
     return None, None, unbroadcast(g * dx, x)
 
