@@ -51,3 +51,59 @@ CASES.update({
     "accumulate_n": lambda tf: tf.math.accumulate_n([tf.ones([2]), tf.ones([2]) * 2.0]),
     "bessel float32": lambda tf: tf.math.bessel_i1e(tf.constant([-1.5, 0.0, 3.0])),
 })
+
+SIG = np.random.RandomState(0).randn(2, 4, 6)
+WAVE = np.sin(np.arange(64) / 3.0)
+
+
+def _real_of(tf, z):
+    return tf.math.real(z) + 0.5 * tf.math.imag(z)
+
+
+SIGNAL = {
+    "rfft2d": lambda tf, x: _real_of(tf, tf.signal.rfft2d(x)),
+    "rfft2d fft_length": lambda tf, x: _real_of(tf, tf.signal.rfft2d(x, [3, 8])),
+    "irfft2d": lambda tf, x: tf.signal.irfft2d(tf.signal.rfft2d(x) * 1.5, [4, 5]),
+    "rfft3d round trip": lambda tf, x: tf.signal.irfft3d(tf.signal.rfft3d(x)),
+    "dct2": lambda tf, x: tf.signal.dct(x, type=2),
+    "dct1": lambda tf, x: tf.signal.dct(x, type=1),
+    "dct4 ortho n": lambda tf, x: tf.signal.dct(x, type=4, norm="ortho", n=4),
+    "idct3 ortho": lambda tf, x: tf.signal.idct(x, type=3, norm="ortho"),
+    "mfccs": lambda tf, x: tf.signal.mfccs_from_log_mel_spectrograms(x),
+}
+
+
+def signal_value(fn):
+    return lambda tf: fn(tf, tf.constant(SIG))
+
+
+def signal_grad(fn):
+    """The gradient of sum(fn(x) * a fixed ramp) with respect to x (float64)."""
+    def case(tf):
+        x = tf.constant(SIG)
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = fn(tf, x)
+            ramp = tf.reshape(tf.range(tf.size(y), dtype=y.dtype) / 10.0, tf.shape(y))
+            loss = tf.reduce_sum(tf.sin(y) * ramp)
+        return tape.gradient(loss, x)
+    return case
+
+
+CASES.update({f"signal {name}": signal_value(f) for name, f in SIGNAL.items()})
+CASES.update({f"signal grad {name}": signal_grad(f) for name, f in SIGNAL.items()})
+CASES.update({
+    "kaiser_window": lambda tf: [tf.signal.kaiser_window(5), tf.signal.kaiser_window(
+        6, beta=3.0, dtype=tf.float64), tf.signal.kaiser_window(1)],
+    "vorbis_window": lambda tf: tf.signal.vorbis_window(7),
+    "kaiser_bessel_derived_window": lambda tf: tf.signal.kaiser_bessel_derived_window(8),
+    "linear_to_mel_weight_matrix": lambda tf: tf.signal.linear_to_mel_weight_matrix(
+        4, 9, 8000, 100.0, 3000.0),
+    "linear_to_mel defaults": lambda tf: tf.signal.linear_to_mel_weight_matrix(),
+    "inverse_stft": lambda tf: tf.signal.inverse_stft(
+        tf.signal.stft(tf.constant(WAVE, tf.float32), 16, 4), 16, 4,
+        window_fn=tf.signal.inverse_stft_window_fn(4)),
+    "inverse_stft default window": lambda tf: tf.signal.inverse_stft(
+        tf.signal.stft(tf.constant(WAVE, tf.float32), 12, 5, fft_length=16), 12, 5,
+        fft_length=16),
+})

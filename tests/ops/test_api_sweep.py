@@ -24,14 +24,28 @@ def _check(got, want, name):
     assert got.dtype.name == want["dtype"], name
     assert list(got.shape) == want["shape"], name
     data = np.array([np.nan if v is None else v for v in want["data"]], np.float64)
+    # float32: rounding; float64: TF's FFT-based DCTs and FFTs sum in another order
     tol = 2e-6 if want["dtype"] == "float32" else 1e-9
     np.testing.assert_allclose(np.asarray(got.numpy(), np.float64).ravel(), data, rtol=tol,
                                atol=tol, err_msg=name)
 
 
-@pytest.mark.parametrize("name", sorted(cases.CASES))
+# TF 2.21 fails these gradients (rfft2d's gradient with a cropping fft_length and irfft2d's with
+# a given one raise shape errors; IRFFT3D has no gradient): tapeflow's are checked against
+# finite differences below instead
+TF_GRADIENT_FAILS = {"signal grad rfft2d fft_length", "signal grad irfft2d",
+                     "signal grad rfft3d round trip"}
+
+
+@pytest.mark.parametrize("name", sorted(set(cases.CASES) - TF_GRADIENT_FAILS))
 def test_matches_tensorflow(name):
-    _check(cases.CASES[name](tf), RECORDED[name], name)
+    want = RECORDED[name]
+    if isinstance(want, dict) and "error" in want:
+        with pytest.raises(Exception) as info:
+            cases.CASES[name](tf)
+        assert type(info.value).__name__ == want["error"]
+        return
+    _check(cases.CASES[name](tf), want, name)
 
 
 # the exclusive cumulative_logsumexp ends in -inf (its gradient is checked against TF's above)
@@ -51,3 +65,21 @@ def test_gradient_finite_differences_and_traced(name):
     np.testing.assert_allclose(eager, numeric, rtol=1e-5, atol=1e-7)
     traced = tf.function(lambda: cases.grad_case(fn)(tf))().numpy()
     np.testing.assert_allclose(traced, eager, rtol=1e-12)
+
+
+@pytest.mark.parametrize("name", sorted(cases.SIGNAL))
+def test_signal_gradients_finite_differences(name):
+    fn = cases.SIGNAL[name]
+
+    def loss(x):
+        y = fn(tf, tf.constant(x)).numpy()
+        return float(np.sum(np.sin(y) * np.arange(y.size).reshape(y.shape) / 10.0))
+
+    x0, eps = cases.SIG, 1e-6
+    numeric = np.zeros_like(x0)
+    for idx in np.ndindex(*x0.shape):
+        step = np.zeros_like(x0)
+        step[idx] = eps
+        numeric[idx] = (loss(x0 + step) - loss(x0 - step)) / (2 * eps)
+    got = cases.signal_grad(fn)(tf).numpy()
+    np.testing.assert_allclose(got, numeric, rtol=1e-5, atol=1e-7)

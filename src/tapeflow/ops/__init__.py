@@ -34,6 +34,7 @@ from tapeflow.ops import (
     scatter_ops,
     script_ops,
     segment_ops,
+    signal_extras,
     signal_ops,
     special_functions,
     special_math_ops,
