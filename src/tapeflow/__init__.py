@@ -34,6 +34,7 @@ from tapeflow import (
     image,
     io,
     keras,
+    keras_root_aliases,  # tf.constant_initializer and friends
     ops,  # registers every op under tf.*, tf.math.*, tf.nn.*, ...
     profiler,
     ragged,  # after ops: dispatch_for_api wraps the exported op functions

@@ -107,3 +107,53 @@ CASES.update({
         tf.signal.stft(tf.constant(WAVE, tf.float32), 12, 5, fft_length=16), 12, 5,
         fft_length=16),
 })
+
+IMG = np.arange(24.0).reshape(1, 3, 4, 2)
+
+
+def _s2b(tf, x):
+    return tf.space_to_batch_nd(x, [2, 2], [[1, 0], [0, 0]])
+
+
+def _proto_hex(tf, value, **kw):
+    return tf.constant(tf.make_tensor_proto(value, **kw).SerializeToString())
+
+
+CASES.update({
+    "space_to_batch_nd": lambda tf: _s2b(tf, tf.constant(IMG)),
+    "space_to_batch": lambda tf: tf.space_to_batch(tf.constant(IMG[:, :2]), [2, 2],
+                                                   [[0, 0], [0, 0]]),
+    "batch_to_space": lambda tf: tf.batch_to_space(_s2b(tf, tf.constant(IMG)), [2, 2],
+                                                   [[1, 0], [0, 0]]),
+    "grad space_to_batch_nd": lambda tf: _grad_of(tf, lambda x: _s2b(tf, x) * 2.0, IMG),
+    "grad batch_to_space": lambda tf: _grad_of(
+        tf, lambda x: tf.batch_to_space(x, [2, 2], [[1, 0], [0, 1]]),
+        np.arange(32.0).reshape(4, 2, 2, 2)),
+    "required_space_to_batch_paddings": lambda tf: list(tf.required_space_to_batch_paddings(
+        [3, 5], [2, 4], [[1, 0], [0, 0]])),
+    "histogram_fixed_width_bins": lambda tf: tf.histogram_fixed_width_bins(
+        [-1.0, 0.0, 1.5, 2.0, 5.0, 15.0], [0.0, 5.0], nbins=5),
+    "bitcast": lambda tf: [tf.bitcast(tf.constant([1.0], tf.float32), tf.int32),
+                           tf.bitcast(tf.constant([1, 2], tf.int8), tf.int16),
+                           tf.bitcast(tf.constant(1, tf.int32), tf.uint8)],
+    "fingerprint": lambda tf: [tf.fingerprint(tf.constant(["a", "hello"])),
+                               tf.fingerprint(tf.constant([[1, 2], [3, 4]], tf.int32))],
+    "parallel_stack traced": lambda tf: tf.function(
+        lambda: tf.parallel_stack([tf.ones([2]), tf.zeros([2])]))(),
+    "make_ndarray": lambda tf: tf.constant(tf.make_ndarray(tf.make_tensor_proto(
+        [[1, 2]], dtype=tf.int64))),
+    "make_tensor_proto bytes": lambda tf: [
+        _proto_hex(tf, 3.0), _proto_hex(tf, np.ones([2, 2], np.float32)),
+        _proto_hex(tf, [1, 2, 3], shape=[3]), _proto_hex(tf, 7, dtype=tf.int64),
+        _proto_hex(tf, [b"ab", b"c"]), _proto_hex(tf, 2.0, shape=[2, 2])],
+})
+
+
+def _grad_of(tf, fn, x0):
+    x = tf.constant(x0)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = fn(x)
+        ramp = tf.reshape(tf.range(tf.size(y), dtype=y.dtype), tf.shape(y))
+        loss = tf.reduce_sum(y * ramp)
+    return tape.gradient(loss, x)

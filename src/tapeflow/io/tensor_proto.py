@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
+from tapeflow._api import export
 from tapeflow.framework import dtypes as _dtypes
 from tapeflow.framework import errors
 from tapeflow.framework.constant import convert_to_tensor
@@ -147,3 +148,38 @@ def parse_tensor(serialized: Any, out_type: Any, name: str | None = None) -> Ten
     """The tensor `serialize_tensor` wrote (its dtype must be `out_type`)."""
     return apply(_parse_tensor, convert_to_tensor(serialized, _dtypes.string),
                  out_type=_dtypes.as_dtype(out_type))
+
+
+@export("make_tensor_proto")
+def make_tensor_proto(values: Any, dtype: Any = None, shape: Any = None,
+                      verify_shape: bool = False, allow_broadcast: bool = False) -> Any:
+    """A TensorProto as TensorFlow makes one: more than one number as tensor_content, a single
+    number (or strings) in the typed list."""
+    arr = convert_to_tensor(values, dtype).numpy() if not isinstance(values, np.ndarray) or \
+        dtype is not None else values
+    arr = np.asarray(arr)
+    dims = list(arr.shape) if shape is None else [int(d) for d in shape]
+    if arr.size != 1:
+        arr = arr.reshape(dims)
+    name = "string" if arr.dtype == object else _dtypes.as_dtype(arr.dtype).name
+    if name == "string" or arr.size > 1:
+        return to_proto(np.ascontiguousarray(np.broadcast_to(arr, dims)))
+    proto = TensorProto(dtype=_ENUM[name])  # one number: the typed list, even for a bigger shape
+    proto.tensor_shape.SetInParent()
+    for d in dims:
+        proto.tensor_shape.dim.add(size=d)
+    flat = arr.reshape(-1)
+    if name in ("float16", "bfloat16"):
+        values_list = flat.view(np.uint16).astype(np.int64).tolist()
+    elif name.startswith("complex"):
+        values_list = [v for z in flat for v in (float(z.real), float(z.imag))]
+    else:
+        values_list = flat.tolist()
+    getattr(proto, _VALUES[name]).extend(values_list)
+    return proto
+
+
+@export("make_ndarray")
+def make_ndarray(tensor: Any) -> np.ndarray:
+    """The NumPy array a TensorProto holds."""
+    return from_proto(tensor)

@@ -31,6 +31,7 @@ from tapeflow.ops import (
     random_ops,
     recurrent_ops,
     reduce_ops,
+    root_extras,
     scatter_ops,
     script_ops,
     segment_ops,
