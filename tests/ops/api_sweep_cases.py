@@ -157,3 +157,43 @@ def _grad_of(tf, fn, x0):
         ramp = tf.reshape(tf.range(tf.size(y), dtype=y.dtype), tf.shape(y))
         loss = tf.reduce_sum(y * ramp)
     return tape.gradient(loss, x)
+
+MAT = np.array([[1.0, 0.4, -0.3], [0.2, 1.5, 0.1], [-0.5, 0.3, 0.8]])
+SPD = MAT @ MAT.T + np.eye(3)
+DIAGS = np.array([[2.0, 3.0, 0.0], [5.0, 4.0, 6.0], [0.0, 1.5, 0.5]])
+
+LINALG = {
+    "expm": lambda tf, x: tf.linalg.expm(x),
+    "sqrtm": lambda tf, x: tf.linalg.sqrtm(tf.matmul(x, x, transpose_b=True) + tf.eye(
+        3, dtype=x.dtype)),
+    "lu_solve": lambda tf, x: tf.linalg.lu_solve(*tf.linalg.lu(tf.constant(SPD)), x),
+    "lu_matrix_inverse of x": lambda tf, x: tf.linalg.lu_reconstruct(*tf.linalg.lu(x)),
+    "tridiagonal_solve": lambda tf, x: tf.linalg.tridiagonal_solve(tf.constant(DIAGS), x),
+    "tridiagonal_solve diagonals": lambda tf, x: tf.linalg.tridiagonal_solve(
+        x * 2.0 + tf.constant(np.eye(3) * 4.0), tf.constant([[1.0], [2.0], [3.0]], tf.float64)),
+    "tridiagonal_matmul": lambda tf, x: tf.linalg.tridiagonal_matmul(x, tf.constant(MAT)),
+}
+
+def linalg_value(fn):
+    return lambda tf: fn(tf, tf.constant(MAT))
+
+
+def linalg_grad(fn):
+    return lambda tf: _grad_of(tf, lambda x: fn(tf, x), MAT)
+
+
+CASES.update({f"linalg {name}": linalg_value(f) for name, f in LINALG.items()})
+# (TF has no gradient for the LU factorization itself: no "grad" case for lu_reconstruct(lu(x)))
+CASES.update({f"linalg grad {name}": linalg_grad(f) for name, f in LINALG.items()
+              if name != "lu_matrix_inverse of x"})
+CASES.update({
+    "lu": lambda tf: list(tf.linalg.lu(tf.constant([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0],
+                                                    [7.0, 8.0, 10.0]], tf.float64))),
+    "lu batch": lambda tf: list(tf.linalg.lu(tf.constant(np.stack([SPD, MAT])))),
+    "lu_matrix_inverse": lambda tf: tf.linalg.lu_matrix_inverse(*tf.linalg.lu(
+        tf.constant(np.stack([SPD, MAT])))),
+    "matrix_rank": lambda tf: [tf.linalg.matrix_rank(tf.constant([[1.0, 2.0], [2.0, 4.0]])),
+                               tf.linalg.matrix_rank(tf.constant(np.stack([SPD, MAT])))],
+    "logm": lambda tf: tf.linalg.logm(tf.constant(SPD.astype(np.complex128))),
+    "matrix_square_root": lambda tf: tf.linalg.sqrtm(tf.constant(SPD, tf.float32)),
+})

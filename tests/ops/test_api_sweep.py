@@ -86,3 +86,23 @@ def test_signal_gradients_finite_differences(name):
         numeric[idx] = (loss(x0 + step) - loss(x0 - step)) / (2 * eps)
     got = cases.signal_grad(fn)(tf).numpy()
     np.testing.assert_allclose(got, numeric, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("name", sorted(n for n in cases.LINALG if "lu_matrix" not in n))
+def test_linalg_gradients_finite_differences_and_traced(name):
+    fn = cases.LINALG[name]
+
+    def loss(x):
+        y = fn(tf, tf.constant(x)).numpy()
+        return float(np.sum(y * np.arange(y.size).reshape(y.shape)))
+
+    x0, eps = cases.MAT, 1e-6
+    numeric = np.zeros_like(x0)
+    for idx in np.ndindex(*x0.shape):
+        step = np.zeros_like(x0)
+        step[idx] = eps
+        numeric[idx] = (loss(x0 + step) - loss(x0 - step)) / (2 * eps)
+    got = cases.linalg_grad(fn)(tf).numpy()
+    np.testing.assert_allclose(got, numeric, rtol=1e-5, atol=1e-6)
+    traced = tf.function(lambda: cases.linalg_grad(fn)(tf))().numpy()
+    np.testing.assert_allclose(traced, got, rtol=1e-10, atol=1e-12)

@@ -18,6 +18,7 @@ from tapeflow.ops import (
     gradient_registry,
     indexing_ops,
     jacobian_ops,
+    linalg_extras,
     linalg_ops,
     lookup_ops,
     math_ops,
