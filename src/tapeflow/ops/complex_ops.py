@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from tapeflow._api import export
+from tapeflow.framework import backprop as _backprop
 from tapeflow.framework import dtypes as _dtypes
 from tapeflow.framework.dispatch import apply, op
 from tapeflow.ops.array_ops import _tensor
@@ -120,6 +121,8 @@ def _conjugated(rule: Any, outputs_too: bool) -> Any:
         return rule(g, out, *map(_conj_if_complex, inputs), **attrs)
 
     conjugating_rule.__wrapped__ = rule
+    if rule in _backprop.selective:  # told which inputs need a gradient: keep telling it
+        _backprop.selective.add(conjugating_rule)
     return conjugating_rule
 
 
