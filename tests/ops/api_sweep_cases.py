@@ -197,3 +197,30 @@ CASES.update({
     "logm": lambda tf: tf.linalg.logm(tf.constant(SPD.astype(np.complex128))),
     "matrix_square_root": lambda tf: tf.linalg.sqrtm(tf.constant(SPD, tf.float32)),
 })
+
+WORDS = ["a", "b", "c", "d"]
+
+
+def _rag(tf, rows):
+    return tf.ragged.constant(rows)
+
+
+CASES.update({
+    "strings ngrams": lambda tf: tf.strings.ngrams(tf.constant(WORDS), 2),
+    "strings ngrams widths": lambda tf: tf.strings.ngrams(tf.constant(WORDS), [1, 3],
+                                                          separator="_"),
+    "strings ngrams ragged": lambda tf: tf.strings.ngrams(_rag(tf, [["a", "b", "c"], ["d"]]), 2),
+    "strings ngrams short": lambda tf: tf.strings.ngrams(
+        _rag(tf, [["a", "b", "c"], ["d"]]), 2, preserve_short_sequences=True),
+    "strings ngrams pads": lambda tf: tf.strings.ngrams(tf.constant(WORDS), 3,
+                                                        pad_values=("<s>", "</s>")),
+    "strings ngrams pad width": lambda tf: tf.strings.ngrams(tf.constant(WORDS), 3,
+                                                             pad_values="#", padding_width=1),
+    "strings ngrams 2-d": lambda tf: tf.strings.ngrams(tf.constant([["a", "b"], ["c", "d"]]), 2),
+    "strings unsorted_segment_join": lambda tf: tf.strings.unsorted_segment_join(
+        ["a", "b", "c"], [1, 0, 1], 3, separator=":"),
+    "strings unicode_transcode": lambda tf: tf.strings.unicode_transcode(
+        ["h\u00e9llo"], "UTF-8", "UTF-16-BE"),
+    "strings unicode_split_with_offsets": lambda tf: list(tf.strings.unicode_split_with_offsets(
+        ["h\u00e9", "ab"], "UTF-8")),
+})

@@ -12,9 +12,17 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import api_sweep_cases as cases  # noqa: E402
 
 
+def _hex_lists(x):
+    if isinstance(x, list):
+        return [_hex_lists(y) for y in x]
+    return x.hex() if isinstance(x, bytes) else x
+
+
 def plain(v):
     if isinstance(v, (list, tuple)):
         return [plain(x) for x in v]
+    if hasattr(v, "row_splits"):
+        return {"ragged": _hex_lists(v.to_list())}
     a = np.asarray(v)
     if a.dtype == object:
         return {"dtype": "string", "shape": list(a.shape), "data": [b.hex() for b in a.ravel()]}
