@@ -224,3 +224,45 @@ CASES.update({
     "strings unicode_split_with_offsets": lambda tf: list(tf.strings.unicode_split_with_offsets(
         ["h\u00e9", "ab"], "UTF-8")),
 })
+
+
+def _sparse(tf, indices, values, shape):
+    return tf.sparse.SparseTensor(indices, values, shape)
+
+
+def _parts(sp):
+    return [sp.indices, sp.values, sp.dense_shape]
+
+
+def _sp_a(tf):
+    return _sparse(tf, [[0, 0], [1, 2]], [1.0, 5.0], [2, 3])
+
+
+def _sp_c(tf, values=(1.0, 2.0, 3.0)):
+    return _sparse(tf, [[0, 0], [0, 2], [1, 1]], values, [2, 3])
+
+
+def _sparse_softmax_grad(tf):
+    v = tf.constant([1.0, 2.0, 3.0])
+    with tf.GradientTape() as tape:
+        tape.watch(v)
+        y = tf.reduce_sum(tf.sparse.softmax(_sp_c(tf, v)).values * tf.constant([1.0, 2.0, 3.0]))
+    return tape.gradient(y, v)
+
+
+CASES.update({
+    "sparse maximum": lambda tf: _parts(tf.sparse.maximum(_sp_a(tf), _sparse(
+        tf, [[0, 0], [0, 1]], [3.0, -2.0], [2, 3]))),
+    "sparse minimum": lambda tf: _parts(tf.sparse.minimum(_sp_a(tf), _sparse(
+        tf, [[0, 0], [0, 1]], [3.0, -2.0], [2, 3]))),
+    "sparse softmax": lambda tf: _parts(tf.sparse.softmax(_sp_c(tf))),
+    "sparse softmax grad": _sparse_softmax_grad,
+    "sparse split": lambda tf: [t for s in tf.sparse.split(sp_input=_sp_c(tf), num_split=2,
+                                                          axis=1) for t in _parts(s)],
+    "sparse reset_shape": lambda tf: [_parts(tf.sparse.reset_shape(_sp_c(tf), [4, 5])),
+                                      _parts(tf.sparse.reset_shape(_sp_c(tf)))],
+    "sparse bincount rows": lambda tf: _parts(tf.sparse.bincount(
+        tf.constant([[1, 2, 2], [3, 1, 1]]), axis=-1)),
+    "sparse bincount": lambda tf: _parts(tf.sparse.bincount(tf.constant([1, 2, 2, 5]),
+                                                            minlength=7)),
+})
