@@ -266,3 +266,56 @@ CASES.update({
     "sparse bincount": lambda tf: _parts(tf.sparse.bincount(tf.constant([1, 2, 2, 5]),
                                                             minlength=7)),
 })
+
+X3 = np.arange(24.0).reshape(2, 3, 4) / 10
+FREQ = np.array([[[1.0]], [[2.0]]]) * np.ones((2, 3, 4))
+IMG5 = np.random.RandomState(0).rand(1, 2, 2, 5)
+CTC_LOGITS = np.log(np.random.RandomState(1).dirichlet(np.ones(4), (5, 2)))
+
+
+def _embedding_cases(tf):
+    params = tf.constant(np.arange(12.0).reshape(4, 3), tf.float32)
+    ids = _sparse(tf, [[0, 0], [0, 1], [1, 0]], tf.constant([1, 3, 2], tf.int64), [2, 2])
+    weights = _sparse(tf, [[0, 0], [0, 1], [1, 0]], [1.0, 2.0, 0.5], [2, 2])
+    out = []
+    for combiner in ("sum", "mean", "sqrtn"):
+        out += [tf.nn.embedding_lookup_sparse(params, ids, None, combiner=combiner),
+                tf.nn.embedding_lookup_sparse(params, ids, weights, combiner=combiner)]
+    holes = _sparse(tf, [[0, 0], [0, 1], [2, 0]], tf.constant([1, -1, 2], tf.int64), [3, 2])
+    out += [tf.nn.safe_embedding_lookup_sparse(params, holes),
+            tf.nn.safe_embedding_lookup_sparse(params, holes, default_id=0, combiner="sum")]
+    return out
+
+
+NN = {
+    "weighted_moments": lambda tf, x: tf.concat(
+        [tf.reshape(m, [-1]) for m in tf.nn.weighted_moments(x, [0, 1], tf.constant(FREQ))], 0),
+    "lrn": lambda tf, x: tf.nn.lrn(tf.reshape(tf.cast(x, tf.float32), [1, 2, 3, 4]),
+                                   depth_radius=1, bias=1.0, alpha=0.5, beta=0.75),
+}
+
+
+def nn_grad(fn):
+    return lambda tf: _grad_of(tf, lambda x: fn(tf, x), X3)
+
+
+def nn_value(fn):
+    return lambda tf: fn(tf, tf.constant(X3))
+
+
+CASES.update({f"nn {name}": nn_value(f) for name, f in NN.items()})
+CASES.update({f"nn grad {name}": nn_grad(f) for name, f in NN.items()})
+CASES.update({
+    "nn lrn defaults": lambda tf: tf.nn.local_response_normalization(tf.constant(
+        IMG5, tf.float32)),
+    "nn collapse_repeated": lambda tf: list(tf.nn.collapse_repeated(
+        tf.constant([[1, 1, 2, 2, 3], [4, 4, 4, 0, 0]]), tf.constant([5, 3]))),
+    "nn max_pool_with_argmax": lambda tf: list(tf.nn.max_pool_with_argmax(
+        tf.reshape(tf.range(16.0), [1, 4, 4, 1]), 2, 2, "VALID")),
+    "nn max_pool_with_argmax batch same": lambda tf: list(tf.nn.max_pool_with_argmax(
+        tf.constant(np.random.RandomState(2).rand(2, 5, 5, 2), tf.float32), 3, 2, "SAME",
+        include_batch_in_index=True)),
+    "nn ctc_greedy_decoder": lambda tf: (lambda d: _parts(d[0][0]) + [d[1]])(
+        tf.nn.ctc_greedy_decoder(tf.constant(CTC_LOGITS, tf.float32), [5, 3])),
+    "nn embedding_lookup_sparse": _embedding_cases,
+})

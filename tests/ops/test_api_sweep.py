@@ -36,8 +36,10 @@ def _check(got, want, name):
         assert [b.hex() for b in np.asarray(got.numpy(), object).ravel()] == want["data"], name
         return
     data = np.array([np.nan if v is None else v for v in want["data"]], np.float64)
-    # float32: rounding; float64: TF's FFT-based DCTs and FFTs sum in another order
+    # float32: rounding; float64: TF's FFT-based DCTs and FFTs sum in another order; the LRN
+    # gradient is computed in float32 (TF's LRN takes no float64) and cast
     tol = 2e-6 if want["dtype"] == "float32" else 1e-9
+    tol = {"nn grad lrn": 5e-5}.get(name, tol)
     np.testing.assert_allclose(np.asarray(got.numpy(), np.float64).ravel(), data, rtol=tol,
                                atol=tol, err_msg=name)
 
@@ -115,3 +117,39 @@ def test_linalg_gradients_finite_differences_and_traced(name):
     np.testing.assert_allclose(got, numeric, rtol=1e-5, atol=1e-6)
     traced = tf.function(lambda: cases.linalg_grad(fn)(tf))().numpy()
     np.testing.assert_allclose(traced, got, rtol=1e-10, atol=1e-12)
+
+
+NN_FLOAT64 = {"weighted_moments": cases.NN["weighted_moments"],  # TF's LRN is float32 only
+              "lrn": lambda tf, x: tf.nn.lrn(tf.reshape(x, [1, 2, 3, 4]), depth_radius=1,
+                                             bias=1.0, alpha=0.5, beta=0.75)}
+
+
+@pytest.mark.parametrize("name", sorted(NN_FLOAT64))
+def test_nn_gradients_finite_differences(name):
+    fn = NN_FLOAT64[name]
+
+    def loss(x):
+        y = fn(tf, tf.constant(x)).numpy()
+        return float(np.sum(y * np.arange(y.size).reshape(y.shape)))
+
+    x0, eps = cases.X3, 1e-6
+    numeric = np.zeros_like(x0)
+    for idx in np.ndindex(*x0.shape):
+        step = np.zeros_like(x0)
+        step[idx] = eps
+        numeric[idx] = (loss(x0 + step) - loss(x0 - step)) / (2 * eps)
+    np.testing.assert_allclose(cases.nn_grad(fn)(tf).numpy(), numeric, rtol=1e-5, atol=1e-6)
+
+
+def test_gamma_and_poisson_follow_seeds_and_moments():
+    tf.random.set_seed(3)
+    g = tf.random.gamma([20000], [2.0, 5.0], beta=[1.0, 2.0])
+    p = tf.random.poisson([20000], [4.0, 0.5], dtype=tf.int32)
+    assert g.shape == (20000, 2) and p.dtype == tf.int32
+    np.testing.assert_allclose(g.numpy().mean(0), [2.0, 2.5], rtol=0.03)
+    np.testing.assert_allclose(p.numpy().mean(0), [4.0, 0.5], rtol=0.05)
+    tf.random.set_seed(3)
+    again = tf.random.gamma([20000], [2.0, 5.0], beta=[1.0, 2.0])
+    np.testing.assert_array_equal(again.numpy(), g.numpy())
+    assert tf.function(lambda: tf.random.poisson([2], 3.0, seed=1))().shape == (2,)
+    tf.random.set_seed(None)

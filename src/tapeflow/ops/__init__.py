@@ -25,6 +25,7 @@ from tapeflow.ops import (
     matrix_ops,
     misc_ops,
     moving_average,
+    nn_extras,
     nn_ops,
     numpy_api,
     operators,

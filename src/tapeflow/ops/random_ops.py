@@ -380,3 +380,44 @@ def categorical(logits: Any, num_samples: int, dtype: Any = None, seed: int | No
     dtype = _dtypes.int64 if dtype is None else _dtypes.as_dtype(dtype)
     return apply(_categorical, _tensor(logits), num_samples=int(num_samples), dtype=dtype,
                  gen=make_generator(seed))
+
+
+@op("RandomGamma", random=True, shape=lambda alpha, beta, *, shape, dtype, gen: (
+    None if alpha[0] is None or beta[0] is None else tuple(shape) + tuple(
+        np.broadcast_shapes(alpha[0], beta[0])), dtype))
+def _gamma(alpha, beta, *, shape, dtype, gen):
+    a, b = np.broadcast_arrays(alpha.astype(np.float64), beta.astype(np.float64))
+    draw = gen.gamma(a, size=tuple(shape) + a.shape) / b
+    return draw.astype(dtype._np)
+
+
+@export("random.gamma")
+def gamma(shape: Any, alpha: Any, beta: Any = None, dtype: Any = _dtypes.float32,
+          seed: int | None = None, name: str | None = None):
+    """Gamma(alpha, rate beta) samples of shape `shape` + broadcast(alpha, beta).shape (TF's
+    seed rules; NumPy's sampler, so not TF's numbers; no gradient)."""
+    from tapeflow.framework.constant import convert_to_tensor
+
+    dtype = _float_dtype(dtype, "tf.random.gamma")
+    a = convert_to_tensor(alpha, dtype)
+    b = convert_to_tensor(1.0 if beta is None else beta, dtype)
+    dims = [int(d) for d in np.asarray(_value(shape)).reshape(-1)]
+    return apply(_gamma, a, b, shape=tuple(dims), dtype=dtype, gen=make_generator(seed))
+
+
+@op("RandomPoisson", random=True, shape=lambda lam, *, shape, dtype, gen: (
+    None if lam[0] is None else tuple(shape) + tuple(lam[0]), dtype))
+def _poisson(lam, *, shape, dtype, gen):
+    return gen.poisson(lam.astype(np.float64), size=tuple(shape) + lam.shape).astype(dtype._np)
+
+
+@export("random.poisson")
+def poisson(shape: Any, lam: Any, dtype: Any = _dtypes.float32, seed: int | None = None,
+            name: str | None = None):
+    """Poisson(lam) samples of shape `shape` + lam.shape (TF's seed rules, NumPy's sampler)."""
+    from tapeflow.framework.constant import convert_to_tensor
+
+    lam_t = convert_to_tensor(lam, _dtypes.float32 if not hasattr(lam, "dtype") else None)
+    dims = [int(d) for d in np.asarray(_value(shape)).reshape(-1)]
+    return apply(_poisson, lam_t, shape=tuple(dims), dtype=_dtypes.as_dtype(dtype),
+                 gen=make_generator(seed))
