@@ -28,6 +28,7 @@ from tapeflow.ops import (
     nn_extras,
     nn_ops,
     numpy_api,
+    numpy_extras,
     operators,
     random_generator,
     random_ops,
