@@ -128,3 +128,17 @@ def test_testcase_helpers():
     theoretical, numerical = tf.test.compute_gradient(lambda x: x * x, [np.array([1.0, 3.0])])
     np.testing.assert_allclose(theoretical[0], numerical[0], atol=1e-6)
     np.testing.assert_allclose(theoretical[0], np.diag([2.0, 6.0]))
+
+
+def test_accelerator_switches_answer_as_tensorflow_on_a_cpu(restore_config):
+    """TF 2.21's values on a CPU-only machine (from /work/tfenv)."""
+    xp = tf.config.experimental
+    assert xp.tensor_float_32_execution_enabled() is True
+    assert xp.get_device_policy() == "silent" and xp.get_synchronous_execution() is True
+    assert xp.get_device_details(tf.config.list_physical_devices("CPU")[0]) == {}
+    assert xp.get_memory_info("CPU:0") == {"current": 0, "peak": 0}
+    xp.enable_tensor_float_32_execution(False)
+    xp.set_device_policy("explicit")
+    assert not xp.tensor_float_32_execution_enabled() and xp.get_device_policy() == "explicit"
+    with pytest.warns(DeprecationWarning):
+        assert xp.get_memory_usage("CPU:0") == 0

@@ -45,7 +45,8 @@ class LogicalDeviceConfiguration(NamedTuple):
 _CPU = PhysicalDevice("/physical_device:CPU:0", "CPU")
 _settings: dict = {"logical": None, "visible": [_CPU], "soft_placement": True, "jit": False,
                    "determinism": False, "log_placement": False, "memory_growth": {},
-                   "initialized": False}
+                   "initialized": False, "tf32": True, "device_policy": "silent",
+                   "synchronous": True, "mlir_bridge": False}
 
 
 def _physical(device_type: str | None) -> list:
@@ -155,6 +156,81 @@ def enable_op_determinism() -> None:
 
 def op_determinism_enabled() -> bool:
     return _settings["determinism"]
+
+
+# --- switches that matter on accelerators only: recorded, answered as TensorFlow on a CPU ------
+
+
+@export("config.experimental.enable_tensor_float_32_execution")
+def enable_tensor_float_32_execution(enabled: bool) -> None:
+    """TF32 matmuls on NVIDIA GPUs; no effect on the CPU (float32 stays float32)."""
+    _settings["tf32"] = bool(enabled)
+
+
+@export("config.experimental.tensor_float_32_execution_enabled")
+def tensor_float_32_execution_enabled() -> bool:
+    return _settings["tf32"]
+
+
+@export("config.experimental.set_device_policy")
+def set_device_policy(device_policy: str | None) -> None:
+    """How tensors move between devices ('silent', 'warn', 'explicit'...; one device here)."""
+    _settings["device_policy"] = "silent" if device_policy is None else str(device_policy)
+
+
+@export("config.experimental.get_device_policy")
+def get_device_policy() -> str:
+    return _settings["device_policy"]
+
+
+@export("config.experimental.set_synchronous_execution")
+def set_synchronous_execution(enable: bool) -> None:
+    """Eager ops run synchronously in tapeflow whatever this says (recorded)."""
+    _settings["synchronous"] = bool(enable)
+
+
+@export("config.experimental.get_synchronous_execution")
+def get_synchronous_execution() -> bool:
+    return _settings["synchronous"]
+
+
+@export("config.experimental.enable_mlir_bridge")
+def enable_mlir_bridge() -> None:
+    _settings["mlir_bridge"] = True
+
+
+@export("config.experimental.disable_mlir_bridge")
+def disable_mlir_bridge() -> None:
+    _settings["mlir_bridge"] = False
+
+
+@export("config.experimental.get_device_details")
+def get_device_details(device: PhysicalDevice) -> dict:
+    """Details TensorFlow reports for GPUs (name, compute capability); empty for a CPU."""
+    return {}
+
+
+@export("config.experimental.get_memory_info")
+def get_memory_info(device: str) -> dict:
+    """TensorFlow's answer for a CPU device: no allocator statistics ({'current': 0,
+    'peak': 0}); tapeflow's memory planning is reported by ``concrete.memory_plan()``."""
+    return {"current": 0, "peak": 0}
+
+
+@export("config.experimental.get_memory_usage")
+def get_memory_usage(device: str) -> int:
+    """Deprecated in TensorFlow in favour of get_memory_info(device)['current']."""
+    import warnings
+
+    warnings.warn("get_memory_usage is deprecated: use "
+                  "tf.config.experimental.get_memory_info(device)['current'] instead.",
+                  DeprecationWarning, stacklevel=2)
+    return get_memory_info(device)["current"]
+
+
+@export("config.experimental.reset_memory_stats")
+def reset_memory_stats(device: str) -> None:
+    """Nothing to reset on a CPU device (see get_memory_info)."""
 
 
 @export("debugging.set_log_device_placement")
