@@ -319,3 +319,42 @@ CASES.update({
         tf.nn.ctc_greedy_decoder(tf.constant(CTC_LOGITS, tf.float32), [5, 3])),
     "nn embedding_lookup_sparse": _embedding_cases,
 })
+
+_R = np.random.RandomState(5)
+CONV_X = _R.randn(2, 5, 6, 3)
+DW = _R.randn(3, 3, 3, 2)
+PW = _R.randn(1, 1, 6, 4)
+X1 = _R.randn(2, 5, 3)
+F1 = _R.randn(3, 4, 3)
+
+CONV = {
+    "depthwise_conv2d": lambda tf, x: tf.nn.depthwise_conv2d(x, tf.constant(DW, x.dtype),
+                                                             [1, 1, 1, 1], "SAME"),
+    "depthwise_conv2d strided": lambda tf, x: tf.nn.depthwise_conv2d(
+        x, tf.constant(DW, x.dtype), [1, 2, 2, 1], "VALID"),
+    "separable_conv2d": lambda tf, x: tf.nn.separable_conv2d(
+        x, tf.constant(DW, x.dtype), tf.constant(PW, x.dtype), [1, 1, 1, 1], "SAME"),
+    "convolution": lambda tf, x: tf.nn.convolution(x, tf.constant(DW[..., :1], x.dtype),
+                                                   padding="SAME"),
+    "atrous_conv2d": lambda tf, x: tf.nn.atrous_conv2d(x, tf.constant(DW[:2, :2], x.dtype), 2,
+                                                       "SAME"),
+    "space_to_batch": lambda tf, x: tf.nn.space_to_batch(x, [2, 2], [[1, 0], [0, 0]]),
+}
+
+
+def conv_value(fn):
+    return lambda tf: fn(tf, tf.constant(CONV_X, tf.float32))
+
+
+def conv_grad(fn, dtype="float32"):
+    return lambda tf: _grad_of(tf, lambda x: fn(tf, x), CONV_X.astype(dtype))
+
+
+CASES.update({f"conv {name}": conv_value(f) for name, f in CONV.items()})
+CASES.update({f"conv grad {name}": conv_grad(f) for name, f in CONV.items()})
+CASES.update({
+    "conv1d_transpose": lambda tf: tf.nn.conv1d_transpose(
+        tf.constant(X1, tf.float32), tf.constant(F1, tf.float32), [2, 10, 4], 2),
+    "conv_transpose 1-d": lambda tf: tf.nn.conv_transpose(
+        tf.constant(X1, tf.float32), tf.constant(F1, tf.float32), [2, 10, 4], 2),
+})

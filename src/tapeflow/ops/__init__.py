@@ -10,6 +10,7 @@ from tapeflow.ops import (
     complex_ops,
     control_flow_ops,
     conv3d_ops,
+    conv_extras,
     conv_ops,
     creation_ops,
     debug_ops,
