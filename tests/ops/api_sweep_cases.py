@@ -358,3 +358,42 @@ CASES.update({
     "conv_transpose 1-d": lambda tf: tf.nn.conv_transpose(
         tf.constant(X1, tf.float32), tf.constant(F1, tf.float32), [2, 10, 4], 2),
 })
+
+BOXES = np.array([[0, 0, 1, 1], [0, 0.1, 1, 1.1], [0, -0.1, 1, 0.9], [0, 10, 1, 11],
+                  [0, 10.1, 1, 11.1], [0, 100, 1, 101]], np.float32)
+BOX_SCORES = np.array([0.9, 0.75, 0.6, 0.95, 0.5, 0.3], np.float32)
+
+
+def _boxes(tf):
+    return tf.constant(BOXES), tf.constant(BOX_SCORES)
+
+
+CASES.update({
+    "image nms": lambda tf: tf.image.non_max_suppression(*_boxes(tf), 3, 0.5),
+    "image nms score_threshold": lambda tf: tf.image.non_max_suppression(
+        *_boxes(tf), 10, 0.5, score_threshold=0.4),
+    "image nms with scores": lambda tf: list(tf.image.non_max_suppression_with_scores(
+        *_boxes(tf), 10, 0.5)),
+    "image soft nms": lambda tf: list(tf.image.non_max_suppression_with_scores(
+        *_boxes(tf), 10, 1.0, soft_nms_sigma=0.5)),
+    "image nms padded": lambda tf: list(tf.image.non_max_suppression_padded(
+        *_boxes(tf), 5, 0.5, pad_to_max_output_size=True)),
+    "image nms overlaps": lambda tf: tf.image.non_max_suppression_overlaps(
+        tf.constant([[1, 0.7, 0.2], [0.7, 1, 0.1], [0.2, 0.1, 1.0]]), [0.9, 0.8, 0.7], 3, 0.5),
+    "image nms traced": lambda tf: tf.function(
+        lambda b, s: tf.image.non_max_suppression(b, s, 3, 0.5))(*_boxes(tf)),
+    "image stateless flips": lambda tf: [
+        tf.image.stateless_random_flip_left_right(tf.reshape(tf.range(12.0), [2, 2, 3]),
+                                                  seed=(s, 2)) for s in range(4)] + [
+        tf.image.stateless_random_flip_up_down(tf.reshape(tf.range(24.0), [2, 2, 2, 3]),
+                                               seed=(3, s)) for s in range(3)],
+    "image stateless brightness contrast": lambda tf: [
+        tf.image.stateless_random_brightness(tf.ones([2, 2, 1]) * 0.5, 0.2, seed=(1, 2)),
+        tf.image.stateless_random_contrast(tf.reshape(tf.range(12.0), [2, 2, 3]) / 12, 0.5,
+                                           1.5, seed=(1, 2))],
+    "image stateless saturation hue": lambda tf: [
+        tf.image.stateless_random_saturation(tf.reshape(tf.range(12.0), [2, 2, 3]) / 12, 0.5,
+                                             1.5, seed=(5, 6)),
+        tf.image.stateless_random_hue(tf.reshape(tf.range(12.0), [2, 2, 3]) / 12, 0.2,
+                                      seed=(5, 6))],
+})

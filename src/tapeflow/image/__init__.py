@@ -54,6 +54,12 @@ from tapeflow.image.geometry import (
     rot90,
     transpose,
 )
+from tapeflow.image.nms import (
+    non_max_suppression,
+    non_max_suppression_overlaps,
+    non_max_suppression_padded,
+    non_max_suppression_with_scores,
+)
 from tapeflow.image.projective import image_projective_transform_v3
 from tapeflow.image.quality import (
     image_gradients,
@@ -65,10 +71,22 @@ from tapeflow.image.quality import (
 )
 from tapeflow.image.resize import ResizeMethod, resize
 from tapeflow.image.sampling import crop_and_resize, extract_patches
+from tapeflow.image.stateless import (
+    stateless_random_brightness,
+    stateless_random_contrast,
+    stateless_random_flip_left_right,
+    stateless_random_flip_up_down,
+    stateless_random_hue,
+    stateless_random_saturation,
+)
 
 resize_image_with_crop_or_pad = resize_with_crop_or_pad
 
 __all__ = [
+    "stateless_random_brightness", "stateless_random_contrast", "stateless_random_flip_left_right",
+    "stateless_random_flip_up_down", "stateless_random_hue", "stateless_random_saturation",
+    "non_max_suppression", "non_max_suppression_overlaps", "non_max_suppression_padded",
+    "non_max_suppression_with_scores",
     "ResizeMethod", "adjust_brightness", "adjust_contrast", "adjust_gamma", "adjust_hue",
     "adjust_saturation", "central_crop", "convert_image_dtype", "crop_and_resize",
     "crop_to_bounding_box", "decode_and_crop_jpeg", "decode_bmp", "decode_gif", "decode_image",
