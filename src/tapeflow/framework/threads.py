@@ -157,10 +157,20 @@ def _leave() -> None:
 def single_threaded_blas(fn: F) -> F:
     """Decorate an entry point (a graph call, a ``fit`` step, a kernel) so its BLAS calls use
     one thread even if user code raised the count; the count is restored when the last such
-    call (on any thread: graphs run kernels concurrently) returns."""
+    call (on any thread: graphs run kernels concurrently) returns.
+
+    The usual case, every library still at the one thread ``pin_blas`` set, costs one C getter
+    call per library and nothing else (no lock, no setter): the W2 LSTMCell graph step went
+    18.1 -> 21 us when every call took the lock and compared counts."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
+        if _inside == 0:
+            for get in _getters:
+                if get() != 1:
+                    break
+            else:
+                return fn(*args, **kwargs)
         _enter()
         try:
             return fn(*args, **kwargs)
