@@ -113,3 +113,32 @@ def test_bad_recurrent_kernel_names_the_op():
     p, h0, c0, _ = _inputs()
     with pytest.raises(Exception, match="_LSTMSequence.*recurrent kernel"):
         recurrent_ops.lstm_sequence(p, h0, c0, np.zeros((U, 3 * U)))
+
+
+@pytest.mark.parametrize("idle", [True, False])
+def test_batch_slices_give_the_same_bits_idle_or_busy(monkeypatch, idle):
+    """The sequences of a batch run as slices (one per idle core, else one after another):
+    the slices depend on the size alone, so a busy machine gives an idle one's bits."""
+    from tapeflow.framework import threads
+    from tapeflow.kernels import parallel
+
+    rng = np.random.default_rng(4)
+    b = 24
+    args = (rng.standard_normal((b, T, 4 * U)), rng.standard_normal((b, U)),
+            rng.standard_normal((b, U)), 0.5 * rng.standard_normal((U, 4 * U)))
+    g = rng.standard_normal((b, T, U)), rng.standard_normal((b, U)), rng.standard_normal((b, U))
+
+    def run():
+        out = K.forward(*args)
+        return list(out) + list(K.backward(*g, *args[1:], out[0], *out[3:]))
+
+    whole = run()
+    monkeypatch.setattr(threads, "_intra_op", 3)
+    monkeypatch.setattr(K, "SPLIT_FLOPS", 0)
+    assert K._batch_slices(b, T, U) == 3
+    monkeypatch.setattr(parallel, "idle_core", lambda: True)
+    sliced = run()
+    monkeypatch.setattr(parallel, "idle_core", lambda: idle)
+    for a, c, w in zip(sliced, run(), whole):
+        np.testing.assert_array_equal(a, c)
+        np.testing.assert_allclose(a, w, rtol=1e-12, atol=1e-12)

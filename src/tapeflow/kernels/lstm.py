@@ -15,12 +15,18 @@ The tanh calls are NumPy's (SIMD: ~0.4 ns per float32 element, where a compiled 
 calling tanh/exp took ~40 ns); a sigmoid is 0.5 * tanh(x / 2) + 0.5, so one tanh pass over
 the step's [B, 4U] pre-activations serves all four gates. The compiled loops do the rest:
 adding the step's input projection, the cell update, the output.
+
+The sequences of a batch are independent, so a large enough batch runs as slices of rows, each
+its whole recurrence forward or backward on an idle core (``kernels.parallel``): the per-step
+products are too small (W10: [64, 128] x [128, 512], ~90 us) to split each on its own. The
+slices depend on the size alone, so the results are the same bits on a busy machine.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from tapeflow.framework.threads import intra_op_threads
 from tapeflow.kernels import parallel
 from tapeflow.kernels._jit import jit
 
@@ -132,6 +138,18 @@ def _loops(dtype: np.dtype) -> tuple:
     return _pre_np, _cell_np, _out_np, _grad_np
 
 
+SPLIT_FLOPS = 4e6  # a sequence's recurrent products below this run in one slice
+
+
+def _batch_slices(batch: int, steps: int, units: int) -> int:
+    """How many batch slices the recurrence is cut into (its size alone decides): the rows of
+    a batch are independent sequences, so each slice runs the whole recurrence on its own
+    core when one is idle (``kernels.parallel``), or after the other on this thread."""
+    if 2.0 * batch * steps * units * 4 * units < SPLIT_FLOPS:
+        return 1
+    return min(intra_op_threads(), batch // 8 or 1)
+
+
 def forward(p: np.ndarray, h0: np.ndarray, c0: np.ndarray, r: np.ndarray):
     """(hs [B, T, U], h_T, c_T, cs, tanh(cs), gates [B, T, 4U]) of the sequence."""
     batch, steps, _ = p.shape
@@ -146,16 +164,22 @@ def forward(p: np.ndarray, h0: np.ndarray, c0: np.ndarray, r: np.ndarray):
     gates = np.empty((batch, steps, 4 * units), dtype)
     h = np.array(h0, dtype, copy=True, order="C")
     c = np.array(c0, dtype, copy=True, order="C")
-    z = np.empty((batch, 4 * units), dtype)
-    tc = np.empty((batch, units), dtype)
     half = dtype.type(0.5)
-    for t in range(steps):
-        np.dot(h, r, out=z)
-        pre(z, p, t, scale)
-        np.tanh(z, out=z)
-        cell(z, t, half, c, gates, cs)
-        np.tanh(c, out=tc)
-        out(tc, gates, t, h, hs, tcs)
+
+    def rows(lo: int, hi: int) -> None:  # the whole recurrence of sequences lo:hi
+        z = np.empty((hi - lo, 4 * units), dtype)
+        tc = np.empty((hi - lo, units), dtype)
+        hb, cb, pb, gb = h[lo:hi], c[lo:hi], p[lo:hi], gates[lo:hi]
+        hsb, csb, tcsb = hs[lo:hi], cs[lo:hi], tcs[lo:hi]
+        for t in range(steps):
+            np.dot(hb, r, out=z)
+            pre(z, pb, t, scale)
+            np.tanh(z, out=z)
+            cell(z, t, half, cb, gb, csb)
+            np.tanh(cb, out=tc)
+            out(tc, gb, t, hb, hsb, tcsb)
+
+    parallel.split(batch, 0, rows, slices=_batch_slices(batch, steps, units))
     return hs, h, c, cs, tcs, gates
 
 
@@ -168,13 +192,19 @@ def backward(g_hs, g_h, g_c, h0, c0, r, hs, cs, tcs, gates):
     r_t = np.ascontiguousarray(np.asarray(r, dtype).T)
     dh = np.array(g_h, dtype, copy=True, order="C")
     dc = np.array(g_c, dtype, copy=True, order="C")
-    dz = np.empty((batch, 4 * units), dtype)
     dzs = np.empty((batch, steps, 4 * units), dtype)
     c0 = np.ascontiguousarray(c0, dtype)
     one = dtype.type(1.0)
-    for t in range(steps - 1, -1, -1):
-        grad(t, one, g_hs, gates, cs, tcs, c0, dh, dc, dz, dzs)
-        np.dot(dz, r_t, out=dh)
+
+    def rows(lo: int, hi: int) -> None:  # back through time for sequences lo:hi
+        dz = np.empty((hi - lo, 4 * units), dtype)
+        args = g_hs[lo:hi], gates[lo:hi], cs[lo:hi], tcs[lo:hi], c0[lo:hi]
+        dhb, dcb, dzsb = dh[lo:hi], dc[lo:hi], dzs[lo:hi]
+        for t in range(steps - 1, -1, -1):
+            grad(t, one, *args, dhb, dcb, dz, dzsb)
+            np.dot(dz, r_t, out=dhb)
+
+    parallel.split(batch, 0, rows, slices=_batch_slices(batch, steps, units))
     h_prev = np.empty_like(hs)
     h_prev[:, 0] = h0
     h_prev[:, 1:] = hs[:, :-1]
@@ -182,8 +212,8 @@ def backward(g_hs, g_h, g_c, h0, c0, r, hs, cs, tcs, gates):
     dz_rows = dzs.reshape(-1, 4 * units)
     dr = np.empty((units, 4 * units), dtype)
 
-    def rows(lo: int, hi: int) -> None:  # dR's rows lo:hi, a contiguous block
+    def units_block(lo: int, hi: int) -> None:  # dR's rows lo:hi, a contiguous block
         np.dot(h_rows[:, lo:hi].T, dz_rows, out=dr[lo:hi])
 
-    parallel.split(units, h_rows.nbytes + dzs.nbytes, rows)
+    parallel.split(units, h_rows.nbytes + dzs.nbytes, units_block)
     return dzs, dh, dc, dr
