@@ -30,7 +30,9 @@ def _data(workload: str):
     return rng.integers(0, V, (64, 50)).astype(np.int32), rng.integers(0, 10, 64)
 
 
-def tapeflow_steps(workload: str) -> dict:
+def tapeflow_step(workload: str, wrap=lambda f: f):
+    """One training step of a freshly made model, `wrap`ped (``tf.function`` for graph mode);
+    called with no arguments, it returns the loss tensor."""
     import tapeflow as tf
 
     layers = tf.keras.layers
@@ -55,19 +57,25 @@ def tapeflow_steps(workload: str) -> dict:
     x_np, y_np = _data(workload)
     x, y = tf.constant(x_np), tf.constant(y_np)
     loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    model = transformer() if workload == "w9" else lstm()
+    opt = tf.keras.optimizers.Adam(1e-3)
+
+    def step():
+        with tf.GradientTape() as tape:
+            loss = loss_fn(y, model(x, training=True))
+        grads = tape.gradient(loss, model.trainable_variables)
+        opt.apply_gradients(zip(grads, model.trainable_variables))
+        return loss
+
+    return wrap(step)
+
+
+def tapeflow_steps(workload: str) -> dict:
+    import tapeflow as tf
+
     steps = {}
     for name, wrap in (("tapeflow eager", lambda f: f), ("tapeflow tf.function", tf.function)):
-        model = transformer() if workload == "w9" else lstm()
-        opt = tf.keras.optimizers.Adam(1e-3)
-
-        def step(model=model, opt=opt):
-            with tf.GradientTape() as tape:
-                loss = loss_fn(y, model(x, training=True))
-            grads = tape.gradient(loss, model.trainable_variables)
-            opt.apply_gradients(zip(grads, model.trainable_variables))
-            return loss
-
-        run = wrap(step)
+        run = tapeflow_step(workload, wrap)
         steps[name] = lambda run=run: run().numpy()
     return steps
 
