@@ -3,8 +3,8 @@
 Each row times forward + backward (input and filter gradients) of one layer (W4 at batch 64,
 SAME; W5 at batch 256 with its own padding), as a training step runs it, through the public API
 with a GradientTape. Medians of repeats after warm-up; ratio = tapeflow / PyTorch (lower is
-better); the last column is tapeflow's / PyTorch's minimum (the least disturbed run on a shared
-machine).
+better); the last two columns are tapeflow's and PyTorch's min / p90 (the spread around the
+median: the least and the most disturbed runs on a shared machine).
 
     python benchmarks/bench_conv.py [--repeats 7] [--threads 2]
 """
@@ -13,14 +13,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
-import time
+import sys
 
 os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")  # see the note printed at the end
 
 import numpy as np  # noqa: E402
 
 import tapeflow as tf  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from timing import spread, timed  # noqa: E402
 
 BATCH = 64
 # (spatial size, input channels, output channels, kernel): the W4 DenseNet's convolutions
@@ -34,19 +36,17 @@ W5_CONVS = [(32, 3, 32, "SAME"), (32, 32, 32, "VALID"), (15, 32, 64, "SAME"),
 
 
 def median_ms(fn, repeats: int) -> float:
-    """Median wall time of `fn` in ms after two warm-up calls; the minimum goes to MINIMA."""
-    fn()
-    fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    MINIMA.append(min(times) * 1e3)
-    return statistics.median(times) * 1e3
+    """Median wall time of `fn` in ms after two warm-up calls; (min, p90) go to SPREADS."""
+    low, median, p90 = spread(timed(fn, repeats, warmup=2))
+    SPREADS.append((low * 1e3, p90 * 1e3))
+    return median * 1e3
 
 
-MINIMA: list[float] = []
+SPREADS: list[tuple[float, float]] = []
+
+
+def _spreads(*pairs: tuple[float, float]) -> str:
+    return " ".join(f"{lo:7.2f}/{hi:<7.2f}" for lo, hi in pairs)
 
 
 def ours_conv(size, cin, cout, k, batch=BATCH, padding="SAME"):
@@ -127,44 +127,44 @@ def main() -> None:
 
     torch.set_num_threads(args.threads)
     header = f"{'layer':34s} {'tapeflow ms':>12s} {'torch ms':>9s} {'ratio':>6s} " \
-             f"{'torch CL ms':>12s} {'ratio':>6s} {'min ms':>15s}"
+             f"{'torch CL ms':>12s} {'ratio':>6s} {'tapeflow min/p90':>15s} {'torch min/p90':>15s}"
     print(header)
     totals = [0.0, 0.0, 0.0]
-    mins = [0.0, 0.0]
+    mins = [(0.0, 0.0), (0.0, 0.0)]
     for size, cin, cout, k in CONVS:
         ours = median_ms(ours_conv(size, cin, cout, k), args.repeats)
         theirs = median_ms(torch_conv(torch, size, cin, cout, k, False), args.repeats)
         cl = median_ms(torch_conv(torch, size, cin, cout, k, True), args.repeats)
         totals = [totals[0] + ours, totals[1] + theirs, totals[2] + cl]
-        mins = [m + v for m, v in zip(mins, MINIMA[-3:-1])]
+        mins = [(m[0] + v[0], m[1] + v[1]) for m, v in zip(mins, SPREADS[-3:-1])]
         name = f"conv{k}x{k} {size}x{size} {cin}->{cout} fwd+bwd"
         print(f"{name:34s} {ours:12.2f} {theirs:9.2f} {ours / theirs:6.2f} {cl:12.2f} "
-              f"{ours / cl:6.2f} {MINIMA[-3]:7.2f}/{MINIMA[-2]:<7.2f}")
+              f"{ours / cl:6.2f} {_spreads(*SPREADS[-3:-1])}")
     print(f"{'all W4 convs':34s} {totals[0]:12.2f} {totals[1]:9.2f} "
           f"{totals[0] / totals[1]:6.2f} {totals[2]:12.2f} {totals[0] / totals[2]:6.2f} "
-          f"{mins[0]:7.2f}/{mins[1]:<7.2f}")
+          f"{_spreads(*mins)}")
     totals = [0.0, 0.0, 0.0]
-    mins = [0.0, 0.0]
+    mins = [(0.0, 0.0), (0.0, 0.0)]
     for size, cin, cout, padding in W5_CONVS:
         shape = {"batch": W5_BATCH, "padding": padding}
         ours = median_ms(ours_conv(size, cin, cout, 3, **shape), args.repeats)
         theirs = median_ms(torch_conv(torch, size, cin, cout, 3, False, **shape), args.repeats)
         cl = median_ms(torch_conv(torch, size, cin, cout, 3, True, **shape), args.repeats)
         totals = [totals[0] + ours, totals[1] + theirs, totals[2] + cl]
-        mins = [m + v for m, v in zip(mins, MINIMA[-3:-1])]
+        mins = [(m[0] + v[0], m[1] + v[1]) for m, v in zip(mins, SPREADS[-3:-1])]
         name = f"W5 conv3x3 {size}x{size} {cin}->{cout} {padding}"
         print(f"{name:34s} {ours:12.2f} {theirs:9.2f} {ours / theirs:6.2f} {cl:12.2f} "
-              f"{ours / cl:6.2f} {MINIMA[-3]:7.2f}/{MINIMA[-2]:<7.2f}")
+              f"{ours / cl:6.2f} {_spreads(*SPREADS[-3:-1])}")
     print(f"{'all W5 convs (batch 256)':34s} {totals[0]:12.2f} {totals[1]:9.2f} "
           f"{totals[0] / totals[1]:6.2f} {totals[2]:12.2f} {totals[0] / totals[2]:6.2f} "
-          f"{mins[0]:7.2f}/{mins[1]:<7.2f}")
+          f"{_spreads(*mins)}")
     for kind, size, c in [("bn+relu", 32, 64), ("bn+relu", 16, 112), ("avgpool2", 32, 64),
                           ("maxpool2", 32, 64)]:
         ours = median_ms(ours_layer(kind, size, c), args.repeats)
         theirs = median_ms(torch_layer(torch, kind, size, c), args.repeats)
         name = f"{kind} {size}x{size}x{c} fwd+bwd"
         print(f"{name:34s} {ours:12.2f} {theirs:9.2f} {ours / theirs:6.2f} {'':19s} "
-              f"{MINIMA[-2]:7.2f}/{MINIMA[-1]:<7.2f}")
+              f"{_spreads(*SPREADS[-2:])}")
     print("\nNOTE: OPENBLAS_THREAD_TIMEOUT=4 (set above, before NumPy loads) stops OpenBLAS's "
           "idle threads from spinning ~0.1 s after each product, which otherwise steals a core "
           "from the next kernel on a 2-core machine.")

@@ -3,10 +3,11 @@
 Both run the same training loop on random data of CIFAR's shape (CIFAR is not on disk): batch
 256, shuffled, RMSprop (lr 1e-4, rho 0.9), categorical cross-entropy, accuracy computed per
 batch. Throughput is the median over timed epochs after a warm-up epoch (tapeflow's warm-up
-traces the train step). A second tapeflow row calls the traced train step directly on the same
-batches, so the gap between the two is what ``fit``'s Python loop (batching, callbacks, logs)
-costs. The runs are interleaved epoch by epoch so that load from other processes on a shared
-machine affects them alike; the load average is printed with the results.
+traces the train step); each run's epoch times are printed as min / median / p90. A second
+tapeflow row calls the traced train step directly on the same batches, so the gap between the
+two is what ``fit``'s Python loop (batching, callbacks, logs) costs. The runs are interleaved
+epoch by epoch so that load from other processes on a shared machine affects them alike; the
+load average is printed with the results.
 
     python benchmarks/bench_fit.py                  # 1,024 images x 3 timed epochs
     python benchmarks/bench_fit.py --eager          # also tapeflow with run_eagerly=True
@@ -17,9 +18,13 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import time
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from timing import spread_text  # noqa: E402
 
 # TensorFlow's throughput for this workload as quoted in issue 5 (another machine): a reference,
 # NOT measured by this script. `bench_models.py --only w5 --tf-python ...` runs TF side by side.
@@ -127,10 +132,10 @@ def main() -> None:
     print(f"W5 seed-004 CIFAR CNN training, batch {BATCH}, RMSprop, {args.images} images/epoch, "
           f"median of {args.epochs} interleaved epochs; load average {os.getloadavg()[0]:.1f} "
           f"on {os.cpu_count()} cores")
-    print(f"  {'run':22s} {'img/s':>8s} {'vs torch':>9s} {'vs TF':>7s}")
+    print(f"  {'run':22s} {'img/s':>8s} {'vs torch':>9s} {'vs TF':>7s}  epoch s min/median/p90")
     for name, value in img_s.items():
         print(f"  {name:22s} {value:8.0f} {value / img_s['torch eager loop']:8.2f}x "
-              f"{value / TF_REFERENCE_IMG_S:6.2f}x")
+              f"{value / TF_REFERENCE_IMG_S:6.2f}x  {spread_text(times[name], digits=3)}")
     print(f"  TF reference: {TF_REFERENCE_IMG_S:.0f} img/s (quoted in issue 5, not measured here)")
     traces = graph.model.make_train_function().experimental_get_tracing_count()
     print(f"  tapeflow warm-up fit (trace + 2 steps): {graph.warmup_s:.1f} s; train step traced "
