@@ -71,33 +71,31 @@ def _out_nb(tc, gates, t, h, hs, tcs):
 
 
 @jit()
-def _grad_nb(t, one, g_hs, gates, cs, tcs, c0, dh, dc, dz, dzs):
+def _grad_nb(t, one, g_hs, gates, c_prev, tcs, dh, dc, dzs):
     """Step t backwards: dh (later steps' part, plus g_hs[:, t]) and dc through the gates;
-    writes the gate arguments' gradient dz (also into dzs[:, t]) and dc for step t - 1."""
+    writes the gate arguments' gradient into dzs[:, t] and dc for step t - 1. `c_prev` is
+    step t - 1's cell state [B, U] (c0 at t = 0). Each row's gate blocks are taken as 1-D
+    slices first, so the inner loop is unit-stride (it vectorizes: 4.3 -> 3.7 ms for W10)."""
     units = dh.shape[1]
     for b in range(dh.shape[0]):
+        row, z = gates[b, t], dzs[b, t]
+        gi, gf, gg, go = row[:units], row[units:2 * units], row[2 * units:3 * units], \
+            row[3 * units:]
+        zi, zf, zg, zo = z[:units], z[units:2 * units], z[2 * units:3 * units], z[3 * units:]
+        cp, tcb, ghb, dhb, dcb = c_prev[b], tcs[b, t], g_hs[b, t], dh[b], dc[b]
         for u in range(units):
-            i = gates[b, t, u]
-            f = gates[b, t, units + u]
-            g = gates[b, t, 2 * units + u]
-            o = gates[b, t, 3 * units + u]
-            c_prev = cs[b, t - 1, u] if t > 0 else c0[b, u]
-            tc = tcs[b, t, u]
-            h_grad = dh[b, u] + g_hs[b, t, u]
-            c_grad = dc[b, u] + h_grad * o * (one - tc * tc)
-            dc[b, u] = c_grad * f
-            zi = c_grad * g * i * (one - i)
-            zf = c_grad * c_prev * f * (one - f)
-            zg = c_grad * i * (one - g * g)
-            zo = h_grad * tc * o * (one - o)
-            dz[b, u] = zi
-            dz[b, units + u] = zf
-            dz[b, 2 * units + u] = zg
-            dz[b, 3 * units + u] = zo
-            dzs[b, t, u] = zi
-            dzs[b, t, units + u] = zf
-            dzs[b, t, 2 * units + u] = zg
-            dzs[b, t, 3 * units + u] = zo
+            i = gi[u]
+            f = gf[u]
+            g = gg[u]
+            o = go[u]
+            tc = tcb[u]
+            h_grad = dhb[u] + ghb[u]
+            c_grad = dcb[u] + h_grad * o * (one - tc * tc)
+            dcb[u] = c_grad * f
+            zi[u] = c_grad * g * i * (one - i)
+            zf[u] = c_grad * cp[u] * f * (one - f)
+            zg[u] = c_grad * i * (one - g * g)
+            zo[u] = h_grad * tc * o * (one - o)
 
 
 def _pre_np(z, p, t, scale):
@@ -119,17 +117,15 @@ def _out_np(tc, gates, t, h, hs, tcs):
     hs[:, t], tcs[:, t] = h, tc
 
 
-def _grad_np(t, one, g_hs, gates, cs, tcs, c0, dh, dc, dz, dzs):
+def _grad_np(t, one, g_hs, gates, c_prev, tcs, dh, dc, dzs):
     units = dh.shape[1]
     i, f, g, o = (gates[:, t, k * units:(k + 1) * units] for k in range(4))
-    c_prev = cs[:, t - 1] if t > 0 else c0
     tc = tcs[:, t]
     h_grad = dh + g_hs[:, t]
     c_grad = dc + h_grad * o * (one - tc * tc)
     dc[...] = c_grad * f
-    dz[...] = np.concatenate([c_grad * g * i * (one - i), c_grad * c_prev * f * (one - f),
-                              c_grad * i * (one - g * g), h_grad * tc * o * (one - o)], axis=1)
-    dzs[:, t] = dz
+    dzs[:, t] = np.concatenate([c_grad * g * i * (one - i), c_grad * c_prev * f * (one - f),
+                                c_grad * i * (one - g * g), h_grad * tc * o * (one - o)], axis=1)
 
 
 def _loops(dtype: np.dtype) -> tuple:
@@ -197,12 +193,12 @@ def backward(g_hs, g_h, g_c, h0, c0, r, hs, cs, tcs, gates):
     one = dtype.type(1.0)
 
     def rows(lo: int, hi: int) -> None:  # back through time for sequences lo:hi
-        dz = np.empty((hi - lo, 4 * units), dtype)
-        args = g_hs[lo:hi], gates[lo:hi], cs[lo:hi], tcs[lo:hi], c0[lo:hi]
+        g_b, gates_b, cs_b, tcs_b = g_hs[lo:hi], gates[lo:hi], cs[lo:hi], tcs[lo:hi]
         dhb, dcb, dzsb = dh[lo:hi], dc[lo:hi], dzs[lo:hi]
         for t in range(steps - 1, -1, -1):
-            grad(t, one, *args, dhb, dcb, dz, dzsb)
-            np.dot(dz, r_t, out=dhb)
+            c_prev = cs_b[:, t - 1] if t > 0 else c0[lo:hi]
+            grad(t, one, g_b, gates_b, c_prev, tcs_b, dhb, dcb, dzsb)
+            np.dot(dzsb[:, t], r_t, out=dhb)  # a strided view: BLAS reads it in place
 
     parallel.split(batch, 0, rows, slices=_batch_slices(batch, steps, units))
     h_prev = np.empty_like(hs)

@@ -56,12 +56,12 @@ def _sequence_workspace(node) -> int:
 
 
 def _grad_workspace(node) -> int:
-    """Every step's previous h [B, T, U] (for dR), R transposed and the step's dz [B, 4U]."""
+    """Every step's previous h [B, T, U] (for dR) and R transposed."""
     dims = _dims(node)
     if dims is None:
         return 0
     b, t, u, size = dims
-    return (b * t * u + 4 * u * u + 4 * b * u) * size
+    return (b * t * u + 4 * u * u) * size
 
 
 @op("_LSTMSequence", multi_output=True, same_dtype=True, shape=_sequence_rule, worker=True,
