@@ -226,3 +226,30 @@ def test_profiler_samples_the_input_pipeline_threads(tmp_path):
     sampled = [e for e in trace if e.get("cat") == "sampled"]
     data_tracks = {threads[e["tid"]] for e in sampled if threads[e["tid"]].startswith("tf.data")}
     assert data_tracks, sorted(set(threads.values()))
+
+
+def test_session_run_metadata_full_trace(tmp_path):
+    """TF1's recipe for the Graphs dashboard's compute time and memory: Session.run with
+    RunOptions(trace_level=FULL_TRACE) fills a RunMetadata; FileWriter.add_run_metadata writes
+    it; its node names are the GraphDef's (``Add`` for tf.add)."""
+    tf1 = tf.compat.v1
+    with tf1.Graph().as_default() as g:
+        x = tf1.placeholder(tf.float32, [None, 3])
+        y = tf.add(tf.matmul(x, tf.ones([3, 5])), 1.0)
+        writer = tf1.summary.FileWriter(str(tmp_path), g)
+        with tf1.Session() as sess:
+            meta = tf1.RunMetadata()
+            out = sess.run(y, {x: np.ones((4, 3))}, options=tf1.RunOptions(
+                trace_level=tf1.RunOptions.FULL_TRACE), run_metadata=meta)
+            plain = tf1.RunMetadata()
+            sess.run(y, {x: np.ones((4, 3))}, run_metadata=plain)
+        writer.add_run_metadata(meta, "step1")
+        writer.close()
+    np.testing.assert_array_equal(out, np.full((4, 5), 4.0, np.float32))
+    assert not plain.step_stats.dev_stats  # no trace asked for
+    stats = {s.node_name: s for s in meta.step_stats.dev_stats[0].node_stats}
+    assert stats["Add"].memory[0].total_bytes == 4 * 5 * 4  # the fed batch of 4
+    assert set(stats) <= {n.name for n in _graph(tmp_path).node}
+    (tagged,) = [e.tagged_run_metadata for e in events.load(tmp_path)
+                 if e.HasField("tagged_run_metadata")]
+    assert tagged.tag == "step1"

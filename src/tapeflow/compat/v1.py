@@ -246,8 +246,9 @@ class Session:
         self._compiled.clear()
 
     def _fetch_tensor(self, x: Any) -> Any:
-        if isinstance(x, str):
-            return self.graph.get_tensor_by_name(x)
+        if isinstance(x, str):  # "name:0" is a tensor, "name" an operation (as in TF)
+            return self.graph.get_tensor_by_name(x) if ":" in x else \
+                self.graph.get_operation_by_name(x)
         if isinstance(x, Variable):
             t = self._reads.get(id(x))
             if t is None:
@@ -279,9 +280,36 @@ class Session:
             exe = compile_graph(self.graph, outputs=tensors, inputs=feeds, keep_stateful=False,
                                 run_nodes=ops, name="session_run")
             self._compiled[key] = exe
-        results = iter(exe(*values))
+        if run_metadata is not None and getattr(options, "trace_level", 0) >= 1:
+            meta, outs = self._traced_run(tensors, feeds, values, ops)
+            run_metadata.CopyFrom(meta)
+            results = iter(outs)
+        else:
+            results = iter(exe(*values))
         out = [None if isinstance(t, Node) else _result(next(results)) for t in leaves]
         return nest.pack_sequence_as(fetches, out) if nest.is_nested(fetches) else out[0]
+
+
+    def _traced_run(self, tensors: list, feeds: list, values: list, ops: list
+                    ) -> tuple[Any, Any]:
+        """Run once on an instrumented copy (``RunOptions(trace_level=...)``): the
+        RunMetadata of the run (each node's compute time and output memory, named as the
+        graph's GraphDef names them, what ``FileWriter.add_run_metadata`` shows) and the
+        fetched values."""
+        import time
+
+        from tapeflow.summary.graph_def import node_names
+        from tapeflow.summary.run_metadata import timed_run_metadata
+
+        stats: dict = {}
+        exe = compile_graph(self.graph, outputs=tensors, inputs=feeds, keep_stateful=False,
+                            run_nodes=ops, name="session_run", profile=stats)
+        start = time.time()
+        outs = exe(*values)
+        times = {node: s[0] / max(s[1], 1) for node, s in stats.items()}
+        meta = timed_run_metadata(self.graph, times, start, [np.shape(v) for v in values],
+                                  node_names(self.graph, tf1_names=True))
+        return meta, outs
 
 
 def _result(value: Any) -> Any:
@@ -604,6 +632,10 @@ def __getattr__(name: str) -> Any:
 
     if name.startswith("__"):
         raise AttributeError(name)
+    if name in ("RunOptions", "RunMetadata"):  # TensorFlow's protos (the tensorboard package)
+        from tapeflow.summary import _tb
+
+        return getattr(_tb.proto("config_pb2"), name)
     try:
         return getattr(tapeflow, name)
     except AttributeError:

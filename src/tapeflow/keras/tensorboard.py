@@ -280,7 +280,8 @@ class TensorBoard(Callback):
             if not calls or not any(t > 0 for t in times.values()):
                 continue  # this trace did not run in the batch
             profiler.add_events(profiler.timed_node_events(concrete, times, start_us))
-            meta = run_metadata.timed_run_metadata(concrete, times, time.time(), calls[-1][1])
+            meta = run_metadata.timed_run_metadata(concrete.graph, times, time.time(),
+                                                   calls[-1][1])
             event_pb2 = _tb.proto("event_pb2")
             tagged = event_pb2.TaggedRunMetadata(tag=f"batch_{step}",
                                                  run_metadata=meta.SerializeToString())

@@ -52,12 +52,14 @@ def _output_bytes(tensor: Any, sizes: dict) -> tuple[list[int], int]:
 def run_metadata(concrete: Any, arrays: list, runs: int = 1) -> Any:
     """The RunMetadata (step stats per node) of running `concrete` on `arrays`."""
     times, start = profile_run(concrete, arrays, runs)
-    return timed_run_metadata(concrete, times, start, [np.shape(a) for a in arrays])
+    return timed_run_metadata(concrete.graph, times, start, [np.shape(a) for a in arrays])
 
 
-def timed_run_metadata(concrete: Any, times: dict, start: float, input_shapes: list) -> Any:
-    """The RunMetadata of a run of `concrete` whose nodes took `times[node]` seconds, from
-    `start` (epoch seconds), on inputs of `input_shapes`."""
+def timed_run_metadata(graph: Any, times: dict, start: float, input_shapes: list,
+                       names: dict | None = None) -> Any:
+    """The RunMetadata of a run of `graph` whose nodes took `times[node]` seconds (nodes not
+    in `times` did not run), from `start` (epoch seconds), on inputs of `input_shapes`;
+    `names` maps id(node) to its GraphDef name where that differs (TF1 graphs)."""
     config_pb2 = _tb.proto("config_pb2")
     step_stats_pb2 = _tb.proto("step_stats_pb2")
     cost_pb2 = _tb.proto("allocation_description_pb2")
@@ -71,13 +73,15 @@ def timed_run_metadata(concrete: Any, times: dict, start: float, input_shapes: l
             sizes.setdefault(i, d)
     device = step_stats_pb2.DeviceStepStats(device=DEVICE)
     t = start * 1e6
-    for node in concrete.graph.nodes:
-        seconds = times.get(node, 0.0)
-        micros = max(int(round(seconds * 1e6)), 0)
-        stats = step_stats_pb2.NodeExecStats(node_name=node.name, all_start_micros=int(t),
+    for node in graph.nodes:
+        if node not in times:
+            continue
+        micros = max(int(round(times[node] * 1e6)), 0)
+        name = (names or {}).get(id(node), node.name)
+        stats = step_stats_pb2.NodeExecStats(node_name=name, all_start_micros=int(t),
                                              op_start_rel_micros=0, op_end_rel_micros=micros,
                                              all_end_rel_micros=micros,
-                                             timeline_label=f"{node.name} = {tf_type(node)}()")
+                                             timeline_label=f"{name} = {tf_type(node)}()")
         total = 0
         for slot, out in enumerate(node.outputs):
             dims, nbytes = _output_bytes(out, sizes)
