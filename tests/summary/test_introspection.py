@@ -152,3 +152,22 @@ def test_tf1_graph_node_def():
     assert total.type == "Sum" and total.node_def.op == "Sum"
     assert total.get_attr("keep_dims") is True and total.get_attr("Tidx") == tf.int32
     assert [n.op for n in g.as_graph_def().node] == ["Const", "Const", "Mul", "Sum"]
+
+
+def test_name_argument_names_the_node():
+    """TF1 code names outputs with tf.identity(..., name=) and constants with name=, then
+    fetches "scope/name:0"; the names are made unique as TensorFlow makes them."""
+    tf1 = tf.compat.v1
+    with tf1.Graph().as_default() as g:
+        a = tf.constant([1.0, 2.0], name="a")
+        x = tf1.placeholder(tf.float32, [None, 2], name="x")
+        with tf.name_scope("head"):
+            y = tf.identity(x * a, name="output")
+            again = tf.identity(y, name="output")
+        with tf1.Session() as sess:
+            got = sess.run("head/output:0", {"x:0": np.ones((1, 2), np.float32)})
+    np.testing.assert_array_equal(got, [[1.0, 2.0]])
+    assert (a.name, y.name, again.name) == ("a:0", "head/output:0", "head/output_1:0")
+    assert g.get_tensor_by_name("head/output:0") is y
+    assert g.get_operation_by_name("a").type == "Const"
+    assert "head/output" in {n.name for n in g.as_graph_def().node}

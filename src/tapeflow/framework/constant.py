@@ -12,6 +12,7 @@ import numpy as np
 
 from tapeflow.framework import dtypes as _dtypes
 from tapeflow.framework import errors
+from tapeflow.framework.context import name_output
 from tapeflow.framework.context import state as _state
 from tapeflow.framework.tensor import EagerTensor, Tensor, wrap
 
@@ -111,7 +112,7 @@ def convert_to_tensor(value: Any, dtype: Any = None, dtype_hint: Any = None,
         arr = value if dtype is None else value.astype(dtype._np, copy=False)
         if arr.dtype.kind in "US":
             arr = _to_array(arr, _dtypes.string, _op_name)
-        return _maybe_symbolic(wrap(arr))
+        return _maybe_symbolic(wrap(arr), name)
     if isinstance(value, np.generic):
         return convert_to_tensor(np.asarray(value), dtype)
     if isinstance(value, (list, tuple)) and any(_is_symbolic(v) for v in _flat(value)):
@@ -158,12 +159,14 @@ def _is_symbolic(v) -> bool:
     return isinstance(v, Tensor) and not isinstance(v, EagerTensor)
 
 
-def _maybe_symbolic(t: EagerTensor) -> Tensor:
-    """Inside a graph, constants become graph nodes (so v1 sessions and exports see them)."""
+def _maybe_symbolic(t: EagerTensor, name: str = "Const") -> Tensor:
+    """Inside a graph, constants become graph nodes (so v1 sessions and exports see them),
+    named `name` as in TensorFlow."""
     graph = _state.graph
     if graph is None:
         return t
-    return graph.constant(t._value)
+    out = graph.constant(t._value)
+    return out if name == "Const" else name_output(out, name)
 
 
 def constant(value: Any, dtype: Any = None, shape: Any = None, name: str = "Const") -> Tensor:
@@ -193,4 +196,4 @@ def constant(value: Any, dtype: Any = None, shape: Any = None, name: str = "Cons
         else:
             raise TypeError(f"Eager execution of tf.constant with unsupported shape: value has "
                             f"{arr.size} elements, shape {list(shape)} needs {int(np.prod(shape))}")
-    return _maybe_symbolic(wrap(arr))
+    return _maybe_symbolic(wrap(arr), name)

@@ -26,6 +26,16 @@ state = _State()
 _global = {"eager_disabled": False, "default_graph": None}
 
 
+def name_output(out: Any, name: Any) -> Any:
+    """An op's ``name=`` argument names the graph node that made `out` (made unique in the
+    current name scope, as TensorFlow names it), when `out` was just added to the graph being
+    built; eager tensors and other values pass through."""
+    graph, node = state.graph, getattr(out, "node", None)
+    if name and graph is not None and getattr(node, "graph", None) is graph:
+        graph.rename(node, str(name))
+    return out
+
+
 def executing_eagerly() -> bool:
     """True when ops run immediately (TF's ``tf.executing_eagerly``)."""
     return state.graph is None

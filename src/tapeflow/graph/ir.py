@@ -203,6 +203,10 @@ class Graph:
         self.nodes.append(node)
         return node
 
+    def rename(self, node: Node, name: str) -> None:
+        """Give `node` a user's name (an op's ``name=``), unique in the current name scope."""
+        node.name = self._unique_name(name)
+
     @contextlib.contextmanager
     def control_dependencies(self, control_inputs: Any) -> Iterator[None]:
         """Nodes created inside run after `control_inputs` (ops or tensors); None clears."""

@@ -16,6 +16,7 @@ from tapeflow.framework import constant as _constant
 from tapeflow.framework import dtypes as _dtypes
 from tapeflow.framework import errors
 from tapeflow.framework.constant import convert_to_tensor
+from tapeflow.framework.context import name_output
 from tapeflow.framework.dispatch import apply, op
 from tapeflow.framework.shape_rules import same_as_first
 from tapeflow.framework.tensor import EagerTensor, Tensor
@@ -281,8 +282,10 @@ def _stop_gradient(x):
 
 @export("identity")
 def identity(input: Any, name: str | None = None):  # noqa: A002
-    """Return a tensor with the same value (reads a Variable's current value)."""
-    return apply(_identity, input if hasattr(input, "dtype") else convert_to_tensor(input))
+    """Return a tensor with the same value (reads a Variable's current value); in a graph,
+    its node takes `name` (``tf.identity(y, name="output")``, then ``"output:0"``)."""
+    out = apply(_identity, input if hasattr(input, "dtype") else convert_to_tensor(input))
+    return name_output(out, name)
 
 
 @export("stop_gradient")
