@@ -121,7 +121,7 @@ def train(args: argparse.Namespace) -> int:
           f"{epochs} epoch{'' if epochs == 1 else 's'}, "
           f"batch {batch_size}, Adam({learning_rate}, cosine decay), {mode} mode, "
           f"{args.dtype_policy}")
-    callbacks = _tensorboard(keras, args.logdir)
+    callbacks = _tensorboard(keras, args.logdir, args.profile_batch)
     start = time.perf_counter()
     model.fit(x_train, y_train, batch_size=batch_size, epochs=epochs,
               validation_data=(x_test, y_test), verbose=1, callbacks=callbacks)
@@ -137,8 +137,10 @@ def train(args: argparse.Namespace) -> int:
     print(f"training step (batch {batch_size}): eager {eager_s * 1e3:.1f} ms, graph "
           f"{graph_s * 1e3:.1f} ms ({eager_s / graph_s:.2f}x faster as a graph)")
     if callbacks:
-        print(f"TensorBoard logs (curves, weight histograms, the train step's graph): "
-              f"tensorboard --logdir {args.logdir}")
+        profiled = (f", compute time and memory of batch {args.profile_batch}"
+                    if args.profile_batch else "")
+        print(f"TensorBoard logs (curves, weight histograms, the train step's graph"
+              f"{profiled}): tensorboard --logdir {args.logdir}")
     return 0
 
 
@@ -186,13 +188,14 @@ def _writable_dir(text: str) -> str:
     return text
 
 
-def _tensorboard(keras: Any, logdir: str) -> list:
+def _tensorboard(keras: Any, logdir: str, profile_batch: int = 0) -> list:
     """The TensorBoard callback for `logdir` ('' turns logging off; so does a missing
-    tensorboard package, with a note)."""
+    tensorboard package, with a note); `profile_batch` > 0 profiles that batch."""
     if not logdir:
         return []
     try:
-        return [keras.callbacks.TensorBoard(logdir, histogram_freq=1, write_graph=True)]
+        return [keras.callbacks.TensorBoard(logdir, histogram_freq=1, write_graph=True,
+                                            profile_batch=profile_batch)]
     except ImportError as e:
         print(f"no TensorBoard logs: {e}")
         return []
@@ -247,6 +250,10 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--logdir", default="logs",
                    help="TensorBoard logs (curves, histograms, the train step's graph); "
                         "'' for none (default: ./logs)")
+    t.add_argument("--profile-batch", type=int, default=0, metavar="N",
+                   help="profile training batch N: per-node compute time and memory for the "
+                        "Graphs dashboard (tag batch_N) and a trace for the profile plugin "
+                        "(default: 0, none)")
     t.add_argument("--workers", type=_positive_int, default=1,
                    help="train on N processes: MultiWorkerMirroredStrategy under mpiexec, or "
                         "the parameter-server workers (default: 1; see docs/distribute.md)")

@@ -21,7 +21,7 @@ def _accuracy(text: str) -> float:
 def test_train_mlp_reports_accuracy_checkpoint_and_step_times(tmp_path, capsys):
     logdir = str(tmp_path / "logs")
     assert main(["train", "mlp", "--epochs", "3", "--checkpoint-dir", str(tmp_path),
-                 "--logdir", logdir]) == 0
+                 "--logdir", logdir, "--profile-batch", "2"]) == 0
     captured = capsys.readouterr()
     out = captured.out
     assert "Epoch 3/3" in captured.out + captured.err
@@ -33,6 +33,15 @@ def test_train_mlp_reports_accuracy_checkpoint_and_step_times(tmp_path, capsys):
     assert f"tensorboard --logdir {logdir}" in out
     train_events = os.listdir(os.path.join(logdir, "train"))
     assert any(name.startswith("events.out.tfevents.") for name in train_events)
+    assert "compute time and memory of batch 2" in out
+    pytest.importorskip("tensorboard")
+    from tensorboard.backend.event_processing.event_file_loader import LegacyEventFileLoader
+
+    (events,) = [n for n in train_events if n.startswith("events.out.tfevents.")]
+    tags = [e.tagged_run_metadata.tag for e in LegacyEventFileLoader(
+        os.path.join(logdir, "train", events)).Load() if e.HasField("tagged_run_metadata")]
+    assert tags == ["batch_2"]
+    assert os.listdir(os.path.join(logdir, "train", "plugins", "profile"))
 
 
 def _rejected(capsys, argv: list[str]) -> str:
