@@ -17,7 +17,7 @@ import numpy as np
 import tapeflow as tf
 from tapeflow.framework.context import eager_scope
 from tapeflow.framework.variable import Variable
-from tapeflow.keras.optimizers.optimizer import Optimizer
+from tapeflow.keras.optimizers.optimizer import Optimizer, recorded_loss
 
 
 class LossScaleOptimizer(Optimizer):
@@ -131,20 +131,7 @@ class LossScaleOptimizer(Optimizer):
     def minimize(self, loss: Any, var_list: Any, grad_loss: Any = None, name: str | None = None,
                  tape: Any = None) -> Any:
         """Scale the loss, differentiate, unscale, apply (skipping non-finite steps)."""
-        from tapeflow.framework.tape import GradientTape
-
-        if not callable(loss) and tape is None:
-            raise ValueError("`tape` is required when a `Tensor` loss is passed to minimize.")
-        if tape is None:
-            tape = GradientTape()
-        if callable(loss):
-            with tape:
-                if not callable(var_list):
-                    tape.watch(var_list)
-                loss = loss()
-        if callable(var_list):
-            var_list = var_list()
-        var_list = list(var_list)
+        tape, loss, var_list = recorded_loss(loss, var_list, tape)
         with tape:
             scaled = self.get_scaled_loss(loss)
         grads = self.get_unscaled_gradients(tape.gradient(scaled, var_list, grad_loss))

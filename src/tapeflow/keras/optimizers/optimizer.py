@@ -442,20 +442,7 @@ class Optimizer:
     def minimize(self, loss: Any, var_list: Any, grad_loss: Any = None, name: str | None = None,
                  tape: Any = None) -> Any:
         """Compute gradients of `loss` (a callable, or a tensor with its `tape`) and apply them."""
-        from tapeflow.framework.tape import GradientTape
-
-        if not callable(loss) and tape is None:
-            raise ValueError("`tape` is required when a `Tensor` loss is passed to minimize.")
-        if tape is None:
-            tape = GradientTape()
-        if callable(loss):
-            with tape:
-                if not callable(var_list):
-                    tape.watch(var_list)
-                loss = loss()
-        if callable(var_list):
-            var_list = var_list()
-        var_list = list(var_list)
+        tape, loss, var_list = recorded_loss(loss, var_list, tape)
         grads = tape.gradient(loss, var_list, grad_loss)
         return self.apply_gradients(zip(grads, var_list), name=name)
 
@@ -491,3 +478,22 @@ class Optimizer:
     def __repr__(self) -> str:
         return f"<{type(self).__name__} name={self._name!r} iterations={int(self._iterations)}>"
 
+
+
+def recorded_loss(loss: Any, var_list: Any, tape: Any) -> tuple[Any, Any, list]:
+    """`minimize`'s arguments made concrete: the tape that recorded the loss, the loss tensor
+    and the variable list (a callable loss runs under a new tape watching the variables)."""
+    from tapeflow.framework.tape import GradientTape
+
+    if not callable(loss) and tape is None:
+        raise ValueError("`tape` is required when a `Tensor` loss is passed to minimize.")
+    if tape is None:
+        tape = GradientTape()
+    if callable(loss):
+        with tape:
+            if not callable(var_list):
+                tape.watch(var_list)
+            loss = loss()
+    if callable(var_list):
+        var_list = var_list()
+    return tape, loss, list(var_list)
