@@ -16,7 +16,8 @@ import numpy as np
 from tapeflow.framework.threads import intra_op_threads
 from tapeflow.kernels import parallel
 
-SPLIT_FLOPS = 4e6  # ~45 us on one core; a hand-over costs ~20 us
+SPLIT_FLOPS = 20e6  # measured idle: 12 MFLOP (W1's [60,784]x[784,128]) split 150 us vs
+# one call 129 us; 26 MFLOP split 224 vs 258 us; 134 MFLOP (W9) 767 vs 1325 us
 # Each slice packs the whole right operand again: cut by rows, [60, 784] x [784, 128] took 18%
 # more CPU in two slices, by columns 5%; from 128 rows a slice the rows cost nothing (2%).
 ROWS_PER_SLICE = 128
