@@ -22,7 +22,28 @@ from tapeflow.data.service.config import (
 _ACTOR_OPTIONS = {"num_cpus": 0, "max_concurrency": 64, "max_restarts": 0}
 
 
-class DispatchServer:
+class _ActorServer:
+    """What the dispatcher and the data workers share: a Ray actor to join, stop and kill."""
+
+    _actor: Any = None
+
+    def join(self) -> None:
+        """Block while the server runs."""
+        _join(self._actor)
+
+    def stop(self) -> None:
+        """Stop the server (a dispatcher's jobs end; its workers stop serving)."""
+        _stop(self._actor)
+        self._actor = None
+
+    _stop = stop
+
+    def _pid(self) -> int:
+        """The actor's process id (tests kill it to check fault tolerance)."""
+        return cluster.ray_module().get(self._actor.pid.remote())
+
+
+class DispatchServer(_ActorServer):
     """`tf.data.experimental.service.DispatchServer`: keeps the datasets, workers and jobs."""
 
     def __init__(self, config: DispatcherConfig | None = None, start: bool = True):
@@ -51,25 +72,11 @@ class DispatchServer:
         """"protocol://address", what `distribute(service=...)` takes."""
         return f"{self._protocol}://{self._address}"
 
-    def join(self) -> None:
-        """Block while the dispatcher runs."""
-        _join(self._actor)
-
-    def stop(self) -> None:
-        """Stop the dispatcher (its jobs end; workers registered with it stop serving)."""
-        _stop(self._actor)
-        self._actor = None
-
-    _stop = stop
-
     def _num_workers(self) -> int:
         return cluster.ray_module().get(self._actor.num_workers.remote())
 
-    def _pid(self) -> int:
-        return cluster.ray_module().get(self._actor.pid.remote())
 
-
-class WorkerServer:
+class WorkerServer(_ActorServer):
     """`tf.data.experimental.service.WorkerServer`: a data worker registered with a
     dispatcher; it runs the jobs' pipelines and serves their elements to trainers."""
 
@@ -99,22 +106,8 @@ class WorkerServer:
         ray.get(actor.register.remote(actor))
         self._actor = actor
 
-    def join(self) -> None:
-        """Block while the worker runs."""
-        _join(self._actor)
-
-    def stop(self) -> None:
-        _stop(self._actor)
-        self._actor = None
-
-    _stop = stop
-
     def _num_tasks(self) -> int:
         return cluster.ray_module().get(self._actor.num_tasks.remote())
-
-    def _pid(self) -> int:
-        """The worker actor's process id (tests kill it to check fault tolerance)."""
-        return cluster.ray_module().get(self._actor.pid.remote())
 
 
 def _join(actor: Any) -> None:
