@@ -92,6 +92,8 @@ class RaggedBatchDataset(Dataset):
         from tapeflow.data import structure
 
         pending: list = []
+        self._fixed = [_fixed_shape(spec) for spec in
+                       structure.flatten(self._inputs[0].element_spec)]
         source = self._inputs[0]._iterate(ctx)
         try:
             for element in source:
@@ -106,15 +108,19 @@ class RaggedBatchDataset(Dataset):
 
     def _batch(self, elements: list, structure: Any) -> Any:
         columns = zip(*(structure.flatten(e) for e in elements))
-        return structure.pack_like(elements[0], [self._column(list(c)) for c in columns])
+        return structure.pack_like(elements[0], [self._column(list(c), i)
+                                                 for i, c in enumerate(columns)])
 
-    def _column(self, leaves: list) -> Any:
+    def _column(self, leaves: list, i: int) -> Any:
         from tapeflow.framework.constant import convert_to_tensor
         from tapeflow.ragged.tensor import RaggedTensor
 
         if is_composite(leaves[0]):
             return stack(leaves)
-        if leaves[0].ndim == 0:
+        # as TF: a component of a static shape stays dense (a spec inferred from one element
+        # may claim one: the first batch whose elements differ makes the column ragged)
+        self._fixed[i] = self._fixed[i] and all(a.shape == leaves[0].shape for a in leaves)
+        if leaves[0].ndim == 0 or self._fixed[i]:
             return np.stack(leaves)
         lengths = np.asarray([len(a) for a in leaves], self._splits_dtype._np)
         values = convert_to_tensor(np.concatenate(leaves))
@@ -125,13 +131,18 @@ class RaggedBatchDataset(Dataset):
         from tapeflow.ragged.tensor import RaggedTensorSpec
 
         def one(s: Any) -> Any:
-            if is_composite_spec(s) or s.shape.rank == 0:
+            if is_composite_spec(s) or _fixed_shape(s):
                 return batched_spec(s, None) if is_composite_spec(s) else \
                     structure.batched_spec(s, None)
             return RaggedTensorSpec(TensorShape([None, None]).concatenate(s.shape[1:]), s.dtype,
                                     1, self._splits_dtype)
 
         return structure.map_structure(one, self._inputs[0].element_spec)
+
+
+def _fixed_shape(spec: Any) -> bool:
+    """A dense component whose every dimension is known (ragged_batch keeps it dense)."""
+    return not is_composite_spec(spec) and spec.shape.is_fully_defined()
 
 
 def is_composite_spec(spec: Any) -> bool:

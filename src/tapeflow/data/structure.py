@@ -147,7 +147,8 @@ def to_numpy(element: Any) -> Any:
 
 def spec_of(element: Any) -> Any:
     """The TensorSpec structure describing one concrete element."""
-    return map_structure(lambda a: TensorSpec(a.shape, _dtypes.as_dtype(a.dtype)), element)
+    return map_structure(lambda a: a._type_spec if hasattr(a, "_type_spec") else
+                         TensorSpec(a.shape, _dtypes.as_dtype(a.dtype)), element)
 
 
 def relax_specs(a: Any, b: Any) -> Any:

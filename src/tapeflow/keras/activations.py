@@ -55,7 +55,7 @@ def tanh(x: Any):
 
 def softmax(x: Any, axis: int = -1):
     """exp(x) / sum(exp(x)) along `axis` (rank >= 2, as Keras requires)."""
-    x = tf.convert_to_tensor(x)
+    x = x if isinstance(x, tf.RaggedTensor) else tf.convert_to_tensor(x)
     if x.shape.rank is not None and x.shape.rank < 2:
         raise ValueError(f"softmax: cannot apply softmax to a tensor that is 1D (shape "
                          f"{x.shape}); Keras expects a batch dimension.")

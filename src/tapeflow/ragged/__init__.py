@@ -1,5 +1,6 @@
 """``tf.ragged``: tensors whose rows have different lengths (see ragged/tensor.py)."""
 
+from tapeflow.ragged import nn_dispatch  # noqa: F401  (registers tf.nn.* on RaggedTensor)
 from tapeflow.ragged.api import (
     boolean_mask,
     constant,

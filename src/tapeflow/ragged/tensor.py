@@ -185,8 +185,9 @@ class RaggedTensor(CompositeTensor):
         else:
             flat = _merge_outer(t)
             return cls.from_row_splits(flat, _uniform_splits(nrows, ncols), validate=False)
-        mask = math_ops.less(apply(prim.position_kernel, _uniform_splits(nrows, ncols)),
-                             array_ops.reshape(array_ops.repeat(lengths, ncols, axis=0), [-1]))
+        uniform = _uniform_splits(nrows, ncols)  # (run-time sizes: works traced too)
+        mask = math_ops.less(apply(prim.position_kernel, uniform),
+                             gather_ops.gather(lengths, apply(prim.row_ids_kernel, uniform)))
         values = indexing_ops.boolean_mask(_merge_outer(t), mask)
         return cls.from_row_lengths(values, lengths, validate=False)
 

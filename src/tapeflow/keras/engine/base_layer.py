@@ -21,6 +21,7 @@ import numpy as np
 from tapeflow.framework import dtypes as _dtypes
 from tapeflow.framework import nest
 from tapeflow.framework import tensor as _tensor_module
+from tapeflow.framework.composite import CompositeTensor
 from tapeflow.framework.constant import convert_to_tensor
 from tapeflow.framework.context import state as _state
 from tapeflow.framework.shapes import TensorShape, as_shape
@@ -432,6 +433,9 @@ class Layer:
                 from tapeflow.ops.math_ops import cast
 
                 x = cast(x, self._compute_dtype)
+            elif isinstance(x, CompositeTensor) and hasattr(x, "with_flat_values") and \
+                    self._needs_cast(x):
+                x = x.with_flat_values(self._convert_inputs(x.flat_values, [x.flat_values]))
             return x
 
         if isinstance(inputs, np.ndarray) or (isinstance(inputs, list) and all(

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from tapeflow.framework import errors, nest
+from tapeflow.framework.composite import CompositeTensor
 from tapeflow.framework.constant import convert_to_tensor
 from tapeflow.framework.tensor import EagerTensor
 from tapeflow.keras.engine import structures
@@ -45,8 +46,8 @@ def _is_dataset(x: Any) -> bool:
 
 
 def _to_array(x: Any) -> Any:
-    if x is None:
-        return None
+    if x is None or isinstance(x, CompositeTensor):  # a RaggedTensor is batched as it is
+        return x
     if isinstance(x, EagerTensor):
         return x._value
     if hasattr(x, "_value") and isinstance(x._value, np.ndarray):
@@ -83,8 +84,17 @@ def _num_samples(structure: Any) -> int:
     return sizes.pop()
 
 
-def _tensor(a: np.ndarray) -> Any:
-    return convert_to_tensor(a)
+def _tensor(a: Any) -> Any:
+    return a if isinstance(a, CompositeTensor) else convert_to_tensor(a)
+
+
+def _rows(a: Any, index: Any) -> Any:
+    """Samples `index` (a slice or an index array) of an array or a RaggedTensor."""
+    if isinstance(a, CompositeTensor) and not isinstance(index, slice):
+        import tapeflow  # the public gather: its composite dispatch
+
+        return tapeflow.gather(a, convert_to_tensor(np.asarray(index, np.int64)))
+    return a[index]
 
 
 def pack_x_y_sample_weight(x: Any, y: Any = None, sample_weight: Any = None) -> Any:
@@ -211,7 +221,7 @@ class DataHandler:
                 index = order[index]
 
             def take(a: Any, index: Any = index) -> Any:
-                return None if a is None else _tensor(a[index])
+                return None if a is None else _tensor(_rows(a, index))
 
             x = nest.map_structure(take, self._x)
             y = nest.map_structure(take, self._y) if self._y is not None else None

@@ -19,14 +19,33 @@ from tapeflow.framework.tensor import wrap
 from tapeflow.keras import backend
 from tapeflow.keras.engine import structures
 from tapeflow.keras.engine.input_layer import InputLayer
-from tapeflow.keras.engine.keras_tensor import KerasTensor, Node
+from tapeflow.keras.engine.keras_tensor import KerasTensor, Node, RaggedKerasTensor
 from tapeflow.keras.engine.training import Model
 
 # (batch size, size of any other unknown dim) for the two probe runs
 _PROBES = ((2, 12), (3, 16))
 
 
+def _ragged_zeros(kt: RaggedKerasTensor, batch: int, other: int) -> Any:
+    """A RaggedTensor of zeros for a symbolic ragged input: row i of each ragged dimension
+    holds max(other - i, 1) entries, so rows differ in length as real ones do."""
+    from tapeflow.ragged.tensor import RaggedTensor
+
+    dims = kt.shape.as_list()
+    splits, rows = [], batch
+    for _ in range(kt.ragged_rank):
+        lengths = np.maximum(other - np.arange(rows), 1)
+        splits.append(np.concatenate([[0], np.cumsum(lengths)]).astype(kt.row_splits_dtype._np))
+        rows = int(lengths.sum())
+    inner = [other if d is None else d for d in dims[kt.ragged_rank + 1:]]
+    fill = b"" if kt.dtype.name == "string" else 0
+    flat = wrap(np.full([rows] + inner, fill, dtype=kt.dtype._np))
+    return RaggedTensor.from_nested_row_splits(flat, [wrap(s) for s in splits], validate=False)
+
+
 def _zeros(kt: KerasTensor, batch: int, other: int, fill: int = 0) -> Any:
+    if isinstance(kt, RaggedKerasTensor):
+        return _ragged_zeros(kt, batch, other)
     dims = kt.shape.as_list() if kt.shape.rank is not None else [None]
     shape = [(batch if i == 0 else other) if d is None else d for i, d in enumerate(dims)]
     out = wrap(np.full(shape, fill, dtype=kt.dtype._np))
@@ -84,7 +103,7 @@ def _output_specs(layer: Any, inputs: Any, args: tuple, kwargs: dict) -> tuple[A
         sub._eager_losses = []
         for metric in sub._added_metrics.values():  # the zero batches are not data
             metric.reset_state()
-    specs = [(_merge(a, b, unknown), a.dtype, _mask_spec(a, b, unknown))
+    specs = [(_merge(a, b, unknown), a.dtype, _mask_spec(a, b, unknown), _ragged_spec(a))
              for a, b in zip(nest.flatten(first), nest.flatten(second))]
     return first, specs
 
@@ -95,6 +114,12 @@ def _mask_spec(a: Any, b: Any, unknown: bool) -> Any:
     if ma is None or mb is None:
         return None
     return _merge(ma, mb, unknown), ma.dtype
+
+
+def _ragged_spec(a: Any) -> Any:
+    """(ragged_rank, row_splits_dtype) of a ragged probe output, or None."""
+    rank = getattr(a, "ragged_rank", None)
+    return None if rank is None or isinstance(a, KerasTensor) else (rank, a.row_splits_dtype)
 
 
 def _is_shape(x: Any) -> bool:
@@ -116,8 +141,9 @@ def symbolic_call(layer: Any, inputs: Any, args: tuple, kwargs: dict) -> Any:
     """Calling `layer` on KerasTensors: record a Node and return symbolic outputs."""
     structure, specs = _output_specs(layer, inputs, args, kwargs)
     flat = []
-    for shape, dtype, mask in specs:
-        kt = KerasTensor(shape, dtype)
+    for shape, dtype, mask, ragged in specs:
+        kt = KerasTensor(shape, dtype) if ragged is None else RaggedKerasTensor(
+            shape, dtype, ragged_rank=ragged[0], row_splits_dtype=ragged[1])
         if mask is not None:  # what `_keras_mask` the real output will carry
             kt._keras_mask = KerasTensor(*mask)
         flat.append(kt)

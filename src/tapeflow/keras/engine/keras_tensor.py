@@ -82,6 +82,30 @@ class KerasTensor:
         return f"<KerasTensor: shape={self._shape} dtype={self._dtype.name}{created}>"
 
 
+class RaggedKerasTensor(KerasTensor):
+    """A symbolic RaggedTensor (``tf.keras.Input(shape=(None,), ragged=True)``, or a layer's
+    ragged output): its ``type_spec`` is a ``RaggedTensorSpec``."""
+
+    def __init__(self, shape: Any, dtype: Any = "float32", name: str | None = None,
+                 ragged_rank: int = 1, row_splits_dtype: Any = "int64"):
+        super().__init__(shape, dtype, name)
+        self.ragged_rank = int(ragged_rank)
+        self.row_splits_dtype = _dtypes.as_dtype(row_splits_dtype)
+
+    @property
+    def type_spec(self) -> Any:
+        from tapeflow.ragged.tensor import RaggedTensorSpec
+
+        return RaggedTensorSpec(self._shape, self._dtype, self.ragged_rank,
+                                self.row_splits_dtype)
+
+    def __repr__(self) -> str:
+        created = ""
+        if self._keras_history is not None:
+            created = f" (created by layer '{self._keras_history[0].name}')"
+        return f"<KerasTensor: type_spec={self.type_spec!r}{created}>"
+
+
 def is_keras_tensor(x: Any) -> bool:
     """True for symbolic functional-API tensors."""
     return isinstance(x, KerasTensor)

@@ -9,6 +9,7 @@ from typing import Any
 import tapeflow as tf
 from tapeflow.keras import activations
 from tapeflow.keras.engine.base_layer import Layer
+from tapeflow.keras.layers import ragged_inputs
 from tapeflow.keras.layers.utils import check_data_format, layer_error, static_shape
 from tapeflow.keras.layers.weights import KernelAndBias
 
@@ -49,6 +50,12 @@ class Dense(KernelAndBias, Layer):
         self.built = True
 
     def call(self, inputs: Any):
+        if isinstance(inputs, tf.RaggedTensor):  # the uniform last axis of the flat values
+            if inputs.flat_values.shape.rank == 1 or inputs.shape[-1] is None:
+                raise layer_error(f"Dense layer only supports RaggedTensors when the innermost "
+                                  f"dimension is non-ragged. Received: inputs.shape="
+                                  f"{inputs.shape}.")
+            return inputs.with_flat_values(self.call(inputs.flat_values))
         x = tf.convert_to_tensor(inputs)
         shape = static_shape(x)
         width = self.kernel.shape[0]
@@ -196,6 +203,7 @@ class Dropout(Layer):
         shape = static_shape(x)
         return [shape[i] if d is None else d for i, d in enumerate(self.noise_shape)]
 
+    @ragged_inputs.on_flat_values
     def call(self, inputs: Any, training: Any = None):
         if not training or self.rate == 0.0:
             return inputs

@@ -45,6 +45,8 @@ class Embedding(Layer):
         self.built = True
 
     def call(self, inputs: Any):
+        if isinstance(inputs, tf.RaggedTensor):  # ragged ids give ragged vectors, as Keras
+            return inputs.with_flat_values(self.call(inputs.flat_values))
         ids = tf.convert_to_tensor(inputs)
         if not ids.dtype.is_integer:
             ids = tf.cast(ids, tf.int32)

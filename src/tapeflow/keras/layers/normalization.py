@@ -276,20 +276,25 @@ class LayerNormalization(Layer):
         self.built = True
 
     def call(self, inputs: Any):
-        x = tf.convert_to_tensor(inputs)
+        if isinstance(inputs, tf.RaggedTensor) and self._axes == [inputs.shape.rank - 1]:
+            flat = inputs.flat_values  # each position on its own, as Keras
+            return inputs.with_flat_values(self._normalize(flat, [flat.shape.rank - 1]))
+        return self._normalize(tf.convert_to_tensor(inputs), self._axes)
+
+    def _normalize(self, x: Any, axes: list) -> Any:
         rank = x.shape.rank
-        if self._axes == [rank - 1] and x.dtype in (tf.float32, tf.float64) and all(
+        if axes == [rank - 1] and x.dtype in (tf.float32, tf.float64) and all(
                 v is None or v.dtype == x.dtype for v in (self.gamma, self.beta)):
             d = x.shape[-1]  # one fused op (ops/normalization_ops.layer_norm)
             gamma = tf.ones([d], x.dtype) if self.gamma is None else self.gamma
             beta = tf.zeros([d], x.dtype) if self.beta is None else self.beta
             return normalization_ops.layer_norm(x, gamma, beta, self.epsilon)
-        mean, variance = tf.nn.moments(x, axes=self._axes, keepdims=True)
+        mean, variance = tf.nn.moments(x, axes=axes, keepdims=True)
         out = (x - mean) * tf.math.rsqrt(variance + self.epsilon)
         if self.gamma is not None:
-            out = out * _broadcast_param(self.gamma, rank, self._axes)
+            out = out * _broadcast_param(self.gamma, rank, axes)
         if self.beta is not None:
-            out = out + _broadcast_param(self.beta, rank, self._axes)
+            out = out + _broadcast_param(self.beta, rank, axes)
         return out
 
     def compute_output_shape(self, input_shape: Any) -> tf.TensorShape:

@@ -18,6 +18,7 @@ import numpy as np
 import tapeflow as tf
 from tapeflow.keras import activations, initializers, regularizers
 from tapeflow.keras.engine.base_layer import Layer
+from tapeflow.keras.layers import ragged_inputs
 from tapeflow.keras.layers.utils import layer_error, static_shape
 from tapeflow.ops import recurrent_ops
 
@@ -415,6 +416,8 @@ class RNN(Layer):
 
     def call(self, inputs: Any, mask: Any = None, training: Any = None,
              initial_state: Any = None):
+        if isinstance(inputs, tf.RaggedTensor):
+            return self._call_ragged(inputs, mask, training, initial_state)
         x = tf.convert_to_tensor(inputs)
         batch, steps, _ = static_shape(x)
         if initial_state is not None:
@@ -441,6 +444,16 @@ class RNN(Layer):
         if self._state_store is not None:
             self._state_store.assign(states)
         return [result] + list(states) if self.return_state else result
+
+    def _call_ragged(self, inputs: Any, mask: Any, training: Any, initial_state: Any) -> Any:
+        """Padded inputs with the row lengths as the mask; sequences come back ragged."""
+        x, mask, lengths = ragged_inputs.padded(self, inputs, mask)
+        out = self.call(x, mask=mask, training=training, initial_state=initial_state)
+        if not self.return_sequences:
+            return out
+        if self.return_state:
+            return [ragged_inputs.to_ragged(out[0], lengths, self.go_backwards)] + out[1:]
+        return ragged_inputs.to_ragged(out, lengths, self.go_backwards)
 
     def _unrolled(self, x: Any, steps: int, states: list, mask: Any, input_masks: Any,
                   recurrent_masks: Any) -> tuple[Any, list]:

@@ -58,6 +58,8 @@ class TimeDistributed(Layer):
         self.built = True
 
     def call(self, inputs: Any):
+        if isinstance(inputs, tf.RaggedTensor) and inputs.ragged_rank == 1:
+            return inputs.with_values(self.layer(inputs.values))  # the steps of every row
         x = tf.convert_to_tensor(inputs)
         dims = static_shape(x)
         if any(d is None for d in dims[2:]):

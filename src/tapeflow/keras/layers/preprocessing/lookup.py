@@ -134,6 +134,8 @@ class IndexLookup(PreprocessingLayer):
         return table.lookup(tf.cast(ids, tf.int64))
 
     def call(self, inputs: Any) -> Any:
+        if isinstance(inputs, tf.RaggedTensor) and (self.invert or self.output_mode == "int"):
+            return inputs.with_flat_values(self.call(inputs.flat_values))  # id per token
         x = tf.convert_to_tensor(inputs)
         if self.invert:
             return self._tokens(x)

@@ -203,6 +203,8 @@ class CategoryEncoding(PreprocessingLayer):
         self.num_tokens, self.output_mode, self.sparse = int(num_tokens), output_mode, sparse
 
     def call(self, inputs: Any, count_weights: Any = None) -> Any:
+        if isinstance(inputs, tf.RaggedTensor) and self.output_mode != "one_hot":
+            return self._encode_rows(inputs, count_weights)
         ids = tf.cast(tf.convert_to_tensor(inputs), tf.int64)
         if tf.executing_eagerly():
             values = ids.numpy()
@@ -224,6 +226,17 @@ class CategoryEncoding(PreprocessingLayer):
         if count_weights is not None:
             values = values * tf.cast(tf.expand_dims(count_weights, -1), self.compute_dtype)
         counts = tf.reduce_sum(values, axis=-2)
+        return counts if self.output_mode == "count" else tf.minimum(counts, 1.0)
+
+    def _encode_rows(self, inputs: Any, count_weights: Any) -> Any:
+        """One multi_hot/count vector per ragged row: [rows, num_tokens]."""
+        values = tf.one_hot(tf.cast(inputs.flat_values, tf.int64), self.num_tokens,
+                            dtype=self.compute_dtype)
+        if count_weights is not None:
+            weights = count_weights.flat_values if isinstance(
+                count_weights, tf.RaggedTensor) else count_weights
+            values = values * tf.cast(tf.expand_dims(weights, -1), self.compute_dtype)
+        counts = tf.math.unsorted_segment_sum(values, inputs.value_rowids(), inputs.nrows())
         return counts if self.output_mode == "count" else tf.minimum(counts, 1.0)
 
     def build(self, input_shape: Any) -> None:
@@ -253,6 +266,8 @@ class Hashing(PreprocessingLayer):
         self.output_mode, self.sparse = output_mode, sparse
 
     def call(self, inputs: Any) -> Any:
+        if isinstance(inputs, tf.RaggedTensor):  # a bucket per entry, as Keras
+            return inputs.with_flat_values(self.call(inputs.flat_values))
         x = tf.convert_to_tensor(inputs)
         text = x if x.dtype == tf.string else tf.strings.as_string(x)
         bins = self.num_bins - (self.mask_value is not None)
