@@ -92,35 +92,52 @@ class RaggedBatchDataset(Dataset):
         from tapeflow.data import structure
 
         pending: list = []
-        self._fixed = [_fixed_shape(spec) for spec in
-                       structure.flatten(self._inputs[0].element_spec)]
+        dense = self._dense_columns()
         source = self._inputs[0]._iterate(ctx)
         try:
             for element in source:
                 pending.append(element)
                 if len(pending) == self._batch_size:
-                    yield self._batch(pending, structure)
+                    yield self._batch(pending, structure, dense)
                     pending = []
             if pending and not self._drop_remainder:
-                yield self._batch(pending, structure)
+                yield self._batch(pending, structure, dense)
         finally:
             source.close()
 
-    def _batch(self, elements: list, structure: Any) -> Any:
-        columns = zip(*(structure.flatten(e) for e in elements))
-        return structure.pack_like(elements[0], [self._column(list(c), i)
-                                                 for i, c in enumerate(columns)])
+    def _dense_columns(self) -> list[bool]:
+        """Which dense components stay dense. TF keeps those of a fully known static shape;
+        here a spec may come from probing one element (a map), so a component stays dense
+        when its spec is fully defined and the first batch's elements agree on its shape."""
+        from tapeflow.data import structure
+        from tapeflow.data.iterator import IterContext
 
-    def _column(self, leaves: list, i: int) -> Any:
+        if getattr(self, "_dense", None) is None:
+            source = self._inputs[0]
+            dense = [_fixed_shape(spec) for spec in structure.flatten(source.element_spec)]
+            if any(dense):
+                gen = source._iterate(IterContext(source.options()))
+                try:
+                    first = [structure.flatten(e) for _, e in zip(range(self._batch_size), gen)]
+                finally:
+                    gen.close()
+                dense = [d and all(np.shape(e[i]) == np.shape(first[0][i]) for e in first)
+                         for i, d in enumerate(dense)]
+            self._dense = dense
+        return self._dense
+
+    def _batch(self, elements: list, structure: Any, dense: list[bool]) -> Any:
+        columns = zip(*(structure.flatten(e) for e in elements))
+        return structure.pack_like(elements[0], [self._column(list(c), d)
+                                                 for c, d in zip(columns, dense)])
+
+    def _column(self, leaves: list, dense: bool) -> Any:
         from tapeflow.framework.constant import convert_to_tensor
         from tapeflow.ragged.tensor import RaggedTensor
 
         if is_composite(leaves[0]):
             return stack(leaves)
-        # as TF: a component of a static shape stays dense (a spec inferred from one element
-        # may claim one: the first batch whose elements differ makes the column ragged)
-        self._fixed[i] = self._fixed[i] and all(a.shape == leaves[0].shape for a in leaves)
-        if leaves[0].ndim == 0 or self._fixed[i]:
+        if leaves[0].ndim == 0 or dense:
             return np.stack(leaves)
         lengths = np.asarray([len(a) for a in leaves], self._splits_dtype._np)
         values = convert_to_tensor(np.concatenate(leaves))
@@ -130,14 +147,17 @@ class RaggedBatchDataset(Dataset):
         from tapeflow.data import structure
         from tapeflow.ragged.tensor import RaggedTensorSpec
 
-        def one(s: Any) -> Any:
-            if is_composite_spec(s) or _fixed_shape(s):
-                return batched_spec(s, None) if is_composite_spec(s) else \
-                    structure.batched_spec(s, None)
+        def one(s: Any, dense: bool) -> Any:
+            if is_composite_spec(s):
+                return batched_spec(s, None)
+            if dense or s.shape.rank == 0:
+                return structure.batched_spec(s, None)
             return RaggedTensorSpec(TensorShape([None, None]).concatenate(s.shape[1:]), s.dtype,
                                     1, self._splits_dtype)
 
-        return structure.map_structure(one, self._inputs[0].element_spec)
+        spec = self._inputs[0].element_spec
+        flat = [one(s, d) for s, d in zip(structure.flatten(spec), self._dense_columns())]
+        return structure.pack_like(spec, flat)
 
 
 def _fixed_shape(spec: Any) -> bool:
