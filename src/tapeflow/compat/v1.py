@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from tapeflow.compat import v1_train
 from tapeflow.framework import dtypes as _dtypes
 from tapeflow.framework import errors, nest
 from tapeflow.framework.context import _global as _context_global
@@ -458,133 +459,7 @@ def _initial_value(init: Any, shape: Any, dtype: _dtypes.DType, name: str) -> An
     return init
 
 
-# --- TF1 optimizers (graph mode: minimize builds one update op) -------------------------------
-
-
-class _Optimizer:
-    """Base of ``tf.compat.v1.train.*Optimizer``: gradients from the graph, update ops."""
-
-    def __init__(self, learning_rate: float, use_locking: bool = False, name: str = ""):
-        self._lr = learning_rate
-        self._slots: dict[tuple[int, str], Variable] = {}
-
-    def compute_gradients(self, loss: Any, var_list: list | None = None, **kwargs: Any) -> list:
-        from tapeflow.graph.symbolic_gradients import gradients
-
-        var_list = list(var_list) if var_list is not None else trainable_variables()
-        return list(zip(gradients(loss, var_list), var_list))
-
-    def apply_gradients(self, grads_and_vars: Any, global_step: Any = None,
-                        name: str | None = None):
-        updates = [self._update(g, v) for g, v in grads_and_vars if g is not None]
-        if global_step is not None:
-            updates.append(global_step.assign_add(1))
-        return group(*updates)
-
-    def minimize(self, loss: Any, global_step: Any = None, var_list: list | None = None,
-                 **kwargs: Any):
-        """One op: compute the gradients of `loss` and apply them."""
-        return self.apply_gradients(self.compute_gradients(loss, var_list), global_step)
-
-    def _slot(self, var: Variable, name: str, initial: float = 0.0) -> Variable:
-        key = (id(var), name)
-        if key not in self._slots:
-            slot = Variable(np.full(var.shape.as_list(), initial, var.dtype.as_numpy_dtype),
-                            trainable=False, name=f"{var.name[:-2]}/{name}")
-            self._slots[key] = slot
-        return self._slots[key]
-
-    def _update(self, grad: Any, var: Variable):
-        raise NotImplementedError(f"{type(self).__name__} must implement _update(grad, var)")
-
-
-class _GradientDescentOptimizer(_Optimizer):
-    def _update(self, grad, var):
-        return var.assign_sub(self._lr * grad)
-
-
-class _AdamOptimizer(_Optimizer):
-    def __init__(self, learning_rate: float = 0.001, beta1: float = 0.9, beta2: float = 0.999,
-                 epsilon: float = 1e-8, use_locking: bool = False, name: str = "Adam"):
-        super().__init__(learning_rate)
-        self._b1, self._b2, self._eps = beta1, beta2, epsilon
-        self._step: Variable | None = None
-
-    def apply_gradients(self, grads_and_vars: Any, global_step: Any = None,
-                        name: str | None = None):
-        from tapeflow.ops import math_ops
-
-        pairs = [(g, v) for g, v in grads_and_vars if g is not None]
-        if self._step is None:
-            self._step = Variable(0.0, trainable=False, name="Adam/step")
-        t = self._step.assign_add(1.0)
-        lr = self._lr * math_ops.sqrt(1.0 - math_ops.pow(self._b2, t)) / (
-            1.0 - math_ops.pow(self._b1, t))
-        updates = []
-        for g, v in pairs:
-            m, s = self._slot(v, "m"), self._slot(v, "v")
-            m_t = m.assign(self._b1 * m + (1.0 - self._b1) * g)
-            s_t = s.assign(self._b2 * s + (1.0 - self._b2) * math_ops.square(g))
-            updates.append(v.assign_sub(math_ops.cast(lr, v.dtype) * m_t /
-                                        (math_ops.sqrt(s_t) + self._eps)))
-        if global_step is not None:
-            updates.append(global_step.assign_add(1))
-        return group(*updates)
-
-
-class _MomentumOptimizer(_Optimizer):
-    """accum = momentum * accum + grad; var -= lr * accum (Nesterov: lr * (grad +
-    momentum * accum))."""
-
-    def __init__(self, learning_rate: float, momentum: float, use_locking: bool = False,
-                 name: str = "Momentum", use_nesterov: bool = False):
-        super().__init__(learning_rate)
-        self._momentum, self._nesterov = momentum, use_nesterov
-
-    def _update(self, grad, var):
-        accum = self._slot(var, "Momentum")
-        new = accum.assign(self._momentum * accum + grad)
-        step = grad + self._momentum * new if self._nesterov else new
-        return var.assign_sub(self._lr * step)
-
-
-class _AdagradOptimizer(_Optimizer):
-    def __init__(self, learning_rate: float, initial_accumulator_value: float = 0.1,
-                 use_locking: bool = False, name: str = "Adagrad"):
-        super().__init__(learning_rate)
-        self._initial = initial_accumulator_value
-
-    def _update(self, grad, var):
-        from tapeflow.ops import math_ops
-
-        accum = self._slot(var, "Adagrad", self._initial)
-        new = accum.assign_add(grad * grad)
-        return var.assign_sub(self._lr * grad * math_ops.rsqrt(new))
-
-
-class _RMSPropOptimizer(_Optimizer):
-    """TF1 RMSProp: ms starts at ones; mom = momentum * mom + lr * g / sqrt(ms + eps)."""
-
-    def __init__(self, learning_rate: float, decay: float = 0.9, momentum: float = 0.0,
-                 epsilon: float = 1e-10, use_locking: bool = False, centered: bool = False,
-                 name: str = "RMSProp"):
-        super().__init__(learning_rate)
-        self._decay, self._momentum, self._eps, self._centered = decay, momentum, epsilon, centered
-
-    def _update(self, grad, var):
-        from tapeflow.ops import math_ops
-
-        ms = self._slot(var, "rms", 1.0)
-        mom = self._slot(var, "momentum")
-        ms_t = ms.assign(self._decay * ms + (1.0 - self._decay) * grad * grad)
-        denom = ms_t
-        if self._centered:
-            mg = self._slot(var, "mg")
-            mg_t = mg.assign(self._decay * mg + (1.0 - self._decay) * grad)
-            denom = ms_t - mg_t * mg_t
-        mom_t = mom.assign(self._momentum * mom + self._lr * grad * math_ops.rsqrt(
-            denom + self._eps))
-        return var.assign_sub(mom_t)
+# --- TF1 optimizers: compat/v1_train.py ------------------------------------------------------
 
 
 class _FallbackToTrain(type):
@@ -597,11 +472,11 @@ class _FallbackToTrain(type):
 class train(metaclass=_FallbackToTrain):  # noqa: N801 - a namespace, as tf.compat.v1.train
     """``tf.compat.v1.train``: TF1 optimizers; other names come from ``tf.train``."""
 
-    GradientDescentOptimizer = _GradientDescentOptimizer
-    AdamOptimizer = _AdamOptimizer
-    MomentumOptimizer = _MomentumOptimizer
-    AdagradOptimizer = _AdagradOptimizer
-    RMSPropOptimizer = _RMSPropOptimizer
+    Optimizer = v1_train.Optimizer
+
+
+for _cls in v1_train.OPTIMIZERS:
+    setattr(train, _cls.__name__, _cls)
 
 
 # --- losses -----------------------------------------------------------------------------------
