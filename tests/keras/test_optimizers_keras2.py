@@ -227,9 +227,13 @@ def test_string_names_in_compile(alias, cls):
     assert int(model.optimizer.iterations.numpy()) == 1
 
 
-def test_legacy_namespace_names_the_same_classes_but_nadam():
-    for cls in ("Adamax", "Adadelta", "Ftrl", "AdamW"):
+def test_legacy_namespace_holds_subclasses_with_the_keras2_differences():
+    for cls in ("Adam", "AdamW"):
         assert getattr(optimizers.legacy, cls) is getattr(optimizers, cls)
+    for cls in ("SGD", "RMSprop", "Adagrad", "Adamax", "Adadelta", "Ftrl"):
+        legacy = getattr(optimizers.legacy, cls)
+        assert legacy is not getattr(optimizers, cls) and legacy.__name__ == cls
+        assert issubclass(legacy, getattr(optimizers, cls))
     assert optimizers.legacy.Nadam is not optimizers.Nadam
     assert tf.keras.optimizers.legacy.Nadam().get_config()["decay"] == 0.004
 

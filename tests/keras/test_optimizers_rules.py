@@ -80,12 +80,14 @@ def ref_rmsprop(lr, rho=0.9, momentum=0.0, eps=1e-7, centered=False, decay=0.0):
     return x
 
 
-def ref_adagrad(lr, init=0.1, eps=1e-7):
+def ref_adagrad(lr, init=0.1, eps=1e-7, legacy=False):
+    """tf.keras.optimizers.Adagrad divides by sqrt(acc + eps), the legacy one by
+    sqrt(acc) + eps."""
     x, acc = X0.copy(), np.full_like(X0, init)
     for _ in range(STEPS):
         g = quad_grad(x)
         acc = acc + g * g
-        x = x - lr * g / (np.sqrt(acc) + eps)
+        x = x - lr * g / ((np.sqrt(acc) + eps) if legacy else np.sqrt(acc + eps))
     return x
 
 
@@ -112,6 +114,9 @@ CASES = [
     ("adagrad-init", lambda: optimizers.Adagrad(0.3, initial_accumulator_value=1.0,
                                                 epsilon=1e-4),
      lambda: ref_adagrad(0.3, 1.0, 1e-4)),
+    ("legacy-adagrad-init", lambda: optimizers.legacy.Adagrad(
+        0.3, initial_accumulator_value=1.0, epsilon=1e-4),
+     lambda: ref_adagrad(0.3, 1.0, 1e-4, legacy=True)),
 ]
 
 
@@ -177,7 +182,8 @@ TORCH_CASES = [
      lambda t: lambda p: t.optim.RMSprop(p, lr=0.01, alpha=0.9, eps=1e-4)),
     ("rmsprop-centered", lambda: optimizers.RMSprop(0.01, rho=0.9, epsilon=1e-4, centered=True),
      lambda t: lambda p: t.optim.RMSprop(p, lr=0.01, alpha=0.9, eps=1e-4, centered=True)),
-    ("adagrad", lambda: optimizers.Adagrad(0.1, initial_accumulator_value=0.1, epsilon=1e-10),
+    ("adagrad", lambda: optimizers.legacy.Adagrad(0.1, initial_accumulator_value=0.1,
+                                                  epsilon=1e-10),
      lambda t: lambda p: t.optim.Adagrad(p, lr=0.1, initial_accumulator_value=0.1, eps=1e-10)),
 ]
 

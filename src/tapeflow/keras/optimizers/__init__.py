@@ -1,24 +1,23 @@
 """``tf.keras.optimizers``: SGD, Adam, AdamW, RMSprop, Adagrad, Adadelta, Adamax, Nadam, Ftrl with
 Keras 2 update rules, and schedules.
 
-``tf.keras.optimizers.legacy`` names the same classes (they are the Keras 2 "legacy" ones), except
-Nadam, whose legacy form has its own momentum schedule; AdamW, which Keras 2 has only in the new
-namespace, is there too.
+``tf.keras.optimizers.legacy`` (legacy.py) holds subclasses with the Keras 2 (optimizer_v2)
+differences: Adagrad's epsilon outside the root, Nadam's momentum schedule, and TF's sparse
+kernels that leave rows without a gradient alone.
 """
 
 from __future__ import annotations
 
-import types
 from typing import Any
 
-from tapeflow.keras.optimizers import schedules
+from tapeflow.keras.optimizers import legacy, schedules
 from tapeflow.keras.optimizers.adadelta import Adadelta
 from tapeflow.keras.optimizers.adagrad import Adagrad
 from tapeflow.keras.optimizers.adam import Adam
 from tapeflow.keras.optimizers.adamax import Adamax
 from tapeflow.keras.optimizers.adamw import AdamW
 from tapeflow.keras.optimizers.ftrl import Ftrl
-from tapeflow.keras.optimizers.nadam import LegacyNadam, Nadam
+from tapeflow.keras.optimizers.nadam import Nadam
 from tapeflow.keras.optimizers.optimizer import Optimizer
 from tapeflow.keras.optimizers.rmsprop import RMSprop
 from tapeflow.keras.optimizers.sgd import SGD
@@ -26,11 +25,6 @@ from tapeflow.keras.optimizers.sgd import SGD
 _BY_NAME = {"sgd": SGD, "adam": Adam, "adamw": AdamW, "rmsprop": RMSprop, "adagrad": Adagrad,
             "adadelta": Adadelta, "adamax": Adamax, "nadam": Nadam, "ftrl": Ftrl}
 
-legacy = types.ModuleType("tapeflow.keras.optimizers.legacy",
-                          "Keras 2 optimizers under their `legacy` names (the same classes).")
-for _cls in (Optimizer, SGD, Adam, AdamW, RMSprop, Adagrad, Adadelta, Adamax, Ftrl):
-    setattr(legacy, _cls.__name__, _cls)
-legacy.Nadam = LegacyNadam
 
 
 def serialize(optimizer: Optimizer) -> dict[str, Any]:

@@ -52,7 +52,9 @@ def _classes(kind: str) -> dict[str, Any]:
     if kind == "optimizers":
         from tapeflow.keras.mixed_precision import LossScaleOptimizer
 
-        out.update({k: v for k, v in vars(module.legacy).items() if isinstance(v, type)})
+        # the legacy classes only where no main class has the name (tf-keras deserializes
+        # "SGD" as the main class)
+        out.update({k: getattr(module.legacy, k) for k in module.legacy.__all__ if k not in out})
         out["LossScaleOptimizer"] = LossScaleOptimizer  # what compile wraps under mixed_float16
     return out
 
