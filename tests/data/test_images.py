@@ -2,6 +2,7 @@
 bilinear resize, and image pipelines run on whole batches under map-then-batch fusion."""
 
 import importlib
+import os
 
 import numpy as np
 import pytest
@@ -20,9 +21,9 @@ def jpeg(seed, shape=(24, 20, 3)):
 @pytest.mark.skipif(decode._simplejpeg is None, reason="needs simplejpeg")
 def test_turbo_decoder_matches_pillow(monkeypatch):
     data = jpeg(0)
-    fast = tf.io.decode_jpeg(data, channels=3).numpy()
-    auto = tf.io.decode_jpeg(data).numpy()
-    gray = tf.io.decode_jpeg(data, channels=1).numpy()
+    fast = tf.io.decode_jpeg(data, channels=3, dct_method="INTEGER_ACCURATE").numpy()
+    auto = tf.io.decode_jpeg(data, dct_method="INTEGER_ACCURATE").numpy()
+    gray = tf.io.decode_jpeg(data, channels=1, dct_method="INTEGER_ACCURATE").numpy()
     monkeypatch.setattr(decode, "_simplejpeg", None)
     slow = tf.io.decode_jpeg(data, channels=3).numpy()
     slow_gray = tf.io.decode_jpeg(data, channels=1).numpy()
@@ -49,6 +50,51 @@ def test_compiled_bilinear_gives_the_numpy_formula_bits(monkeypatch, dtype):
     slow = tf.image.resize(x, [7, 17]).numpy()
     assert fast.dtype == slow.dtype == np.float32
     np.testing.assert_array_equal(fast, slow)
+
+
+REF = np.load(os.path.join(os.path.dirname(__file__), "reference", "image_pipeline_values.npz"))
+
+
+@pytest.mark.parametrize("kernel", ["compiled", "numpy"])
+def test_bilinear_resize_gives_tensorflows_bits(monkeypatch, kernel):
+    if kernel == "numpy":
+        monkeypatch.setattr(resize, "_bilinear_kernel", None)
+    for name in ("u8", "f32", "rgba"):
+        for h, w in [(7, 17), (26, 18), (4, 4), (13, 9)]:
+            got = tf.image.resize(REF[name], [h, w]).numpy()
+            assert got.dtype == np.float32
+            np.testing.assert_array_equal(got, REF[f"{name}_{h}x{w}"], err_msg=f"{name} {h}x{w}")
+
+
+@pytest.mark.parametrize("fused", [True, False])
+def test_jpeg_pipeline_gives_tensorflows_pixels(tmp_path, fused):
+    for i in range(2):
+        tf.io.write_file(str(tmp_path / f"{i}.jpg"), REF[f"jpeg{i}"].tobytes())
+    files = tf.data.Dataset.list_files(str(tmp_path / "*.jpg"), shuffle=False)
+    options = tf.data.Options()
+    options.experimental_optimization.map_and_batch_fusion = fused
+    pixels = files.map(lambda p: tf.io.decode_jpeg(tf.io.read_file(p), channels=3))
+    gray = files.map(lambda p: tf.io.decode_jpeg(tf.io.read_file(p), channels=1))
+    loaded = files.map(lambda p: tf.image.resize(
+        tf.io.decode_jpeg(tf.io.read_file(p), channels=3), [32, 32]) / 255.0)
+    for i, (p, g, x) in enumerate(zip(pixels, gray, loaded)):
+        np.testing.assert_array_equal(p.numpy(), REF[f"jpeg{i}_pixels"])
+        np.testing.assert_array_equal(g.numpy(), REF[f"jpeg{i}_gray"])
+        np.testing.assert_array_equal(x.numpy(), REF[f"jpeg{i}_loaded"])
+    # one size per batch: decoded in place into the batch; two sizes: image by image
+    same = [b.numpy() for b in files.take(1).repeat(3).map(
+        lambda p: tf.io.decode_jpeg(tf.io.read_file(p), channels=3)).batch(3)
+        .with_options(options)]
+    assert same[0].shape == (3, 48, 48, 3)
+    np.testing.assert_array_equal(same[0], np.stack([REF["jpeg0_pixels"]] * 3))
+
+
+def test_read_file_reads_files_stat_cannot_size(tmp_path):
+    assert tf.io.read_file("/proc/self/status").numpy().startswith(b"Name:")
+    (tmp_path / "empty").write_bytes(b"")
+    assert tf.io.read_file(str(tmp_path / "empty")).numpy() == b""
+    with pytest.raises(tf.errors.NotFoundError, match="nothere"):
+        tf.io.read_file(str(tmp_path / "nothere"))
 
 
 def load(path):

@@ -126,13 +126,13 @@ def decode_jpeg(contents: Any, channels: int = 0, ratio: int = 1, fancy_upscalin
     Decoded by libjpeg-turbo through `simplejpeg` when it is installed (about 3x faster than
     Pillow on small images, and it releases the GIL, so parallel map threads decode at once);
     anything it does not take (CMYK, odd channel requests, damaged data) goes to Pillow.
+    `dct_method=""` is TensorFlow's default, libjpeg's fast integer DCT ("INTEGER_FAST"), so the
+    pixels are TensorFlow's; "INTEGER_ACCURATE" takes the slower exact one (Pillow's).
     In a map that tf.data runs on whole batches (data/vectorize.py), a vector of JPEGs of one
     size decodes to a [batch, height, width, channels] tensor."""
     x = convert_to_tensor(contents, _dtypes.string)
     if x.shape.rank == 1 and vectorize.active():
-        return wrap(np.stack([decode_jpeg(wrap(x._value[i, ...]), channels, ratio,
-                                          fancy_upscaling, dct_method=dct_method)._value
-                              for i in range(x.shape[0])]))
+        return wrap(_decode_jpeg_batch(x._value, int(channels), fancy_upscaling, dct_method))
     return apply(_decode_jpeg, x, channels=int(channels), fancy_upscaling=fancy_upscaling,
                  dct_method=dct_method)
 
@@ -149,6 +149,31 @@ def _decode_jpeg(contents, *, channels, fancy_upscaling, dct_method):
     return _pixels(_open(data, "JPEG,MPO", "decode_jpeg"), channels, _dtypes.uint8)
 
 
+def _decode_jpeg_batch(contents: np.ndarray, channels: int, fancy_upscaling: bool,
+                       dct_method: str) -> np.ndarray:
+    """A vector of JPEGs as one [batch, height, width, channels] array. When libjpeg-turbo takes
+    them all and they share one size, each decodes straight into its row of the result (no
+    per-image op call or copy); otherwise image by image, stacked (ValueError if sizes differ)."""
+    items = [_bytes(contents[i, ...], "decode_jpeg") for i in range(contents.shape[0])]
+    if _simplejpeg is not None and channels in (0, 1, 3) and items:
+        try:
+            heads = {_simplejpeg.decode_jpeg_header(b)[:3] for b in items}
+        except ValueError:
+            heads = set()
+        if len(heads) == 1:
+            h, w, space = heads.pop()
+            gray = channels == 1 or (channels == 0 and space == "Gray")
+            if space in ("Gray", "YCbCr", "RGB"):
+                out = np.empty((len(items), h, w, 1 if gray else 3), np.uint8)
+                for i, b in enumerate(items):
+                    _simplejpeg.decode_jpeg(b, colorspace="GRAY" if gray else "RGB",
+                                            fastdct=dct_method != "INTEGER_ACCURATE",
+                                            fastupsample=not fancy_upscaling, buffer=out[i])
+                return out
+    return np.stack([_decode_jpeg.kernel(c, channels=channels, fancy_upscaling=fancy_upscaling,
+                                         dct_method=dct_method) for c in contents])
+
+
 def _turbo_decode(data: bytes, channels: int, fancy_upscaling: bool,
                   dct_method: str) -> np.ndarray | None:
     try:
@@ -157,7 +182,7 @@ def _turbo_decode(data: bytes, channels: int, fancy_upscaling: bool,
             return None
         gray = channels == 1 or (channels == 0 and space == "Gray")
         arr = _simplejpeg.decode_jpeg(data, colorspace="GRAY" if gray else "RGB",
-                                      fastdct=dct_method == "INTEGER_FAST",
+                                      fastdct=dct_method != "INTEGER_ACCURATE",
                                       fastupsample=not fancy_upscaling)
     except ValueError:   # not a JPEG simplejpeg reads: Pillow decides (and names the problem)
         return None

@@ -30,30 +30,58 @@ class ResizeMethod:
 
 @functools.lru_cache(maxsize=64)
 def _axis_weights(n_in: int, n_out: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Bilinear source indices and weights along one axis (half-pixel centres); cached, as a
-    pipeline resizes image after image of the same size (callers must not write to them)."""
-    scale = n_in / n_out
-    src = np.clip((np.arange(n_out) + 0.5) * scale - 0.5, 0, n_in - 1)
-    lo = np.floor(src).astype(np.int64)
-    hi = np.minimum(lo + 1, n_in - 1)
-    return lo, hi, (src - lo).astype(np.float32)
+    """Bilinear source indices and weights along one axis (half-pixel centres), in float32 as
+    TensorFlow's ResizeBilinear computes them, so results carry TF's bits; cached, as a pipeline
+    resizes image after image of the same size (callers must not write to them)."""
+    scale = np.float32(n_in) / np.float32(n_out)
+    src = (np.arange(n_out, dtype=np.float32) + np.float32(0.5)) * scale - np.float32(0.5)
+    low = np.floor(src)
+    lo = np.maximum(low, 0).astype(np.int64)
+    hi = np.minimum(np.ceil(src), n_in - 1).astype(np.int64)
+    return lo, hi, (src - low).astype(np.float32)
+
+
+@jit()
+def _lerp_columns(line, x0, x1, wx, ch, out):
+    """One image row (flat, float32) interpolated along its width: TF's `l + (r - l) * w`."""
+    if ch == 3:   # unrolled: three times faster than the channel loop on RGB rows
+        for j in range(x0.shape[0]):
+            p, q, f = x0[j] * 3, x1[j] * 3, wx[j]
+            a, b, c = line[p], line[p + 1], line[p + 2]
+            out[3 * j] = a + (line[q] - a) * f
+            out[3 * j + 1] = b + (line[q + 1] - b) * f
+            out[3 * j + 2] = c + (line[q + 2] - c) * f
+        return
+    for j in range(x0.shape[0]):
+        p, q, f = x0[j] * ch, x1[j] * ch, wx[j]
+        for k in range(ch):
+            left = line[p + k]
+            out[ch * j + k] = left + (line[q + k] - left) * f
 
 
 @jit()
 def _bilinear_kernel(x, y0, y1, wy, x0, x1, wx, out):
-    """The NumPy formula below, element by element in float32 (same roundings, same bits)."""
-    one = np.float32(1)
+    """Rows interpolated along the width once each, then pairs of them along the height
+    (contiguous, so that loop runs in SIMD lanes): the NumPy formula below, same bits."""
+    n_in, ch = x.shape[2] * x.shape[3], x.shape[3]
+    line = np.empty(n_in, np.float32)
+    rows = np.empty((x.shape[1], out.shape[2] * ch), np.float32)
+    need = np.zeros(x.shape[1], np.bool_)
+    for i in range(out.shape[1]):
+        need[y0[i]] = True
+        need[y1[i]] = True
     for b in range(out.shape[0]):
+        for r in range(x.shape[1]):
+            if need[r]:
+                src = x[b, r].ravel()
+                for t in range(n_in):
+                    line[t] = np.float32(src[t])
+                _lerp_columns(line, x0, x1, wx, ch, rows[r])
         for i in range(out.shape[1]):
-            a, c, fy = y0[i], y1[i], wy[i]
-            gy = one - fy
-            for j in range(out.shape[2]):
-                p, q, fx = x0[j], x1[j], wx[j]
-                gx = one - fx
-                for k in range(out.shape[3]):
-                    left = np.float32(x[b, a, p, k]) * gy + np.float32(x[b, c, p, k]) * fy
-                    right = np.float32(x[b, a, q, k]) * gy + np.float32(x[b, c, q, k]) * fy
-                    out[b, i, j, k] = left * gx + right * fx
+            top, bottom, f = rows[y0[i]], rows[y1[i]], wy[i]
+            o = out[b, i].ravel()
+            for t in range(o.shape[0]):
+                o[t] = top[t] + (bottom[t] - top[t]) * f
 
 
 def _bilinear(x: np.ndarray, h: int, w: int) -> np.ndarray:
@@ -64,8 +92,10 @@ def _bilinear(x: np.ndarray, h: int, w: int) -> np.ndarray:
         _bilinear_kernel(np.ascontiguousarray(x), y0, y1, wy, x0, x1, wx, out)
         return out
     x = x.astype(np.float32)
-    top = x[:, y0] * (1 - wy)[None, :, None, None] + x[:, y1] * wy[None, :, None, None]
-    return top[:, :, x0] * (1 - wx)[None, None, :, None] + top[:, :, x1] * wx[None, None, :, None]
+    left = x[:, :, x0]
+    rows = left + (x[:, :, x1] - left) * wx[None, None, :, None]
+    top = rows[:, y0]
+    return top + (rows[:, y1] - top) * wy[None, :, None, None]
 
 
 def _nearest_index(n_in: int, n_out: int) -> np.ndarray:
