@@ -126,7 +126,8 @@ def sparse_categorical_crossentropy(y_true: Any, y_pred: Any, from_logits: bool 
     if y_true.shape.rank is not None and y_pred.shape.rank is not None and \
             y_true.shape.rank == y_pred.shape.rank and y_true.shape[-1] == 1:
         y_true = tf.squeeze(y_true, -1)
-    labels = tf.cast(y_true, "int64")
+    # Keras casts to int64; int32 labels index the same classes without the copy
+    labels = y_true if y_true.dtype in (tf.int32, tf.int64) else tf.cast(y_true, "int64")
     classes = y_pred.shape[axis]
     if classes is None:
         raise ValueError("sparse_categorical_crossentropy needs the number of classes (the last "
@@ -234,6 +235,9 @@ def compute_weighted_loss(values: Any, sample_weight: Any = None,
     total = tf.reduce_sum(values)
     if reduction == Reduction.SUM:
         return total
+    count = values.shape.num_elements()
+    if count is not None:  # a static size divides as a constant (no Size and Cast ops)
+        return total / float(count)
     return total / tf.cast(tf.size(values), values.dtype)
 
 

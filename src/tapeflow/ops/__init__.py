@@ -14,6 +14,7 @@ from tapeflow.ops import (
     conv_ops,
     creation_ops,
     debug_ops,
+    fused_matmul,
     fused_ops,
     gather_ops,
     gradient_registry,

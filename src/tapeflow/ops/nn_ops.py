@@ -23,6 +23,7 @@ from tapeflow.kernels import activations as _activations
 from tapeflow.kernels import bias as _bias
 from tapeflow.kernels import layer_norm as _layer_norm
 from tapeflow.kernels import scalar_math
+from tapeflow.kernels import xent as _xent_kernel
 from tapeflow.ops import math_ops
 from tapeflow.ops.array_ops import expand_dims, reshape, transpose
 from tapeflow.ops.conv_ops import as_tensor
@@ -34,7 +35,7 @@ from tapeflow.ops.reduce_ops import reduce_sum
 
 @op("Relu", elementwise=True, shape=same_as_first, ufunc=(np.maximum, (0,)))
 def _relu(x):
-    return np.maximum(x, 0)
+    return _activations.relu(x)
 
 
 @op("ReluGrad", elementwise=True, shape=same_as_first, output="fresh_float", worker=True,
@@ -300,6 +301,9 @@ def _sparse_xent_rule(logits, labels):
 
 @op("SparseSoftmaxCrossEntropyWithLogits", multi_output=True, shape=_sparse_xent_rule)
 def _sparse_xent(logits, labels):
+    compiled = _xent_kernel.sparse_softmax_xent(logits, labels)
+    if compiled is not None:
+        return compiled
     n_classes = logits.shape[1]
     bad = (labels < 0) | (labels >= n_classes)
     if bad.any():

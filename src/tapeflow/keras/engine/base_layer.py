@@ -38,7 +38,7 @@ _UNTRACKED = frozenset({
     "_output_specs", "_train_fn", "_test_fn", "_predict_fn", "history", "stop_training",
     "optimizer", "compiled_loss", "compiled_metrics", "_loss_spec", "_metric_specs",
     "_callbacks_model", "inputs", "outputs", "_input_layers", "_output_layers",
-    "_added_metrics", "_weights_cache", "_scope_cache",
+    "_added_metrics", "_weights_cache", "_compute_np",
 })
 
 _KNOWN_KWARGS = frozenset({"input_shape", "batch_input_shape", "batch_size", "input_dim",
@@ -252,6 +252,7 @@ class Layer:
         self._compute_dtype = _dtypes.as_dtype(policy.compute_dtype or backend.floatx())
         self._autocast_dtype = self._compute_dtype if self._compute_dtype is not self._dtype \
             else None
+        self._compute_np = self._compute_dtype._np  # inputs of this NumPy dtype need no cast
 
     @property
     def trainable(self) -> bool:
@@ -329,7 +330,8 @@ class Layer:
             inputs = kwargs.pop("inputs")
         else:
             raise TypeError(f"Layer {self._name} was called without inputs")
-        if type(inputs) is not EagerTensor or self._needs_cast(inputs):
+        if type(inputs) is not EagerTensor or (inputs._value.dtype is not self._compute_np
+                                                and self._needs_cast(inputs)):
             # the fast path above: one eager tensor the layer takes as it is
             flat = nest.flatten(inputs)
             if any(getattr(x, "_is_keras_tensor", False) for x in flat):
@@ -338,7 +340,7 @@ class Layer:
                 return functional.symbolic_call(self, inputs, args, kwargs)
             inputs = self._convert_inputs(inputs, flat)
         accepts_training, accepts_mask, default_training, own_mask = \
-            _call_signature(type(self))
+            _signature_cache.get(type(self)) or _call_signature(type(self))
         ctx = _context
         if "training" in kwargs:
             training = kwargs["training"]
@@ -363,7 +365,8 @@ class Layer:
             ctx.call_id = next(_call_ids)
         if self._call_id != ctx.call_id:  # engine attributes: no structure change to note
             own = self.__dict__
-            own["_eager_losses"] = []
+            if own["_eager_losses"]:
+                own["_eager_losses"] = []
             own["_call_id"] = ctx.call_id
         previous_scope = _state.name_scope
         ctx.depth += 1
@@ -402,6 +405,8 @@ class Layer:
                                 f"an input_mask: {mask}")
             return None
         return mask
+
+    _compute_np: np.dtype | None = None  # set with the dtype policy (_set_dtype_policy)
 
     # Layers that hand their input mask on to their outputs unchanged (Keras's
     # ``supports_masking = True`` without a compute_mask of their own: Dense, Dropout...)

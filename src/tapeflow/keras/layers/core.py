@@ -7,11 +7,13 @@ from collections.abc import Callable
 from typing import Any
 
 import tapeflow as tf
+from tapeflow.framework.tensor import EagerTensor
 from tapeflow.keras import activations
 from tapeflow.keras.engine.base_layer import Layer
 from tapeflow.keras.layers import ragged_inputs
 from tapeflow.keras.layers.utils import check_data_format, layer_error, static_shape
 from tapeflow.keras.layers.weights import KernelAndBias
+from tapeflow.ops import fused_matmul
 
 
 class Dense(KernelAndBias, Layer):
@@ -65,6 +67,12 @@ class Dense(KernelAndBias, Layer):
                 f"expected axis -1 of input shape to have value {width}, but received input "
                 f"with shape {tuple(shape)} (width {shape[-1]}, {x.dtype.name})")
         if len(shape) == 2:
+            act = self.activation
+            if (act is activations.relu or act is activations.linear) and \
+                    type(x) is EagerTensor and self.use_bias and x._value.dtype.char in "fd":
+                # eager: one fused op (ops/fused_matmul.py)
+                return fused_matmul.dense(x, self.kernel, self.bias,
+                                          fused_matmul.RELU if act is activations.relu else None)
             out = tf.matmul(x, self.kernel)
         else:  # [..., in] -> [N, in] @ kernel -> [..., units]
             out = tf.matmul(tf.reshape(x, [-1, shape[-1]]), self.kernel)
@@ -114,6 +122,8 @@ class Flatten(Layer):
                              "(channels_last only)")
 
     def call(self, inputs: Any):
+        if type(inputs) is EagerTensor and inputs._value.ndim >= 2:  # every dim known
+            return tf.reshape(inputs, [-1, math.prod(inputs._value.shape[1:])])
         x = tf.convert_to_tensor(inputs)
         shape = static_shape(x)
         if len(shape) < 2:
