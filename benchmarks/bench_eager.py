@@ -8,8 +8,9 @@ call (Keras model: Flatten, Dense 128 relu, Dropout, Dense 10; PyTorch under no_
 its training step (GradientTape, sparse cross-entropy from logits, Keras Adam; PyTorch's
 loss.backward() and torch.optim.Adam); they alternate with PyTorch round by round, so both see
 the same machine. Ratios are tapeflow's time over the peer's: below 1.0 means tapeflow is
-faster. ``--clock thread`` measures this thread's CPU time instead of wall time (steadier on
-a shared machine; every framework then runs single-threaded).
+faster; the spreads (min/median/p90 of the rounds, ``timing.spread``) follow. ``--clock
+thread`` measures this thread's CPU time instead of wall time (steadier on a shared machine;
+every framework then runs single-threaded).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import time
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # same single thread as torch below
@@ -24,6 +26,9 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # same single thread as torc
 import numpy as np  # noqa: E402
 
 import tapeflow as tf  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from timing import spread_text  # noqa: E402
 
 CLOCK = {"wall": time.perf_counter, "thread": time.thread_time}
 
@@ -35,9 +40,9 @@ def per_call_us(fn, number: int, clock) -> float:
     return (clock() - start) / number * 1e6
 
 
-def median_us(fn, number: int, repeats: int, clock) -> float:
+def rounds_us(fn, number: int, repeats: int, clock) -> list[float]:
     per_call_us(fn, max(1, number // 10), clock)  # warm-up
-    return statistics.median(per_call_us(fn, number, clock) for _ in range(repeats))
+    return [per_call_us(fn, number, clock) for _ in range(repeats)]
 
 
 def op_cases(torch):
@@ -124,14 +129,14 @@ def torch_workloads(torch):
 
 
 def alternating_us(pairs: dict, number: int, repeats: int, clock) -> dict:
-    """Median per-call time of each function, the rounds interleaved."""
+    """Per-call times of each function's rounds, the rounds interleaved."""
     for fn in pairs.values():
         per_call_us(fn, max(1, number // 5), clock)  # warm-up
     times: dict = {name: [] for name in pairs}
     for _ in range(repeats):
         for name, fn in pairs.items():
             times[name].append(per_call_us(fn, number, clock))
-    return {name: statistics.median(t) for name, t in times.items()}
+    return times
 
 
 def main() -> None:
@@ -149,13 +154,17 @@ def main() -> None:
         torch = None
     print(f"{'op':28} {'tapeflow us':>12} {'numpy us':>10} {'torch us':>10} "
           f"{'tf/np':>7} {'tf/torch':>9}")
+    spreads = []
     for name, ours, ref, theirs in op_cases(torch):
         number = args.number if "matmul" not in name else max(1, args.number // 100)
-        t_ours = median_us(ours, number, args.repeats, clock)
-        t_np = median_us(ref, number, args.repeats, clock)
-        t_torch = median_us(theirs, number, args.repeats, clock) if theirs else float("nan")
+        r_ours = rounds_us(ours, number, args.repeats, clock)
+        r_torch = rounds_us(theirs, number, args.repeats, clock) if theirs else [float("nan")]
+        t_ours, t_torch = statistics.median(r_ours), statistics.median(r_torch)
+        t_np = statistics.median(rounds_us(ref, number, args.repeats, clock))
         print(f"{name:28} {t_ours:12.2f} {t_np:10.2f} {t_torch:10.2f} "
               f"{t_ours / t_np:7.2f} {t_ours / t_torch:9.2f}")
+        spreads.append(f"  {name:26} tapeflow {spread_text(r_ours)}, torch {spread_text(r_torch)}")
+    print("min/median/p90 us:", *spreads, sep="\n")
     if torch is None:
         return
     print(f"\n{'seed MLP, eager':28} {'tapeflow us':>12} {'torch us':>10} {'tf/torch':>9}")
@@ -163,8 +172,11 @@ def main() -> None:
     number = max(20, args.number // 200)
     for name, i, n in (("W1 inference (Keras)", 0, number),
                        ("W3 train step (tape+Adam)", 1, max(10, number // 4))):
-        t = alternating_us({"ours": ours[i], "torch": theirs[i]}, n, args.repeats, clock)
-        print(f"{name:28} {t['ours']:12.1f} {t['torch']:10.1f} {t['ours'] / t['torch']:9.2f}")
+        r = alternating_us({"ours": ours[i], "torch": theirs[i]}, n, args.repeats, clock)
+        t = {k: statistics.median(v) for k, v in r.items()}
+        print(f"{name:28} {t['ours']:12.1f} {t['torch']:10.1f} {t['ours'] / t['torch']:9.2f}"
+              f"   min/median/p90 us: tapeflow {spread_text(r['ours'], digits=1)}, "
+              f"torch {spread_text(r['torch'], digits=1)}")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Graph mode (tf.function) vs tapeflow eager vs PyTorch eager vs hand-written NumPy.
 
-    python benchmarks/bench_graph.py [--repeats 7] [--number 300]
+    python benchmarks/bench_graph.py [--repeats 7] [--number 300] [--jax-python PATH]
 
 W1: seed MLP inference, x uniform [60,28,28] -> flatten -> dense 784->128 relu -> dense 10.
 W2: seed LSTMCell(10) step, input and states zeros [10,10].
@@ -8,6 +8,11 @@ W3: training step of the W1 model: dropout 0.2, sparse softmax cross-entropy, Ad
 Written with raw ops (same shapes and math in every framework). Each time is the median of
 `repeats` runs of at least `number` calls (and 0.2 s) after a warm-up; ratios are tapeflow
 graph over the peer. NumPy's BLAS and PyTorch both run single-threaded.
+With ``--jax-python`` (an interpreter with JAX installed, e.g. a separate venv: JAX is not a
+tapeflow dependency) the same three workloads also run as ``jax.jit`` functions in a worker
+process of that interpreter (W3 with a hand-written Adam, dropout keys split per step), their
+timing rounds alternating with tapeflow's graph rounds, so both see the same machine; JAX keeps
+its default threads. Below each row, the spreads (min/median/p90 of the repeats, us).
 W4: the DenseNet training step (batch 64, Adam) as a tf.function, in a fresh process with every
 core, beside its hardware limit: the step's FLOPs (the ops' ``flops`` facts summed over the
 traced graph, ``ConcreteFunction.flops()``) over the machine's float32 GEMM rate.
@@ -28,18 +33,26 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # same single thread as torc
 
 import numpy as np  # noqa: E402
 
-import tapeflow as tf
-import tapeflow.graph  # noqa: F401  (registers tf.function)
+import tapeflow as tf  # noqa: E402
+import tapeflow.graph  # noqa: E402,F401  (registers tf.function)
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from timing import spread_text  # noqa: E402
 
 RNG = np.random.default_rng(0)
 
 
-def median_us(fn, number: int, repeats: int, min_seconds: float = 0.2) -> float:
-    """Median per-call time; each repeat runs at least `number` calls and `min_seconds`."""
+def calls_for(fn, number: int, min_seconds: float = 0.2) -> int:
+    """Calls per timing round: at least `number` and `min_seconds` (after a warm-up)."""
     fn()
     warm = timeit.timeit(fn, number=max(1, number // 5)) / max(1, number // 5)
-    number = max(number, int(min_seconds / max(warm, 1e-9)))
-    return statistics.median(timeit.repeat(fn, number=number, repeat=repeats)) / number * 1e6
+    return max(number, int(min_seconds / max(warm, 1e-9)))
+
+
+def rounds_us(fn, number: int, repeats: int) -> list[float]:
+    """Per-call time (us) of each of `repeats` rounds of at least `number` calls and 0.2 s."""
+    number = calls_for(fn, number)
+    return [t / number * 1e6 for t in timeit.repeat(fn, number=number, repeat=repeats)]
 
 
 def first_call_ms(make) -> float:
@@ -292,11 +305,74 @@ def report_w4(steps: int) -> None:
 # --- driver -----------------------------------------------------------------------------------
 
 
+class JaxWorker:
+    """benchmarks/jax_workloads.py in a process of `python` (an interpreter with JAX), fed this
+    file's weights and inputs through an .npz."""
+
+    def __init__(self, python: str):
+        import tempfile
+
+        self._dir = tempfile.TemporaryDirectory()
+        arrays = os.path.join(self._dir.name, "arrays.npz")
+        np.savez(arrays, **dict(zip(MLP_NAMES, MLP_WEIGHTS)), x=X_NP, labels=LABELS_NP,
+                 **dict(zip(["kernel", "recurrent", "bias"], LSTM_WEIGHTS)))
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jax_workloads.py")
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("PYTHONPATH", "OPENBLAS_NUM_THREADS")}
+        self.proc = subprocess.Popen([python, script, arrays], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True, env=env)
+        self.version = self._read()["ready"]
+
+    def _read(self) -> dict:
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError("the JAX worker exited (see its error above)")
+        return json.loads(line)
+
+    def per_call_us(self, name: str, number: int) -> float:
+        self.proc.stdin.write(f"{name} {number}\n")
+        self.proc.stdin.flush()
+        return self._read()["us"]
+
+    def timed(self, name: str):
+        """A timing round for ``alternating``: (calls, seconds) of `name`."""
+        def run(number: int) -> float:
+            return self.per_call_us(name, number) * number / 1e6
+        return run
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait()
+        self._dir.cleanup()
+
+
+def alternating(fns: dict, number: int, repeats: int) -> dict[str, list[float]]:
+    """Per-call us of each round of each function, the rounds interleaved (graph, jit, eager,
+    NumPy, PyTorch, JAX, graph, ...) so every framework sees the same machine. A value of
+    `fns` is a zero-argument callable, or ("rounds", run) where run(n) times n calls itself."""
+    plans = {}
+    for name, fn in fns.items():
+        if isinstance(fn, tuple):
+            run = fn[1]
+            run(max(1, number // 5))  # warm-up
+            warm = run(max(1, number // 5)) / max(1, number // 5)
+            plans[name] = (run, max(number, int(0.2 / max(warm, 1e-9))))
+        else:
+            plans[name] = (lambda n, f=fn: timeit.timeit(f, number=n), calls_for(fn, number))
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, (run, n) in plans.items():
+            times[name].append(run(n) / n * 1e6)
+    return times
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--number", type=int, default=300)
     parser.add_argument("--w4-steps", type=int, default=10, help="0 skips the DenseNet row")
+    parser.add_argument("--jax-python", default=None,
+                        help="an interpreter with JAX installed: adds jax.jit columns")
     parser.add_argument("--w4-worker", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.w4_worker is not None:
@@ -308,31 +384,44 @@ def main() -> None:
         torch.set_num_threads(1)
     except ImportError:
         torch = None
-    workloads = [("W1 MLP inference", w1_tapeflow, w1_numpy, w1_torch),
-                 ("W2 LSTMCell step", w2_tapeflow, w2_numpy, w2_torch),
-                 ("W3 MLP train step", w3_tapeflow, w3_numpy, w3_torch)]
+    jax = JaxWorker(args.jax_python) if args.jax_python else None
+    if jax is not None:
+        print(f"JAX {jax.version} (jax.jit, default threads) in {args.jax_python}")
+    workloads = [("W1", "W1 MLP inference", w1_tapeflow, w1_numpy, w1_torch),
+                 ("W2", "W2 LSTMCell step", w2_tapeflow, w2_numpy, w2_torch),
+                 ("W3", "W3 MLP train step", w3_tapeflow, w3_numpy, w3_torch)]
     header = (f"{'workload':<20}{'graph us':>10}{'jit us':>10}{'eager us':>10}{'numpy us':>10}"
-              f"{'torch us':>10}{'jit/graph':>10}{'eager/graph':>12}{'graph/numpy':>12}"
-              f"{'graph/torch':>12}{'trace ms':>10}")
+              f"{'torch us':>10}{'jax us':>10}{'jit/graph':>10}{'eager/graph':>12}"
+              f"{'graph/numpy':>12}{'graph/torch':>12}{'graph/jax':>10}{'trace ms':>10}")
     print(header)
-    for name, ours, ref, peer in workloads:
+    for key, name, ours, ref, peer in workloads:
         eager_fn, fargs = ours()
-        graph_fn = tf.function(eager_fn)
-        jit_fn = tf.function(eager_fn, jit_compile=True)
-        t_graph = median_us(lambda g=graph_fn, a=fargs: g(*a), args.number, args.repeats)
-        t_jit = median_us(lambda g=jit_fn, a=fargs: g(*a), args.number, args.repeats)
-        t_eager = median_us(lambda f=eager_fn, a=fargs: f(*a), args.number, args.repeats)
-        t_np = median_us(ref(), args.number, args.repeats)
-        t_torch = median_us(peer(torch), args.number, args.repeats) if torch else float("nan")
+        graph_fn, jit_fn = tf.function(eager_fn), tf.function(eager_fn, jit_compile=True)
+        fns = {"graph": lambda g=graph_fn, a=fargs: g(*a), "jit": lambda g=jit_fn, a=fargs: g(*a),
+               "eager": lambda f=eager_fn, a=fargs: f(*a), "numpy": ref()}
+        if torch is not None:
+            fns["torch"] = peer(torch)
+        if jax is not None:
+            fns["jax"] = ("rounds", jax.timed(key))
+        times = alternating(fns, args.number, args.repeats)
+        t = {k: statistics.median(v) for k, v in times.items()}
+        t.setdefault("torch", float("nan"))
+        t.setdefault("jax", float("nan"))
 
         def fresh(make=ours):
             f, a = make()
             return tf.function(f), a
 
         trace = first_call_ms(fresh)
-        print(f"{name:<20}{t_graph:>10.1f}{t_jit:>10.1f}{t_eager:>10.1f}{t_np:>10.1f}"
-              f"{t_torch:>10.1f}{t_jit / t_graph:>10.2f}{t_eager / t_graph:>12.2f}"
-              f"{t_graph / t_np:>12.2f}{t_graph / t_torch:>12.2f}{trace:>10.1f}")
+        print(f"{name:<20}{t['graph']:>10.1f}{t['jit']:>10.1f}{t['eager']:>10.1f}"
+              f"{t['numpy']:>10.1f}{t['torch']:>10.1f}{t['jax']:>10.1f}"
+              f"{t['jit'] / t['graph']:>10.2f}{t['eager'] / t['graph']:>12.2f}"
+              f"{t['graph'] / t['numpy']:>12.2f}{t['graph'] / t['torch']:>12.2f}"
+              f"{t['graph'] / t['jax']:>10.2f}{trace:>10.1f}")
+        print("  min/median/p90 us: " + ", ".join(
+            f"{k} {spread_text(v, digits=1)}" for k, v in times.items()))
+    if jax is not None:
+        jax.close()
     if args.w4_steps:
         report_w4(args.w4_steps)
 

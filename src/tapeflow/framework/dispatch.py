@@ -69,6 +69,9 @@ class Op:
     - ``scalar``: ``(fn, constants)``: for an elementwise op that is no single ufunc, a
       ``kernels.scalar_math`` function computing one element (`constants` appended, in the
       values' dtype): what a ``jit_compile`` cluster calls in its loop.
+    - ``reduction``: ``"sum"`` or ``"mean"``: the op adds up (or averages) its one input over
+      ``attrs["axis"]`` (``keepdims`` keeping them as 1s): a ``jit_compile`` cluster ending in
+      it accumulates in its loop instead of writing the summed values out.
     - ``neutral``: ``(value, positions)``: an operand at one of `positions` equal to `value`
       everywhere makes the op return its other operand (``x * 1``, ``x - 0``).
     - ``passthrough``: ``True`` or ``fn(attrs) -> bool``: the op returns input 0 unchanged when
@@ -80,7 +83,7 @@ class Op:
     __slots__ = ("name", "kernel", "shape_fn", "grad_fn", "elementwise", "stateful", "random",
                  "same_dtype", "multi_output", "variable", "output", "worker", "foldable",
                  "shape_only", "flops", "ufunc", "emit", "emit_into", "neutral", "passthrough",
-                 "inverse", "workspace", "allocates", "scalar", "__dict__")
+                 "inverse", "workspace", "allocates", "scalar", "reduction", "__dict__")
 
     def __init__(self, name: str, kernel: Callable, *, shape: ShapeRule | None = None,
                  grad: Callable | None = None, elementwise: bool = False,
@@ -92,9 +95,11 @@ class Op:
                  emit_into: Callable | None = None, neutral: tuple | None = None,
                  passthrough: bool | Callable = False, inverse: Op | None = None,
                  workspace: Callable | None = None, allocates: Callable | None = None,
-                 scalar: tuple | None = None):
+                 scalar: tuple | None = None, reduction: str | None = None):
         if variable not in (None, "read", "write"):
             raise ValueError(f"Op {name}: variable must be None, 'read' or 'write'")
+        if reduction not in (None, "sum", "mean"):
+            raise ValueError(f"Op {name}: reduction must be None, 'sum' or 'mean'")
         if output not in _OUTPUTS:
             raise ValueError(f"Op {name}: output must be one of {_OUTPUTS}, got {output!r}")
         self.name = name
@@ -121,6 +126,7 @@ class Op:
         self.workspace = workspace
         self.allocates = allocates
         self.scalar = scalar
+        self.reduction = reduction
 
     def def_grad(self, fn: Callable) -> Callable:
         """Decorator: attach the gradient rule (VJP) to this op. A rule with a keyword-only

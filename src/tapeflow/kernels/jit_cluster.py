@@ -7,7 +7,10 @@ registers and writes the output once. Inputs are the output's shape ("full"), it
 dimension broadcast over the rows ("row", a bias), or one element ("scalar").
 
 Each step is a NumPy ufunc (numba compiles it per element) or a ``scalar_math`` function, with
-optional constant operands, in the cluster's float dtype. The generated source is written to a
+optional constant operands, in the cluster's float dtype. A cluster may end in a reduction (a
+sum or mean over every axis or over the last one): the loop then adds each last value into a
+float64 accumulator (per row, or one for all) and writes only the sums, so the summed
+elementwise result is never stored either. The generated source is written to a
 cache directory (``TAPEFLOW_JIT_CACHE``, else ``~/.cache/tapeflow/jit``) under a name made from
 its hash, and numba keeps the machine code beside it (``cache=True``): another process that
 builds the same cluster loads it instead of compiling again. Without numba the same steps run
@@ -32,19 +35,40 @@ from tapeflow.kernels import _jit, scalar_math
 KINDS = ("full", "row", "scalar")
 
 
+REDUCTIONS = ("sum", "mean")
+OVER = ("all", "last")
+
+
 @dataclass(frozen=True)
 class Program:
     """What a cluster computes. `steps` are (fn, refs, constants): ref i < len(kinds) is input
-    i, otherwise the value of step i - len(kinds); the last step is the output."""
+    i, otherwise the value of step i - len(kinds); the last step is the output, or with
+    `reduce` ("sum" or "mean") what is reduced over `over` ("all" axes or the "last") into an
+    array of `out_shape` (`shape` is then the reduced input's)."""
 
     dtype: str
     shape: tuple
     kinds: tuple
     steps: tuple
+    reduce: str | None = None
+    over: str = "all"
+    out_shape: tuple | None = None
+
+    def __post_init__(self) -> None:
+        if self.reduce is not None and (self.reduce not in REDUCTIONS or self.over not in OVER
+                                        or self.out_shape is None):
+            raise ValueError(f"jit cluster: bad reduction {self.reduce!r} over {self.over!r} "
+                             f"to {self.out_shape!r}")
+
+    @property
+    def result_shape(self) -> tuple:
+        return self.shape if self.reduce is None else self.out_shape
 
     def __repr__(self) -> str:  # shown by the printed graph
-        names = ", ".join(_fn_name(fn) for fn, _, _ in self.steps)
-        return f"<{len(self.steps)} ops: {names}>"
+        names = [_fn_name(fn) for fn, _, _ in self.steps]
+        if self.reduce is not None:
+            names.append(f"{self.reduce}({self.over})")
+        return f"<{len(names)} ops: {', '.join(names)}>"
 
 
 def supported(fn: Callable) -> bool:
@@ -76,10 +100,20 @@ def source(program: Program) -> str:
     """The numba source of `program`'s loop: only identifiers made here, NumPy/scalar_math
     function names checked against those modules, and float constants."""
     n = len(program.kinds)
-    params = ", ".join(["out"] + [f"x{i}" for i in range(n)])
-    body = [f"def cluster({params}):", "    rows, cols = out.shape"]
+    reduce = program.reduce
+    if reduce is None:
+        params = ", ".join(["out"] + [f"x{i}" for i in range(n)])
+        body = [f"def cluster({params}):", "    rows, cols = out.shape"]
+    else:  # out is the flat result: one value, or one per row
+        params = ", ".join(["out", "rows", "cols"] + [f"x{i}" for i in range(n)])
+        body = [f"def cluster({params}):"]
     body += [f"    s{i} = x{i}[0]" for i, k in enumerate(program.kinds) if k == "scalar"]
-    body += ["    for r in range(rows):", "        for c in range(cols):"]
+    if reduce is not None and program.over == "all":
+        body.append("    acc = 0.0")
+    body.append("    for r in range(rows):")
+    if reduce is not None and program.over == "last":
+        body.append("        acc = 0.0")
+    body.append("        for c in range(cols):")
     read = {"full": "x{i}[r, c]", "row": "x{i}[c]", "scalar": "s{i}"}
 
     def value(ref: int) -> str:
@@ -91,7 +125,17 @@ def source(program: Program) -> str:
         module = "np" if isinstance(fn, np.ufunc) else "sm"
         args = [value(r) for r in refs] + [f"dt({float(c)!r})" for c in consts]
         body.append(f"            v{j} = {module}.{fn.__name__}({', '.join(args)})")
-    body.append(f"            out[r, c] = v{len(program.steps) - 1}")
+    last = f"v{len(program.steps) - 1}" if program.steps else value(0)
+    if reduce is None:
+        body.append(f"            out[r, c] = {last}")
+    else:
+        body.append(f"            acc += {last}")
+        count = "cols" if program.over == "last" else "rows * cols"
+        total = f"acc / ({count})" if reduce == "mean" else "acc"
+        if program.over == "last":
+            body.append(f"        out[r] = {total}")
+        else:
+            body.append(f"    out[0] = {total}")
     header = ["import numpy as np", "from numba import njit",
               "from tapeflow.kernels import scalar_math as sm", "",
               f"dt = np.{np.dtype(program.dtype).name}", "", "",
@@ -157,9 +201,12 @@ def run(program: Program, *arrays: np.ndarray) -> np.ndarray:
     loop, dims, dtype, full = prepared
     if loop is None:
         return _numpy(program, arrays, dtype)
-    out = np.empty(program.shape, dtype)
-    loop(out.reshape(dims), *[a.reshape(dims) if f else a.reshape(-1)
-                              for a, f in zip(arrays, full)])
+    out = np.empty(program.result_shape, dtype)
+    flat = [a.reshape(dims) if f else a.reshape(-1) for a, f in zip(arrays, full)]
+    if program.reduce is None:
+        loop(out.reshape(dims), *flat)
+    else:
+        loop(out.reshape(-1), dims[0], dims[1], *flat)
     return out
 
 
@@ -168,4 +215,9 @@ def _numpy(program: Program, arrays: tuple, dtype: np.dtype) -> np.ndarray:
     for fn, refs, consts in program.steps:
         args = [values[r] for r in refs] + [dtype.type(c) for c in consts]
         values.append(np.asarray(fn(*args), dtype=dtype))
-    return np.broadcast_to(values[-1], program.shape).astype(dtype, copy=True)
+    full = np.broadcast_to(values[-1], program.shape)
+    if program.reduce is None:
+        return full.astype(dtype, copy=True)
+    axes = tuple(range(full.ndim)) if program.over == "all" else (full.ndim - 1,)
+    reduce = np.sum if program.reduce == "sum" else np.mean
+    return reduce(full, axis=axes, dtype=np.float64).astype(dtype).reshape(program.out_shape)

@@ -1,4 +1,5 @@
-"""``JitCluster``: a cluster of elementwise ops run as one compiled loop (``jit_compile=True``).
+"""``JitCluster``: a cluster of elementwise ops (ending in a reduction or not) run as one
+compiled loop (``jit_compile=True``).
 
 The pass ``graph/passes/jit_cluster.py`` replaces a tree of elementwise nodes with one node of
 this op. Its kernel runs the cluster's ``Program`` (``kernels/jit_cluster.py``); its gradient
@@ -15,7 +16,7 @@ from tapeflow.kernels import jit_cluster
 
 
 def _rule(*specs, program, _replay):
-    return program.shape, _dtypes.as_dtype(program.dtype)
+    return program.result_shape, _dtypes.as_dtype(program.dtype)
 
 
 @op("JitCluster", shape=_rule, output="fresh")

@@ -77,7 +77,7 @@ def _reduce_emit(node, args: list[str], bind) -> str | None:
     return f"{bind(np.true_divide)}({expr}, {bind(count, 'count')})"
 
 
-@op("Sum", shape=reduced_shape_rule, emit=_reduce_emit)
+@op("Sum", shape=reduced_shape_rule, emit=_reduce_emit, reduction="sum")
 def _sum(x, *, axis, keepdims):
     # dtype=x.dtype: NumPy would widen int32 sums to int64; TF keeps the input dtype
     return np.add.reduce(x, axis, x.dtype, None, keepdims)
@@ -88,7 +88,7 @@ def _(g, out, x, *, axis, keepdims):
     return expand_reduced(g, x, axis, keepdims)
 
 
-@op("Mean", shape=reduced_shape_rule, emit=_reduce_emit)
+@op("Mean", shape=reduced_shape_rule, emit=_reduce_emit, reduction="mean")
 def _mean(x, *, axis, keepdims):
     r = np.mean(x, axis=axis, keepdims=keepdims)
     return r.astype(x.dtype) if x.dtype.kind in "iu" else r.astype(x.dtype, copy=False)

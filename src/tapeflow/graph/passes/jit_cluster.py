@@ -5,10 +5,13 @@ per-element form (a NumPy ufunc kernel, the op's ``ufunc`` lowering on floats, o
 fact), all of its values share one float dtype and the cluster's static shape, each input is
 that shape, its last dimension (a bias) or one element, and every reader of its output is in
 that one cluster: only the cluster's last op is read from outside, so no path leaves the
-cluster and comes back (clusters never form a cycle). Each
-cluster of two or more ops becomes one ``JitCluster`` node in the place of its last op: one
-pass over memory and one new array instead of one per op (``kernels/jit_cluster.py``).
-Everything the pass knows about an op comes from the op's facts.
+cluster and comes back (clusters never form a cycle). A reduction (an op with the
+``reduction`` fact: a float sum or mean over every axis or over the last one) may be a
+cluster's last op: the tree below it is then summed in the loop (``reduce_mean(square(y - t))``
+stores neither the difference nor its square). Each cluster of two or more ops becomes one
+``JitCluster`` node in the place of its last op: one pass over memory and one new array
+instead of one per op (``kernels/jit_cluster.py``). Everything the pass knows about an op comes
+from the op's facts.
 """
 
 from __future__ import annotations
@@ -50,6 +53,28 @@ def _kind(t, shape: tuple) -> str | None:
     return None
 
 
+def reduced_over(node: Node) -> str | None:
+    """"all" or "last" when `node` reduces (its op's ``reduction`` fact) one float input of
+    known shape over every axis or over the last one, else None."""
+    if node.op.reduction is None or node.control_inputs or len(node.inputs) != 1 or \
+            len(node.outputs) != 1:
+        return None
+    x, out = node.inputs[0], node.outputs[0]
+    if x.dtype.name not in _FLOATS or out.dtype is not x.dtype or not x.shape.is_fully_defined() \
+            or not out.shape.is_fully_defined() or not x.shape.rank:
+        return None
+    rank = x.shape.rank
+    axes = tuple(sorted({int(a) % rank for a in node.attrs.get("axis") or ()}))
+    if axes == tuple(range(rank)):
+        return "all"
+    return "last" if axes == (rank - 1,) else None
+
+
+def _loop_shape(root: Node, reducing: dict):
+    """The elementwise shape of `root`'s cluster: a reduction's input's, else its output's."""
+    return root.inputs[0].shape if id(root) in reducing else root.outputs[0].shape
+
+
 def _eligible(node: Node) -> tuple | None:
     out = node.outputs[0] if len(node.outputs) == 1 else None
     if out is None or out.dtype.name not in _FLOATS or not out.shape.is_fully_defined():
@@ -69,8 +94,8 @@ MIN_OPS = 3
 MIN_SAVED = 1 << 16
 
 
-def _pays(nodes: list) -> bool:
-    n = nodes[-1].outputs[0].shape.num_elements()
+def _pays(nodes: list, reducing: dict) -> bool:
+    n = _loop_shape(nodes[-1], reducing).num_elements()
     return len(nodes) >= MIN_OPS or (len(nodes) > 1 and (len(nodes) - 1) * n >= MIN_SAVED)
 
 
@@ -79,9 +104,13 @@ def run(graph: Graph) -> tuple[Graph, str]:
     reads = readers(g)
     pos = {id(n): i for i, n in enumerate(g.nodes)}
     forms = {id(n): f for n in g.nodes if (f := _eligible(n)) is not None}
+    reducing = {id(n): over for n in g.nodes if (over := reduced_over(n)) is not None}
     root_of: dict[int, Node] = {}  # walked backwards: a node joins the cluster of its readers
     for i in range(len(g.nodes) - 1, -1, -1):
         node = g.nodes[i]
+        if id(node) in reducing:  # always a cluster's last op
+            root_of[id(node)] = node
+            continue
         if id(node) not in forms:
             continue
         out = node.outputs[0]
@@ -89,20 +118,20 @@ def run(graph: Graph) -> tuple[Graph, str]:
                  for r in reads.get(id(out), [])]
         root = roots[0] if roots else None
         joins = (root is not None and all(r is root for r in roots)
-                 and root.outputs[0].shape == out.shape)
+                 and _loop_shape(root, reducing) == out.shape)
         root_of[id(node)] = root if joins else node
     members: dict[int, list[Node]] = {}
     for node in g.nodes:
         root = root_of.get(id(node))
         if root is not None:
             members.setdefault(id(root), []).append(node)
-    members = {k: v for k, v in members.items() if _pays(v)}
+    members = {k: v for k, v in members.items() if _pays(v, reducing)}
     dead: set[int] = set()
     sizes = []
     for nodes in members.values():  # in program order: the root last
         root = nodes[-1]
         inputs, kinds, refs, steps, replay = [], [], {}, [], []
-        shape = root.outputs[0].shape.as_tuple()
+        shape = _loop_shape(root, reducing).as_tuple()
         for n in nodes:
             refs_n = []
             for t in n.inputs:
@@ -111,9 +140,11 @@ def run(graph: Graph) -> tuple[Graph, str]:
                     inputs.append(t)
                     kinds.append(_kind(t, shape))
                 refs_n.append(refs[id(t)])
+            replay.append((n.op, tuple(n.attrs.items()), tuple(refs_n)))
+            if n is root and id(n) in reducing:
+                break  # the loop adds up the last step's values
             fn, consts = forms[id(n)]
             steps.append((fn, tuple(refs_n), tuple(consts)))
-            replay.append((n.op, tuple(n.attrs.items()), tuple(refs_n)))
             refs[id(n.outputs[0])] = -1 - len(steps)  # placeholder until inputs are known
         n_in = len(inputs)
 
@@ -122,12 +153,15 @@ def run(graph: Graph) -> tuple[Graph, str]:
 
         steps = [(fn, tuple(fix(r) for r in rs), c) for fn, rs, c in steps]
         replay = [(o, a, tuple(fix(r) for r in rs)) for o, a, rs in replay]
-        program = jit_cluster.Program(root.outputs[0].dtype.name, shape, tuple(kinds),
-                                      tuple(steps))
+        over = reducing.get(id(root))
+        program = jit_cluster.Program(
+            root.outputs[0].dtype.name, shape, tuple(kinds), tuple(steps),
+            reduce=None if over is None else root.op.reduction, over=over or "all",
+            out_shape=None if over is None else root.outputs[0].shape.as_tuple())
         substitute(g, pos[id(root)], jit_ops._jit_cluster, inputs,
                    {"program": program, "_replay": tuple(replay)}, [root.outputs[0]])
         dead.update(id(n) for n in nodes[:-1])
         sizes.append(len(nodes))
     remove_nodes(g, dead)
-    return g, (f"jit_cluster: compiled {len(sizes)} clusters of {sum(sizes)} elementwise ops"
+    return g, (f"jit_cluster: compiled {len(sizes)} clusters of {sum(sizes)} ops"
                + (f" (largest {max(sizes)})" if sizes else ""))
