@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import tapeflow as tf
-from tapeflow.models import MLP, CifarCNN, DenseNet, LSTMClassifier, RevNet
+from tapeflow.models import MLP, CifarCNN, DenseNet, DenseNetSequential, LSTMClassifier, RevNet
 
 rng = np.random.default_rng(0)
 
@@ -24,6 +24,7 @@ ZOO = {
                     tf.constant(rng.integers(0, 10, 60))),
     "cnn": lambda: (CifarCNN(), *_images(8)),
     "densenet": lambda: (DenseNet(), *_images(16)),
+    "densenet_sequential": lambda: (DenseNetSequential(), *_images(16)),
     "revnet": lambda: (RevNet(filters=8, num_blocks=2), *_images(8)),
     "lstm": lambda: (LSTMClassifier(100, 20), tf.constant(rng.integers(0, 100, (16, 20))),
                      tf.constant(rng.integers(0, 2, 16))),
@@ -130,3 +131,53 @@ def test_convolution_workspace_matches_the_kernel(x_shape, w_shape, strides, one
         tracemalloc.stop()
     declared = conv.conv2d_workspace(x_shape, w_shape, geo, np.float32)
     assert held > 50_000 and abs(declared - held) <= 0.05 * held + 4096, (declared, held)
+
+
+GRADIENT_CONVS = [  # (x, w, strides, padding): each path of the two gradient kernels
+    ((8, 16, 16, 16), (3, 3, 16, 12), 1, "SAME"),   # Winograd filter gradient and input's conv
+    ((8, 16, 16, 3), (3, 3, 3, 16), 1, "SAME"),     # im2col filter gradient
+    ((8, 16, 16, 64), (3, 3, 64, 4), 1, "SAME"),    # gather filter gradient, kn2row input's
+    ((8, 32, 32, 16), (1, 1, 16, 8), 2, "SAME"),    # strided pointwise: copies and spread rows
+    ((8, 16, 16, 16), (3, 3, 16, 24), 2, "SAME"),   # strided: the gradient spread by the stride
+    ((8, 16, 16, 32), (3, 3, 32, 4), 2, "SAME"),    # scatter filter gradient
+    ((8, 16, 16, 8), (3, 3, 8, 8), 1, "VALID"),
+]
+
+
+def _held(fn) -> int:
+    """Bytes `fn` holds at its peak beyond the array it returns."""
+    fn()
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        out = fn()
+        return tracemalloc.get_traced_memory()[1] - base - out.nbytes
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("x_shape, w_shape, strides, padding", GRADIENT_CONVS)
+def test_gradient_convolution_workspaces_match_the_kernels(x_shape, w_shape, strides, padding,
+                                                           one_thread):
+    """Conv2DBackpropInput / Conv2DBackpropFilter declare what their kernels hold (DenseNet's
+    training step was predicted at 0.965 of its measured peak without them, 0.999 with)."""
+    from tapeflow.kernels import conv
+    from tapeflow.ops import conv_ops
+
+    x = np.ones(x_shape, np.float32)
+    w = np.ones(w_shape, np.float32)
+    geo = conv_ops._geometry(x_shape[1:3], w_shape[:2], (strides, strides), (1, 1), padding)
+    g = np.ones((x_shape[0], geo.ho, geo.wo, w_shape[3]), np.float32)
+    for held, declared in (
+            (_held(lambda: conv.conv2d_backprop_input(g, w, geo)),
+             conv.conv2d_backprop_input_workspace(g.shape, w_shape, geo, np.float32)),
+            (_held(lambda: conv.conv2d_backprop_filter(x, g, geo)),
+             conv.conv2d_backprop_filter_workspace(x_shape, w_shape[3], geo, np.float32))):
+        assert held > 50_000 and abs(declared - held) <= 0.05 * held + 4096, (declared, held)
+
+
+def test_strided_slices_are_views_in_the_plan():
+    """A slice's output aliases its input (StridedSlice's ``view`` fact): no new bytes."""
+    f = tf.function(lambda x: tf.reduce_sum(x[:, 1:3]) + tf.reduce_sum(x[0]))
+    plan = f.get_concrete_function(tf.ones([100, 50])).memory_plan()
+    assert not any(b.op == "StridedSlice" for b in plan.buffers), str(plan)

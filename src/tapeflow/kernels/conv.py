@@ -277,6 +277,63 @@ def conv2d_workspace(x_shape: tuple, w_shape: tuple, g: Geometry, dtype: np.dtyp
     return (step * per_image + padded) * size
 
 
+def conv2d_backprop_input_workspace(g_shape: tuple, w_shape: tuple, g: Geometry,
+                                    dtype: np.dtype) -> int:
+    """Bytes ``conv2d_backprop_input`` holds besides its inputs and output, by its path: the
+    transposed (pointwise) or flipped filter, then the forward convolution it runs (its
+    workspace), over the gradient spread by the stride where ``_flipped`` does not apply, and
+    a strided pointwise gradient's rows before they are spread into dx. For the memory plan."""
+    n, ho, wo, cout = g_shape
+    cin, size = w_shape[2], np.dtype(dtype).itemsize
+    if g.pointwise:
+        rows = 0 if g.sh == g.sw == 1 else n * ho * wo * cin * size
+        return cin * cout * size + rows
+    flipped = (g.kh, g.kw, cout, cin)
+    inner = _flipped(g)
+    if inner is not None:
+        return g.taps * cin * cout * size + conv2d_workspace(g_shape, flipped, inner, dtype)
+    hd, wd = g.h + (g.kh - 1) * g.dh, g.w + (g.kw - 1) * g.dw
+    spread = Geometry(g.kh, g.kw, 1, 1, g.dh, g.dw, 0, 0, 0, 0, hd, wd, g.h, g.w)
+    return (g.taps * cin * cout + n * hd * wd * cout) * size + \
+        conv2d_workspace((n, hd, wd, cout), flipped, spread, dtype)
+
+
+def conv2d_backprop_filter_workspace(x_shape: tuple, cout: int, g: Geometry,
+                                     dtype: np.dtype) -> int:
+    """Bytes ``conv2d_backprop_filter`` holds besides its inputs and output on one thread, by
+    its path: Winograd's tilers and transformed-gradient sums; a strided pointwise input's
+    copy; or the gather / scatter / im2col columns, the padded chunk and the running sum with
+    each chunk's product. For the memory plan."""
+    from tapeflow.kernels import winograd
+
+    n, h, w, cin = x_shape
+    size = np.dtype(dtype).itemsize
+    if winograd.applies(g, n, cin, cout, dtype):
+        return winograd.conv2d_backprop_filter_workspace(n, g, cin, cout, size)
+    if g.pointwise:
+        copy = 0 if g.sh == g.sw == 1 else n * g.ho * g.wo * cin
+        return (copy + cin * cout) * size
+    sums = 2 * g.taps * cin * cout  # the running sum and one chunk's product
+
+    def chunked(per_image: int, hw: tuple, c: int, padded: bool, pads: tuple) -> int:
+        step = max(1, min(n, CHUNK_BYTES // max(1, per_image * size)))
+        pad = step * (hw[0] + pads[0] + pads[1]) * (hw[1] + pads[2] + pads[3]) * c
+        return step * per_image + (pad if padded else 0)
+
+    inner = _flipped(g)
+    if cout < cin and inner is not None:
+        cols = chunked(h * w * g.taps * cout, (g.ho, g.wo), cout, inner.padded,
+                       (inner.pt, inner.pb, inner.pl, inner.pr))
+    elif cout * g.sh * g.sw < cin:
+        hp, wp = h + g.pt + g.pb, w + g.pl + g.pr
+        cols = chunked(hp * wp * g.taps * cout, (h, w), cin, g.padded,
+                       (g.pt, g.pb, g.pl, g.pr))
+    else:
+        cols = chunked(g.ho * g.wo * g.taps * cin, (h, w), cin, g.padded,
+                       (g.pt, g.pb, g.pl, g.pr))
+    return (cols + sums) * size
+
+
 @single_threaded_blas
 def conv2d(x: np.ndarray, w: np.ndarray, g: Geometry) -> np.ndarray:
     """NHWC convolution (cross-correlation, as TF) of `x` with HWIO filter `w`."""

@@ -462,6 +462,30 @@ def conv2d_workspace(n: int, g: conv.Geometry, cin: int, cout: int, itemsize: in
                                                           itemsize)
 
 
+def _tiler_bytes(step: int, th: int, tw: int, c: int, itemsize: int, variant: Variant) -> int:
+    """A ``_Tiler``'s buffers: the split copy, the scratch and the staggered tiles."""
+    tile, span = variant.tile, variant.span
+    elements = step * (tile * th + 2) * tile * (tw + 1) * c + span * tile * (tw + 1) * c
+    return elements * itemsize + _staggered_bytes(variant.positions, step * th * tw, c, itemsize)
+
+
+def conv2d_backprop_filter_workspace(n: int, g: conv.Geometry, cin: int, cout: int,
+                                     itemsize: int, from_tiles: bool = False,
+                                     variant: Variant = F4) -> int:
+    """Bytes ``conv2d_backprop_filter`` holds besides its inputs and output on one thread: the
+    input's tiler (none when given the forward's tiles) and the gradient's, and the
+    transformed filter gradient's running sum and per-chunk product; after the chunks, the
+    sum's total and the first half of the sandwich product. For the memory plan."""
+    th, tw = -(-g.ho // variant.tile), -(-g.wo // variant.tile)
+    step = _step(0, n, variant.positions * th * tw * (cin + cout), itemsize)
+    du = variant.positions * cin * cout * itemsize
+    tilers = _tiler_bytes(step, th, tw, cout, itemsize, variant)
+    if not from_tiles:
+        tilers += _tiler_bytes(step, th, tw, cin, itemsize, variant)
+    after = 2 * du + variant.g.shape[1] * variant.span * cin * cout * itemsize
+    return max(tilers + 2 * du, after)
+
+
 @single_threaded_blas
 def conv2d(x: np.ndarray, w: np.ndarray, g: conv.Geometry, variant: Variant = F4,
            keep_tiles: bool = False, prologue: np.ndarray | None = None):

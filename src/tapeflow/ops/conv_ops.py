@@ -178,8 +178,20 @@ def _backprop_input_rule(g, w, *, input_hw, strides, dilations, padding):
     return ((None if gs is None else gs[0], *input_hw, None if ws is None else ws[2]), dtype)
 
 
+def _backprop_input_workspace(node) -> int:
+    """The input gradient kernel's buffers while it runs, for the memory plan."""
+    g, w = node.inputs[0], node.inputs[1]
+    if not (g.shape.is_fully_defined() and w.shape.is_fully_defined()) or g.shape.rank != 4:
+        return 0
+    ws = w.shape.as_tuple()
+    geo = _geometry(node.attrs["input_hw"], ws[:2], node.attrs["strides"],
+                    node.attrs["dilations"], node.attrs["padding"])
+    return _conv.conv2d_backprop_input_workspace(g.shape.as_tuple(), ws, geo,
+                                                 g.dtype.as_numpy_dtype)
+
+
 @op("Conv2DBackpropInput", shape=_backprop_input_rule, same_dtype=True, worker=True,
-    flops=_input_grad_flops)
+    flops=_input_grad_flops, workspace=_backprop_input_workspace)
 @widened
 def _conv2d_backprop_input(g, w, *, input_hw, strides, dilations, padding):
     """Gradient of Conv2D w.r.t. its input, for an input of spatial size `input_hw`."""
@@ -195,8 +207,20 @@ def _backprop_filter_rule(x, g, *, filter_hw, strides, dilations, padding):
     return ((*filter_hw, None if xs is None else xs[3], None if gs is None else gs[3]), dtype)
 
 
+def _backprop_filter_workspace(node) -> int:
+    """The filter gradient kernel's buffers while it runs, for the memory plan."""
+    x, g = node.inputs[0], node.inputs[1]
+    if not (x.shape.is_fully_defined() and g.shape.is_fully_defined()) or x.shape.rank != 4:
+        return 0
+    xs = x.shape.as_tuple()
+    geo = _geometry(xs[1:3], node.attrs["filter_hw"], node.attrs["strides"],
+                    node.attrs["dilations"], node.attrs["padding"])
+    return _conv.conv2d_backprop_filter_workspace(xs, g.shape.as_tuple()[3], geo,
+                                                  x.dtype.as_numpy_dtype)
+
+
 @op("Conv2DBackpropFilter", shape=_backprop_filter_rule, same_dtype=True, worker=True,
-    flops=filter_grad_flops)
+    flops=filter_grad_flops, workspace=_backprop_filter_workspace)
 @widened
 def _conv2d_backprop_filter(x, g, *, filter_hw, strides, dilations, padding):
     """Gradient of Conv2D w.r.t. its filter of spatial size `filter_hw`."""

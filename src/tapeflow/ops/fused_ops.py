@@ -133,8 +133,22 @@ def _tiles_filter_rule(tiles, g, *, input_hw, filter_hw, strides, dilations, pad
     return ((*filter_hw, None if ts is None else ts[2], None if gs is None else gs[3]), dtype)
 
 
+def _tiles_filter_workspace(node) -> int:
+    """The kernel's buffers (the gradient's tiler and the sums; the tiles are an input)."""
+    tiles, g = node.inputs[0], node.inputs[1]
+    if not (tiles.shape.is_fully_defined() and g.shape.is_fully_defined()):
+        return 0
+    gs = g.shape.as_tuple()
+    geo = _winograd_geometry(node.attrs["input_hw"], node.attrs["filter_hw"], gs[0],
+                             tiles.shape[2], gs[3], tiles.dtype.as_numpy_dtype,
+                             node.attrs["strides"], node.attrs["dilations"],
+                             node.attrs["padding"])
+    return _winograd.conv2d_backprop_filter_workspace(gs[0], geo, tiles.shape[2], gs[3],
+                                                      tiles.dtype.size, from_tiles=True)
+
+
 @op("_WinogradConv2DBackpropFilter", shape=_tiles_filter_rule, same_dtype=True, worker=True,
-    flops=conv_ops.filter_grad_flops)
+    flops=conv_ops.filter_grad_flops, workspace=_tiles_filter_workspace)
 @widened
 def _winograd_conv2d_backprop_filter(tiles, g, *, input_hw, filter_hw, strides, dilations,
                                      padding):

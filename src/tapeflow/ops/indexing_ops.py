@@ -126,7 +126,7 @@ def _strided_slice_rule(x, *, spec):
     return tuple(out), dtype
 
 
-@op("StridedSlice", shape=_strided_slice_rule)
+@op("StridedSlice", shape=_strided_slice_rule, output="view")  # basic indexing: a view
 def _strided_slice(x, *, spec):
     return x[_np_key(spec)]
 
