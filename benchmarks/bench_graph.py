@@ -1,6 +1,7 @@
 """Graph mode (tf.function) vs tapeflow eager vs PyTorch eager vs hand-written NumPy.
 
     python benchmarks/bench_graph.py [--repeats 7] [--number 300] [--jax-python PATH]
+                                     [--clock wall|process]
 
 W1: seed MLP inference, x uniform [60,28,28] -> flatten -> dense 784->128 relu -> dense 10.
 W2: seed LSTMCell(10) step, input and states zeros [10,10].
@@ -11,8 +12,9 @@ graph over the peer. NumPy's BLAS and PyTorch both run single-threaded.
 With ``--jax-python`` (an interpreter with JAX installed, e.g. a separate venv: JAX is not a
 tapeflow dependency) the same three workloads also run as ``jax.jit`` functions in a worker
 process of that interpreter (W3 with a hand-written Adam, dropout keys split per step), their
-timing rounds alternating with tapeflow's graph rounds, so both see the same machine; JAX keeps
-its default threads. Below each row, the spreads (min/median/p90 of the repeats, us).
+timing rounds alternating with tapeflow's graph rounds, so both see the same machine; JAX runs
+on one thread like the others (unless XLA_FLAGS is set). Below each row, the spreads
+(min/median/p90 of the repeats, us).
 W4: the DenseNet training step (batch 64, Adam) as a tf.function, in a fresh process with every
 core, beside its hardware limit: the step's FLOPs (the ops' ``flops`` facts summed over the
 traced graph, ``ConcreteFunction.flops()``) over the machine's float32 GEMM rate.
@@ -305,6 +307,10 @@ def report_w4(steps: int) -> None:
 # --- driver -----------------------------------------------------------------------------------
 
 
+# one thread, as NumPy's BLAS and PyTorch here (set XLA_FLAGS to measure JAX otherwise)
+SINGLE_THREAD_XLA = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+
+
 class JaxWorker:
     """benchmarks/jax_workloads.py in a process of `python` (an interpreter with JAX), fed this
     file's weights and inputs through an .npz."""
@@ -319,6 +325,7 @@ class JaxWorker:
         script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jax_workloads.py")
         env = {k: v for k, v in os.environ.items()
                if k not in ("PYTHONPATH", "OPENBLAS_NUM_THREADS")}
+        env.setdefault("XLA_FLAGS", SINGLE_THREAD_XLA)
         self.proc = subprocess.Popen([python, script, arrays], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True, env=env)
         self.version = self._read()["ready"]
@@ -329,15 +336,15 @@ class JaxWorker:
             raise RuntimeError("the JAX worker exited (see its error above)")
         return json.loads(line)
 
-    def per_call_us(self, name: str, number: int) -> float:
-        self.proc.stdin.write(f"{name} {number}\n")
+    def per_call_us(self, name: str, number: int, clock: str) -> float:
+        self.proc.stdin.write(f"{name} {number} {clock}\n")
         self.proc.stdin.flush()
         return self._read()["us"]
 
-    def timed(self, name: str):
-        """A timing round for ``alternating``: (calls, seconds) of `name`."""
+    def timed(self, name: str, clock: str):
+        """A timing round for ``alternating``: run(calls) -> seconds of `name`."""
         def run(number: int) -> float:
-            return self.per_call_us(name, number) * number / 1e6
+            return self.per_call_us(name, number, clock) * number / 1e6
         return run
 
     def close(self) -> None:
@@ -346,10 +353,16 @@ class JaxWorker:
         self._dir.cleanup()
 
 
-def alternating(fns: dict, number: int, repeats: int) -> dict[str, list[float]]:
+CLOCKS = {"wall": time.perf_counter, "process": time.process_time}
+
+
+def alternating(fns: dict, number: int, repeats: int, clock: str = "wall"
+                ) -> dict[str, list[float]]:
     """Per-call us of each round of each function, the rounds interleaved (graph, jit, eager,
     NumPy, PyTorch, JAX, graph, ...) so every framework sees the same machine. A value of
-    `fns` is a zero-argument callable, or ("rounds", run) where run(n) times n calls itself."""
+    `fns` is a zero-argument callable, or ("rounds", run) where run(n) times n calls itself.
+    `clock` "process" counts the CPU time of every thread of the process (the inter-op
+    worker's too), which a shared machine's load barely moves."""
     plans = {}
     for name, fn in fns.items():
         if isinstance(fn, tuple):
@@ -358,7 +371,8 @@ def alternating(fns: dict, number: int, repeats: int) -> dict[str, list[float]]:
             warm = run(max(1, number // 5)) / max(1, number // 5)
             plans[name] = (run, max(number, int(0.2 / max(warm, 1e-9))))
         else:
-            plans[name] = (lambda n, f=fn: timeit.timeit(f, number=n), calls_for(fn, number))
+            timer = timeit.Timer(fn, timer=CLOCKS[clock])
+            plans[name] = (timer.timeit, calls_for(fn, number))
     times: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(repeats):
         for name, (run, n) in plans.items():
@@ -371,6 +385,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--number", type=int, default=300)
     parser.add_argument("--w4-steps", type=int, default=10, help="0 skips the DenseNet row")
+    parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
+                        help="process: CPU time of all of each process's threads")
     parser.add_argument("--jax-python", default=None,
                         help="an interpreter with JAX installed: adds jax.jit columns")
     parser.add_argument("--w4-worker", type=int, help=argparse.SUPPRESS)
@@ -386,7 +402,8 @@ def main() -> None:
         torch = None
     jax = JaxWorker(args.jax_python) if args.jax_python else None
     if jax is not None:
-        print(f"JAX {jax.version} (jax.jit, default threads) in {args.jax_python}")
+        flags = os.environ.get("XLA_FLAGS", SINGLE_THREAD_XLA)
+        print(f"JAX {jax.version} (jax.jit; XLA_FLAGS={flags!r}) in {args.jax_python}")
     workloads = [("W1", "W1 MLP inference", w1_tapeflow, w1_numpy, w1_torch),
                  ("W2", "W2 LSTMCell step", w2_tapeflow, w2_numpy, w2_torch),
                  ("W3", "W3 MLP train step", w3_tapeflow, w3_numpy, w3_torch)]
@@ -402,8 +419,8 @@ def main() -> None:
         if torch is not None:
             fns["torch"] = peer(torch)
         if jax is not None:
-            fns["jax"] = ("rounds", jax.timed(key))
-        times = alternating(fns, args.number, args.repeats)
+            fns["jax"] = ("rounds", jax.timed(key, args.clock))
+        times = alternating(fns, args.number, args.repeats, args.clock)
         t = {k: statistics.median(v) for k, v in times.items()}
         t.setdefault("torch", float("nan"))
         t.setdefault("jax", float("nan"))

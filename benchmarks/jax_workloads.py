@@ -5,8 +5,9 @@
 Run by ``bench_graph.py --jax-python PATH`` (JAX lives in its own environment; this file needs
 only NumPy and JAX). The weights and inputs come from bench_graph (the .npz), so both
 frameworks compute the same numbers. Protocol, one JSON line per request on stdout: first
-``{"ready": version}``; then for each stdin line ``NAME NUMBER`` the per-call microseconds of
-`NUMBER` calls of workload NAME (W1, W2 or W3), each call waiting for its result.
+``{"ready": version}``; then for each stdin line ``NAME NUMBER CLOCK`` the per-call microseconds
+of `NUMBER` calls of workload NAME (W1, W2 or W3), each call waiting for its result, by CLOCK:
+``wall``, or ``process`` (CPU time of all the process's threads: XLA computes on its own).
 """
 
 from __future__ import annotations
@@ -82,13 +83,14 @@ def main() -> None:
         for _ in range(3):
             fn()
     print(json.dumps({"ready": jax.__version__}), flush=True)
+    clocks = {"wall": time.perf_counter, "process": time.process_time}
     for line in sys.stdin:
-        name, number = line.split()
-        fn, number = fns[name], int(number)
-        start = time.perf_counter()
+        name, number, clock = line.split()
+        fn, number, clock = fns[name], int(number), clocks[clock]
+        start = clock()
         for _ in range(number):
             fn()
-        print(json.dumps({"us": (time.perf_counter() - start) / number * 1e6}), flush=True)
+        print(json.dumps({"us": (clock() - start) / number * 1e6}), flush=True)
 
 
 if __name__ == "__main__":
