@@ -76,9 +76,10 @@ def _mse(model) -> float:
 def test_downpour_training_survives_a_killed_worker():
     strategy, coordinator, model, _, schedule = _job()
     try:
-        layout = strategy.variable_layout
-        kernel = model.layers[0].kernel._ps_key
-        assert [ps for ps, _, _ in layout[kernel]] == [0, 1]  # partitioned over both servers
+        kernel = model.layers[0].kernel  # (8, 16) float32 over MinSizePartitioner(256 bytes)
+        assert isinstance(kernel, tf.distribute.experimental.ShardedVariable)
+        layout = strategy.variable_layout[kernel.name]
+        assert [(ps, a, b) for ps, a, b in layout] == [(0, 0, 4), (1, 4, 8)]  # both servers
         start = _mse(model)
         first = [schedule() for _ in range(10)]
         coordinator.join()
@@ -120,8 +121,8 @@ def test_killed_parameter_server_is_named_and_training_resumes_from_checkpoint(t
         checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer)
         path = checkpoint.save(str(tmp_path / "ckpt"))
         saved = _mse(model)
-        kernel = model.layers[0].kernel
-        momentum = optimizer.get_slot(kernel, "momentum").numpy()
+        momentum = np.concatenate([optimizer.get_slot(shard, "momentum").numpy()
+                                   for shard in model.layers[0].kernel.variables])
         os.kill(coordinator.ps_pids()[1], signal.SIGKILL)
         with pytest.raises(tf.errors.UnavailableError, match="parameter server ps:1 is gone"):
             for _ in range(20):
@@ -245,3 +246,78 @@ def test_model_fit_with_a_dataset_creator_trains_on_the_workers():
         assert coordinator.staleness()["updates"] == 60
     finally:
         strategy._coordinator.shutdown()
+
+
+IDS = RNG.integers(0, 20, size=(64, 3))
+TARGET = RNG.normal(size=(64, 1)).astype(np.float32)
+
+
+def _embedding_model(seed: int):
+    tf.random.set_seed(seed)
+    model = tf.keras.Sequential([tf.keras.layers.Embedding(20, 4, input_length=3),
+                                 tf.keras.layers.Flatten(), tf.keras.layers.Dense(1)])
+    model.build((None, 3))
+    return model, tf.keras.optimizers.Adam(0.05)
+
+
+def _embedding_step():
+    def train_step(model, optimizer):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(model(IDS) - TARGET))
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        return loss
+
+    return train_step
+
+
+def _embedding_job(shards: int, seed: int):
+    """1 worker (sequential training: must match a local run), 2 servers, the embedding table
+    a ShardedVariable of `shards` shards."""
+    spec = tf.train.ClusterSpec({"chief": ["localhost:2222"], "worker": ["localhost:3000"],
+                                 "ps": ["localhost:4000", "localhost:4001"]})
+    strategy = tf.distribute.experimental.ParameterServerStrategy(
+        tf.distribute.cluster_resolver.SimpleClusterResolver(spec),
+        variable_partitioner=tf.distribute.experimental.partitioners.FixedShardsPartitioner(
+            shards))
+    coordinator = tf.distribute.experimental.coordinator.ClusterCoordinator(strategy)
+    with strategy.scope():
+        model, optimizer = _embedding_model(seed)
+    train_step = _embedding_step()
+
+    @tf.function
+    def step_fn():
+        return strategy.run(train_step, args=(model, optimizer))
+
+    return strategy, coordinator, model, optimizer, step_fn
+
+
+def test_sharded_embedding_trains_on_the_servers_and_reshards_from_a_checkpoint(tmp_path):
+    local_model, local_opt = _embedding_model(0)
+    train_step = _embedding_step()
+    for _ in range(11):
+        train_step(local_model, local_opt)
+    strategy, coordinator, model, optimizer, step_fn = _embedding_job(3, 0)
+    try:
+        table = model.layers[0].embeddings
+        assert len(table.variables) == 3
+        assert [ps for ps, _, _ in strategy.variable_layout[table.name]] == [0, 1, 0]
+        for _ in range(10):
+            coordinator.schedule(step_fn)
+        coordinator.join()
+        assert coordinator.staleness()["max"] == 0  # one worker: never stale
+        path = tf.train.Checkpoint(model=model, optimizer=optimizer).save(str(tmp_path / "c"))
+    finally:
+        coordinator.shutdown()
+    strategy, coordinator, model, optimizer, step_fn = _embedding_job(2, seed=1)
+    try:
+        assert len(model.layers[0].embeddings.variables) == 2
+        tf.train.Checkpoint(model=model, optimizer=optimizer).restore(path)  # 3 shards -> 2
+        coordinator.schedule(step_fn)  # the 11th step, from the restored table and slots
+        coordinator.join()
+        got = [np.asarray(model.layers[0].embeddings), np.asarray(model.layers[2].kernel)]
+        want = [w.numpy() for w in local_model.layers[0].weights + local_model.layers[2].weights]
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(got[1], want[1], rtol=1e-5, atol=1e-6)
+    finally:
+        coordinator.shutdown()

@@ -25,6 +25,7 @@ from tapeflow.distribute.parameter_server import (
     PerWorkerDataset,
     RemoteValue,
 )
+from tapeflow.distribute.sharded_variable import ShardedVariable
 from tapeflow.distribute.strategy import (
     InputContext,
     OneDeviceStrategy,
@@ -52,6 +53,7 @@ experimental = _Namespace(
     CollectiveCommunication=CommunicationImplementation,
     ParameterServerStrategy=ParameterServerStrategy,
     partitioners=partitioners,
+    ShardedVariable=ShardedVariable,
     coordinator=_Namespace(ClusterCoordinator=ClusterCoordinator, RemoteValue=RemoteValue,
                            PerWorkerValues=PerWorkerDataset),
 )

@@ -5,8 +5,9 @@ The process that builds the strategy is the coordinator (TF's "chief"). From the
 "worker" task (``ps_actors``) on the running Ray cluster (``ray.init()``: a local one, or the
 one ``ray start`` made when ``RAY_ADDRESS`` is set); the script starts no servers.
 
-Trainable variables created under ``scope()`` get a home on the parameter servers: whole, or
-split along axis 0 by the ``variable_partitioner`` with the parts spread over the servers.
+Trainable variables created under ``scope()`` get a home on the parameter servers, round-robin;
+with a ``variable_partitioner`` a variable it splits is a ``ShardedVariable`` whose shards
+(row blocks) are spread over the servers.
 ``coordinator.schedule(fn)`` queues a call; one dispatcher thread per worker sends calls to its
 worker as it frees up (asynchronous training: workers never wait for each other). A worker pulls
 the latest values, runs `fn`, and pushes the gradients its ``apply_gradients`` produced; each
@@ -30,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from tapeflow.distribute import closure_scan, ps_actors, strategy
+from tapeflow.distribute import closure_scan, ps_actors, sharded_variable, strategy
 from tapeflow.distribute.cluster_resolver import ClusterResolver, TFConfigClusterResolver
 from tapeflow.framework import errors, nest
 from tapeflow.framework import variable as variable_mod
@@ -73,7 +74,8 @@ class ParameterServerStrategy(strategy.Strategy):
         self._variables: list = []
         self._non_trainable: list = []
         self._state_keys: set = set()
-        self._layout: dict[str, list[tuple[int, int, int]]] = {}
+        self._home: dict[str, int] = {}  # variable (or shard) key -> its parameter server
+        self._sharded: list = []  # the ShardedVariables made under the scope
         self._next_ps = 0
         self._names = collections.Counter()
         self._shards: list = []
@@ -86,6 +88,7 @@ class ParameterServerStrategy(strategy.Strategy):
         state = dict(self.__dict__)
         state["_variables"] = []
         state["_non_trainable"] = []
+        state["_sharded"] = []
         state["_coordinator"] = None
         return state
 
@@ -99,8 +102,19 @@ class ParameterServerStrategy(strategy.Strategy):
 
     @property
     def variable_layout(self) -> dict[str, list[tuple[int, int, int]]]:
-        """Where each variable lives: [(ps index, first row, end row)] per part."""
-        return dict(self._layout)
+        """Where each variable lives: {name: [(ps index, first row, end row)]}, one entry
+        per shard of a ShardedVariable, one for a whole variable."""
+        out, in_sharded = {}, set()
+        for sv in self._sharded:
+            offsets = sv._offsets
+            out[sv.name] = [(self._home[v._ps_key], offsets[i], offsets[i + 1])
+                            for i, v in enumerate(sv.variables) if hasattr(v, "_ps_key")]
+            in_sharded.update(id(v) for v in sv.variables)
+        for var in self._variables:
+            if id(var) not in in_sharded:
+                rows = var._value.shape[0] if var._value.ndim else 1
+                out[var._ps_key] = [(self._home[var._ps_key], 0, rows)]
+        return out
 
     # --- variables ------------------------------------------------------------------------
     def _on_variable_created(self, var: Any) -> None:
@@ -109,23 +123,24 @@ class ParameterServerStrategy(strategy.Strategy):
         else:  # placed when a scheduled function shows it is a layer's state (_adopt_state)
             self._non_trainable.append(var)
 
+    def _make_sharded(self, args: tuple, kwargs: dict) -> Any:
+        """A ShardedVariable for ``Variable(*args, **kwargs)`` if the partitioner splits it
+        (its shards, created inside, are placed one by one), else None."""
+        if self._partitioner is None:
+            return None
+        made = sharded_variable.create(self._partitioner, args, kwargs)
+        if made is not None:
+            self._sharded.append(made)
+        return made
+
     def _place(self, var: Any) -> None:
-        """Give `var` a home on the servers: whole, or split along axis 0 by the partitioner,
-        the parts spread round-robin."""
+        """Give `var` (a whole variable or one shard) a home on the next server."""
         base = var.name[:-2] if var.name.endswith(":0") else var.name
         self._names[base] += 1
         key = base if self._names[base] == 1 else f"{base}_{self._names[base] - 1}"
         var._ps_key = key
-        rows = var._value.shape[0] if var._value.ndim else 1
-        shards = 1
-        if self._partitioner is not None and var._value.ndim:
-            shards = max(1, int(self._partitioner(var._value.shape, var.dtype)[0]))
-        bounds = [rows * j // shards for j in range(shards + 1)]
-        parts = []
-        for j in range(shards):
-            parts.append((self._next_ps % self._num_ps, bounds[j], bounds[j + 1]))
-            self._next_ps += 1
-        self._layout[key] = parts
+        self._home[key] = self._next_ps % self._num_ps
+        self._next_ps += 1
         self._variables.append(var)
 
     def _adopt_state(self, owners: list) -> None:
@@ -165,9 +180,17 @@ def _creation_hook(var: Any) -> None:
         current._on_variable_created(var)
 
 
+def _sharding_creator(args: tuple, kwargs: dict) -> Any:
+    current = strategy.get_strategy()
+    if isinstance(current, ParameterServerStrategy):
+        return current._make_sharded(args, kwargs)
+    return None
+
+
 def _track_variables() -> None:
     if _creation_hook not in variable_mod.creation_hooks:
         variable_mod.creation_hooks.append(_creation_hook)
+    sharded_variable.install_creator(_sharding_creator)
 
 
 class RemoteValue:
@@ -297,7 +320,7 @@ class ClusterCoordinator:
 
         self._fns[fn_id] = cloudpickle.dumps((
             getattr(fn, "python_function", fn), traced, variables,
-            [v._ps_key for v in variables], dict(self._strategy._layout),
+            [v._ps_key for v in variables], dict(self._strategy._home),
             set(self._strategy._state_keys)))
         return fn_id
 
@@ -351,12 +374,6 @@ class ClusterCoordinator:
             self._ray.kill(actor)
 
     # --- internals ----------------------------------------------------------------------------
-    def _parts(self, var: Any, value: np.ndarray) -> list[tuple[int, str, np.ndarray]]:
-        """(ps, shard-side key, rows) of each part of `value`, laid out as `var`."""
-        rows = np.reshape(value, (-1,) + value.shape[1:]) if value.ndim else value
-        return [(ps, ps_actors.part_key(var._ps_key, j), rows[start:stop] if value.ndim else rows)
-                for j, (ps, start, stop) in enumerate(self._strategy._layout[var._ps_key])]
-
     def _ensure_initialized(self) -> None:
         """Send the variables (and the optimizer's slots and step count, restored from a
         checkpoint or fresh) to the servers."""
@@ -369,13 +386,13 @@ class ClusterCoordinator:
             from tapeflow.keras import optimizers
 
             config, iterations = optimizers.serialize(opt), int(opt.iterations._value)
+        home = self._strategy._home
         for var in self._strategy._variables:
-            for ps, key, part in self._parts(var, var._value):
-                values[ps][key] = part
+            ps, key = home[var._ps_key], var._ps_key
+            values[ps][key] = var._value
             if opt is not None and var.trainable and opt._active_slots():
                 for name, slot in opt._create_slots(var).items():
-                    for ps, key, part in self._parts(var, slot._value):
-                        slots[ps].setdefault(key, {})[name] = part
+                    slots[ps].setdefault(key, {})[name] = slot._value
         self._ray.get([s.init.remote(v, config, sl, iterations)
                        for s, v, sl in zip(self._shards, values, slots)])
         self._initialized = True
@@ -385,10 +402,10 @@ class ClusterCoordinator:
         and step count into the coordinator's optimizer (what a checkpoint saves)."""
         if not self._initialized:
             return
+        home = self._strategy._home
         keys: list[list[str]] = [[] for _ in self._shards]
         for var in self._strategy._variables:
-            for ps, key, _ in self._parts(var, var._value):
-                keys[ps].append(key)
+            keys[home[var._ps_key]].append(var._ps_key)
         try:
             got = self._ray.get([s.pull.remote(k) for s, k in zip(self._shards, keys)])
             state = self._ray.get([s.optimizer_state.remote(k)
@@ -397,14 +414,12 @@ class ClusterCoordinator:
         except Exception as e:
             raise self._ps_error(e) from None
         for var in self._strategy._variables:
-            parts = self._parts(var, var._value)
-            var._value = _join([got[ps][0][key] for ps, key, _ in parts])
+            ps, key = home[var._ps_key], var._ps_key
+            var._value = got[ps][0][key]
             if state is None or not var.trainable:
                 continue
-            names = state[parts[0][0]][0].get(parts[0][1], {})
-            for name in names:
-                value = _join([state[ps][0][key][name] for ps, key, _ in parts])
-                self._optimizer.add_slot(var, name).assign(value.reshape(var._value.shape))
+            for name, value in state[ps][0].get(key, {}).items():
+                self._optimizer.add_slot(var, name).assign(value)
         if state is not None:
             self._optimizer.iterations = max(it for _, it in state)
 
@@ -504,10 +519,6 @@ class ClusterCoordinator:
                     error, errors.OutOfRangeError):
                 self._error = self._error or error
             self._cv.notify_all()
-
-
-def _join(parts: list[np.ndarray]) -> np.ndarray:
-    return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=0)
 
 
 def _cause(e: BaseException) -> BaseException:

@@ -1,10 +1,10 @@
 """The two kinds of Ray actor a ``ParameterServerStrategy`` starts.
 
-``ParameterServerShard`` holds its share of the variables (whole variables, or row ranges of
-partitioned ones) and an optimizer built from the user's optimizer config. It applies each
-pushed gradient as it arrives (Downpour SGD) and counts versions: the staleness of a push is how
-many updates other workers applied to the shard between the pull the gradient was computed from
-and the push.
+``ParameterServerShard`` holds its share of the variables (whole variables, or shards of
+``ShardedVariable`` objects) and an optimizer built from the user's optimizer config. It applies
+each pushed gradient as it arrives (Downpour SGD) and counts versions: the staleness of a push is
+how many updates other workers applied to the shard between the pull the gradient was computed
+from and the push.
 
 ``Worker`` receives each scheduled function once (pickled by Ray with the model it closes over),
 and for every call pulls the latest variable values from the shards, runs the function with
@@ -160,7 +160,7 @@ class Worker:
         self._index = index
         self._num = num_workers
         self._shards = shards
-        self._layout: dict = {}  # key -> [(ps, start, stop)] per part
+        self._home: dict[str, int] = {}  # variable key -> its parameter server
         self._fns: dict[int, tuple] = {}
         self._datasets: dict[int, Any] = {}
         self._iterators: dict[int, Any] = {}
@@ -182,8 +182,8 @@ class Worker:
         (the same objects inside it: the worker's copies of them)."""
         from ray import cloudpickle
 
-        fn, traced, variables, keys, layout, state_keys = cloudpickle.loads(payload)
-        self._layout.update(layout)
+        fn, traced, variables, keys, home, state_keys = cloudpickle.loads(payload)
+        self._home.update(home)
         self._state_keys = set(state_keys)
         for v, key in zip(variables, keys):  # the copies of the variables `fn` closes over
             v._ps_key = key
@@ -228,14 +228,11 @@ class Worker:
 
         by_ps: dict[int, list[str]] = {}
         for key in variables:
-            for j, (ps, _, _) in enumerate(self._layout[key]):
-                by_ps.setdefault(ps, []).append(part_key(key, j))
+            by_ps.setdefault(self._home[key], []).append(key)
         refs = {ps: self._shards[ps].pull.remote(keys) for ps, keys in by_ps.items()}
         got = {ps: ray.get(r) for ps, r in refs.items()}
         for key, var in variables.items():
-            parts = [got[ps][0][part_key(key, j)] for j, (ps, _, _) in
-                     enumerate(self._layout[key])]
-            var._value = parts[0] if len(parts) == 1 else np.concatenate(parts, axis=0)
+            var._value = got[self._home[key]][0][key]
         return {ps: version for ps, (_, version) in got.items()}
 
     def _push(self, versions: dict[int, int], deltas: dict[str, np.ndarray]) -> list[int]:
@@ -244,12 +241,9 @@ class Worker:
         per_ps: dict[int, tuple[dict, dict]] = {}
         for key, grad in self._sink.grads:
             grad = np.asarray(grad._value if hasattr(grad, "_value") else grad)
-            for j, (ps, start, stop) in enumerate(self._layout[key]):
-                per_ps.setdefault(ps, ({}, {}))[0][part_key(key, j)] = grad[start:stop]
+            per_ps.setdefault(self._home[key], ({}, {}))[0][key] = grad
         for key, delta in deltas.items():
-            for j, (ps, start, stop) in enumerate(self._layout[key]):
-                part = delta[start:stop] if np.ndim(delta) else delta
-                per_ps.setdefault(ps, ({}, {}))[1][part_key(key, j)] = part
+            per_ps.setdefault(self._home[key], ({}, {}))[1][key] = delta
         self._sink.grads.clear()
         config = self._sink.optimizer
         refs = [self._shards[ps].push.remote(g, d, versions.get(ps, 0), config)
@@ -279,11 +273,6 @@ class _IteratorProxy:
 
     def get_next(self) -> Any:
         return next(self)
-
-
-def part_key(key: str, part: int) -> str:
-    """The shard-side name of part `part` of variable `key`."""
-    return f"{key}#{part}"
 
 
 def _to_numpy(value: Any) -> Any:

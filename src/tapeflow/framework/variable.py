@@ -23,6 +23,9 @@ _uid = itertools.count()
 # Called with each new eager Variable; tf.distribute uses it to give variables created under a
 # multi-worker strategy's scope the chief's initial value.
 creation_hooks: list = []
+# Consulted before a Variable is made, with the constructor's arguments: the first that returns
+# an object makes that the result (ParameterServerStrategy's ShardedVariable).
+creators: list = []
 
 
 class VariableSynchronization:
@@ -37,6 +40,14 @@ class Variable:
     """A named, mutable tensor (``tf.Variable``); trainable ones are watched by tapes."""
 
     __array_priority__ = 100
+
+    def __new__(cls, *args: Any, **kwargs: Any):
+        if creators and cls is Variable:
+            for creator in creators:
+                made = creator(args, kwargs)
+                if made is not None:
+                    return made
+        return super().__new__(cls)
 
     def __init__(self, initial_value: Any = None, trainable: bool = True,
                  validate_shape: bool = True, caching_device: Any = None, name: str | None = None,

@@ -600,7 +600,10 @@ def embedding_lookup(params: Any, ids: Any, max_norm: Any = None, name: str | No
         table = array_ops.concat([_tensor(p) for p in table], 0)
     if hasattr(ids, "with_flat_values"):  # ragged ids
         return ids.with_flat_values(embedding_lookup(table, ids.flat_values, max_norm))
-    rows = gather_ops.gather(table, ids)
+    if getattr(table, "_is_sharded_variable", False):  # each id from the shard holding it
+        rows = table._embedding_lookup(ids)
+    else:
+        rows = gather_ops.gather(table, ids)
     if max_norm is not None:
         rows = clip_by_norm(rows, max_norm, axes=[-1])
     return rows

@@ -126,7 +126,7 @@ def _defer_unmatched(graph: trackable.ObjectGraph, tensors: dict[str, np.ndarray
             continue
         var = graph.variables.get(var_path)
         if var is not None:
-            deferred.defer(optimizer, (var._unique_id, slot_name), tensors[key], key, status)
+            deferred.defer_slot(optimizer, var, slot_name, tensors[key], key, status)
             deferred_keys.add(key)
         elif var_path in waiting:
             waiting[var_path].slots.append(PendingSlot(optimizer, slot_name, tensors[key], key))
@@ -184,10 +184,18 @@ def restore_into(root: Any, save_path: str, strict: bool = False, exclude: Any =
 def save_object(root: Any, prefix: str, exclude: Any = None) -> str:
     """Write every variable reachable from `root` to `prefix` (atomically); returns the path."""
     graph = trackable.walk(root, exclude)
-    tensors = {k: np.array(v._value) for k, v in graph.all_variables().items()
-               if v._value is not None and v.dtype is not _dtypes.string}
+    tensors = {k: _saved_value(v) for k, v in graph.all_variables().items()
+               if v.dtype is not _dtypes.string}
+    tensors = {k: v for k, v in tensors.items() if v is not None}
     checkpoint_io.write_tensors(prefix, tensors)
     return prefix
+
+
+def _saved_value(var: Any) -> np.ndarray | None:
+    """A variable's value to save (a ShardedVariable's whole value); None if uninitialized."""
+    if getattr(var, "_is_sharded_variable", False):
+        return var.numpy()
+    return None if var._value is None else np.array(var._value)
 
 
 def _check_dependency(name: str, value: Any) -> None:

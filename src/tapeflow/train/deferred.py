@@ -87,6 +87,16 @@ def restore_on_create(owner: Any, name: Any, variable: Any) -> bool:
     if status is not None:
         status._consumed(entry.key)
     for slot in entry.slots:
-        defer(slot.optimizer, (variable._unique_id, slot.slot_name), slot.value, slot.key,
-              status)
+        defer_slot(slot.optimizer, variable, slot.slot_name, slot.value, slot.key, status)
     return True
+
+
+def defer_slot(optimizer: Any, variable: Any, slot_name: str, value: np.ndarray, key: str,
+               status: Any) -> None:
+    """Hold `value` for `optimizer`'s slot of `variable`; a ShardedVariable's slots are
+    per shard, so each shard waits for its rows."""
+    if getattr(variable, "_is_sharded_variable", False):
+        for shard, rows in variable._split_rows(value):
+            defer(optimizer, (shard._unique_id, slot_name), rows, key, status)
+    else:
+        defer(optimizer, (variable._unique_id, slot_name), value, key, status)

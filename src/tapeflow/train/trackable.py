@@ -88,6 +88,7 @@ def walk(root: Any, exclude: Callable[[Any], bool] | None = None) -> ObjectGraph
     seen: set[int] = {id(root)}
     var_paths: dict[int, str] = {}
     optimizers: list[tuple[str, Any]] = []
+    shard_of: dict[int, tuple[Any, int]] = {}  # shard -> (its ShardedVariable, index)
     queue: deque[tuple[str, Any]] = deque([("", root)])
     while queue:
         path, obj = queue.popleft()
@@ -97,20 +98,37 @@ def walk(root: Any, exclude: Callable[[Any], bool] | None = None) -> ObjectGraph
         for name, child in children(obj):
             if id(child) in seen:
                 continue
-            if isinstance(child, Variable):
+            sharded = getattr(child, "_is_sharded_variable", False)
+            if isinstance(child, Variable) or sharded:
                 seen.add(id(child))
                 key = _join(path, name)
-                graph.variables[key] = child
+                graph.variables[key] = child  # a ShardedVariable is saved whole
                 var_paths[id(child)] = key
+                for j, shard in enumerate(child.variables if sharded else ()):
+                    seen.add(id(shard))
+                    shard_of[id(shard)] = (child, j)
             elif _walkable(child) and not (exclude is not None and exclude(child)):
                 seen.add(id(child))
                 queue.append((_join(path, name), child))
     for opt_path, opt in optimizers:
+        sharded_slots: dict[tuple[int, str], dict[int, Variable]] = {}
         for var, slot_name, slot in opt._checkpoint_slots():
+            if id(var) in shard_of:  # a shard's slot: saved whole with its siblings'
+                owner, j = shard_of[id(var)]
+                sharded_slots.setdefault((id(owner), slot_name), {})[j] = slot
+                var, slot = owner, None
             var_path = var_paths.get(id(var))
-            if var_path is not None:
+            if var_path is not None and slot is not None:
                 key = f"{var_path}{SLOT_MARKER}{opt_path}/{_escape(slot_name)}"
                 graph.slots[key] = (opt, var, slot_name, slot)
+        owners = {id(o): o for o, _ in shard_of.values()}
+        for (owner_id, slot_name), parts in sharded_slots.items():
+            owner = owners[owner_id]
+            if len(parts) == len(owner.variables):
+                key = f"{var_paths[owner_id]}{SLOT_MARKER}{opt_path}/{_escape(slot_name)}"
+                whole = type(owner)([parts[j] for j in range(len(parts))],
+                                    name=f"{owner.name}/{slot_name}")
+                graph.slots[key] = (opt, owner, slot_name, whole)
     return graph
 
 

@@ -308,7 +308,10 @@ class Layer:
                             name=name or "Variable", dtype=dt,
                             constraint=_resolve_constraint(constraint),
                             synchronization=synchronization, aggregation=aggregation)
-        self._own_weights.append(variable)
+        # a ShardedVariable (ParameterServerStrategy's partitioner): the layer's weights are
+        # its shards, as in Keras
+        sharded = getattr(variable, "_is_sharded_variable", False)
+        self._own_weights.extend(variable.variables if sharded else [variable])
         from tapeflow.train.deferred import restore_on_create
 
         restore_on_create(self, name, variable)  # a checkpoint restored before build
@@ -316,7 +319,7 @@ class Layer:
         if reg is not None:
             self._regularized.append((reg, variable))
         if self._autocast_dtype is not None and dt.is_floating and \
-                kwargs.get("experimental_autocast", True):
+                kwargs.get("experimental_autocast", True) and not sharded:
             from tapeflow.keras.mixed_precision.autocast_variable import AutoCastVariable
 
             return AutoCastVariable(variable)  # the layer reads it in its compute dtype
@@ -640,7 +643,8 @@ class Layer:
     def _checkpoint_dependencies(self) -> list[tuple[str, Any]]:
         """(name, child) pairs a checkpoint walks: attributes holding layers or variables."""
         return [(k, v) for k, v in vars(self).items()
-                if k not in _UNTRACKED and isinstance(v, (Layer, Variable, list, tuple, dict))]
+                if k not in _UNTRACKED and (isinstance(v, (Layer, Variable, list, tuple, dict))
+                                            or getattr(v, "_is_sharded_variable", False))]
 
     @property
     def submodules(self) -> list:

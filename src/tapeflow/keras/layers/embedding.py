@@ -50,7 +50,7 @@ class Embedding(Layer):
         ids = tf.convert_to_tensor(inputs)
         if not ids.dtype.is_integer:
             ids = tf.cast(ids, tf.int32)
-        return tf.gather(self.embeddings, ids)
+        return tf.nn.embedding_lookup(self.embeddings, ids)
 
     def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
         """With ``mask_zero``, id 0 is padding: the mask is ``inputs != 0``."""
