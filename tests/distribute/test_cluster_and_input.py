@@ -9,6 +9,7 @@ import pytest
 
 import tapeflow as tf
 from tapeflow.distribute import collective_ops, input_lib
+from tapeflow.framework import tape as tape_mod
 
 
 def test_tf_config_resolver(monkeypatch):
@@ -160,3 +161,57 @@ def test_traced_step_posts_a_bucket_before_the_backward_pass_ends():
     products = [i for i, line in enumerate(lines) if "dot(" in line]
     assert len(starts) == 2  # the first layer's 8 KB kernel does not fit the first bucket
     assert starts[0] < products[-1]  # posted while the first layer's gradient is computed
+
+
+class _RecordingComm(_LoopbackComm):
+    def __init__(self, events: list):
+        self.events = events
+
+    def iallreduce(self, buf, op, what, out=None):
+        self.events.append(("post", buf.size))
+        return super().iallreduce(buf, op, what, out)
+
+
+def test_eager_backward_pass_posts_buckets_before_it_ends(monkeypatch):
+    """The tape's gradient-ready hook: in an eager step a bucket is posted as soon as its
+    gradients are final, before the first layers' gradients exist."""
+    model = tf.keras.Sequential([tf.keras.layers.Embedding(50, 32, input_length=4),
+                                 tf.keras.layers.Flatten(),
+                                 tf.keras.layers.Dense(64, "relu"),
+                                 tf.keras.layers.Dense(64, "relu"), tf.keras.layers.Dense(10)])
+    ids = np.arange(32).reshape(8, 4)
+    model(ids)
+    events: list = []
+    made: list = []
+
+    def hook(sources):
+        buckets = collective_ops.EagerBuckets(sources, _RecordingComm(events), 20_000)
+        made.append(buckets)
+
+        def ready(i, grad):
+            events.append(("final", i))
+            buckets.ready(i, grad)
+
+        return ready
+
+    monkeypatch.setattr(tape_mod, "gradient_ready_hooks", [hook])
+    variables = model.trainable_variables
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(model(ids) ** 2)
+    grads = tape.gradient(loss, variables)
+    posts = [i for i, e in enumerate(events) if e[0] == "post"]
+    assert len(posts) == 3  # buckets of at most 20 KB: [out layer + 2nd], [1st], [embedding]
+    assert posts[0] < events.index(("final", 1))  # before the first Dense's kernel gradient
+    assert posts[1] < events.index(("final", 0))  # before the embedding's gradient
+    assert isinstance(grads[0], tf.IndexedSlices)
+    # apply_gradients hands over the gradients (the embedding's densified): those buckets
+    densified = [tf.convert_to_tensor(g) for g in grads]
+    reduced = made[0].finish(densified, variables)
+    for r, g in zip(reduced, densified):  # the loopback sum leaves each buffer as it was
+        np.testing.assert_array_equal(r.numpy(), g.numpy())
+    # other gradients (clipped): not this pass's; the posted buckets are still waited for
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(model(ids) ** 2)
+    grads = tape.gradient(loss, variables)
+    assert made[1].finish([g * 0.5 for g in densified], variables) is None
+    assert made[1]._started == []

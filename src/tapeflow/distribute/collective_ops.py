@@ -120,3 +120,72 @@ def all_reduce_gradients(grads: list, comm: Communicator, bytes_per_pack: int) -
         for i, r in zip(members, reduced):
             out[i] = r
     return out
+
+
+class EagerBuckets:
+    """An eager backward pass's gradients, all-reduced bucket by bucket while it runs.
+
+    The tape calls `ready(i, grad)` as soon as source `i`'s gradient is final; when every
+    member of a bucket is, the bucket is posted (``CollectiveBucketStart``) while the walk
+    goes on to the earlier layers. ``finish(grads, variables)`` then waits for the buckets,
+    provided `grads` are the gradients the pass produced for `variables` (what
+    ``apply_gradients`` normally gets, IndexedSlices densified); given others it still waits
+    for the posted buckets (every rank posted them) and returns None. Every rank runs the same
+    backward pass, so buckets are posted in the same order everywhere."""
+
+    def __init__(self, sources: list, comm: Communicator, bytes_per_pack: int):
+        sizes = [(int(s.shape.num_elements()) * s.dtype.size, s.dtype) for s in sources]
+        self._sources = {id(s): i for i, s in enumerate(sources)}
+        self._buckets = plan_buckets(sizes, bytes_per_pack)
+        self._bucket_of = {i: b for b, members in enumerate(self._buckets) for i in members}
+        self._missing = [len(members) for members in self._buckets]
+        self._grads: list = [None] * len(sources)
+        self._dense: dict[int, Any] = {}
+        self._started: list[tuple] = []  # (members, token, what, shapes, dtype)
+        self._comm = comm
+
+    def ready(self, i: int, grad: Any) -> None:
+        self._grads[i] = grad
+        b = self._bucket_of[i]
+        self._missing[b] -= 1
+        if self._missing[b] == 0:
+            self._post(b)
+
+    def _post(self, b: int) -> None:
+        from tapeflow.framework.constant import convert_to_tensor
+
+        members = [i for i in self._buckets[b] if self._grads[i] is not None]
+        if not members:
+            return
+        dense = [convert_to_tensor(self._grads[i]) for i in members]  # IndexedSlices too
+        self._dense.update(zip(members, dense))
+        nbytes = sum(int(np.prod(d.shape.as_list(), dtype=np.int64)) * d.dtype.size
+                     for d in dense)
+        what = (f"gradient all-reduce (bucket {b + 1} of {len(self._buckets)}, "
+                f"{nbytes / 2**20:.2f} MB, posted during the backward pass)")
+        token = apply(_bucket_start, *dense, comm=self._comm, what=what)
+        self._started.append((members, token, what,
+                              tuple(tuple(d.shape.as_list()) for d in dense), dense[0].dtype))
+
+    def _is_mine(self, i: int | None, grad: Any) -> bool:
+        if i is None or grad is None or self._grads[i] is None:
+            return False
+        if grad is self._grads[i] or grad is self._dense[i]:
+            return True
+        mine = self._dense[i]  # an IndexedSlices the optimizer densified: the same values?
+        return type(self._grads[i]) is not type(mine) and np.array_equal(
+            np.asarray(getattr(grad, "_value", None)), mine._value)
+
+    def finish(self, grads: list, variables: list) -> list | None:
+        """`grads` summed over the ranks, from the posted buckets (None: not this pass's)."""
+        mine = [self._sources.get(id(v)) for v in variables]
+        matches = len(grads) == len(variables) and \
+            all(self._is_mine(i, g) for i, g in zip(mine, grads)) and \
+            set(mine) == set(self._dense)
+        reduced: dict[int, Any] = {}
+        for members, token, what, shapes, dtype in self._started:
+            outs = apply(_bucket_wait, token, comm=self._comm, shapes=shapes, dtype=dtype,
+                         what=what)
+            reduced.update(zip(members, outs))
+        self._started = []
+        return [reduced[i] for i in mine] if matches else None

@@ -38,7 +38,9 @@ from tapeflow.distribute.communicator import (
     notice_peer_failures,
 )
 from tapeflow.framework import nest
+from tapeflow.framework import tape as tape_mod
 from tapeflow.framework import variable as variable_mod
+from tapeflow.framework.context import state as _state
 from tapeflow.framework.tensor import wrap
 
 DEFAULT_BYTES_PER_PACK = 4 << 20
@@ -82,7 +84,7 @@ class _ReplicaContext(strategy.ReplicaContext):
 
     def _aggregate_gradients(self, grads: list, variables: list | None = None,
                              optimizer: Any = None) -> list:
-        return self._strategy._all_reduce_gradients(grads)
+        return self._strategy._all_reduce_gradients(grads, variables)
 
 
 class MultiWorkerMirroredStrategy(strategy.Strategy):
@@ -97,6 +99,7 @@ class MultiWorkerMirroredStrategy(strategy.Strategy):
         resolver = cluster_resolver if cluster_resolver is not None else \
             TFConfigClusterResolver()
         self._comm, self._resolver = _connect(resolver, timeout)
+        self._early: collective_ops.EagerBuckets | None = None
         if self._comm.size > 1:
             abort_job_on_uncaught_error(self._comm.comm)
             _track_new_variables()
@@ -208,10 +211,24 @@ class MultiWorkerMirroredStrategy(strategy.Strategy):
             var._value = self._comm.bcast(var._value, 0, f"broadcast of new variable "
                                                          f"{var.name} from the chief")
 
-    def _all_reduce_gradients(self, grads: list) -> list:
+    def _all_reduce_gradients(self, grads: list, variables: list | None = None) -> list:
         if self._comm.size == 1:
             return grads
+        early, self._early = self._early, None
+        if early is not None:  # posted during an eager backward pass
+            reduced = early.finish(grads, variables or [])
+            if reduced is not None:
+                return reduced
         return collective_ops.all_reduce_gradients(grads, self._comm, self._bytes_per_pack)
+
+    def _start_eager_buckets(self, sources: list) -> Any:
+        """Before an eager backward pass in this strategy's ``run`` whose sources are all
+        variables: buckets that start all-reducing as their gradients become final."""
+        early, self._early = self._early, None
+        if early is not None:  # an earlier pass whose gradients were never applied
+            early.finish([], [])
+        self._early = collective_ops.EagerBuckets(sources, self._comm, self._bytes_per_pack)
+        return self._early.ready
 
     def __repr__(self) -> str:
         return (f"<MultiWorkerMirroredStrategy worker {self._comm.rank} of {self._comm.size}, "
@@ -224,9 +241,21 @@ def _creation_hook(var: Any) -> None:
         current._on_variable_created(var)
 
 
+def _gradient_ready_hook(sources: list) -> Any:
+    """The tape's hook: an eager backward pass inside ``run`` of a multi-worker strategy,
+    for variables only, all-reduces its gradients as they become final."""
+    ctx = strategy.get_replica_context()
+    if not isinstance(ctx, _ReplicaContext) or _state.graph is not None or not sources or \
+            not all(isinstance(s, variable_mod.Variable) for s in sources):
+        return None  # traced steps overlap through the scheduler instead
+    return ctx._strategy._start_eager_buckets(sources)
+
+
 def _track_new_variables() -> None:
     if _creation_hook not in variable_mod.creation_hooks:
         variable_mod.creation_hooks.append(_creation_hook)
+    if _gradient_ready_hook not in tape_mod.gradient_ready_hooks:
+        tape_mod.gradient_ready_hooks.append(_gradient_ready_hook)
 
 
 def _connect(resolver: ClusterResolver, timeout: float) -> tuple[Communicator, ClusterResolver]:

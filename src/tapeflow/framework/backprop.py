@@ -79,17 +79,37 @@ def differentiable(t: Any) -> bool:
     return d.is_floating or d.is_complex
 
 
+def _first_uses(steps: list[Step], source_keys: set[int]) -> dict[int, list[int]]:
+    """Step index -> the sources whose earliest use is that step (-1: used by none): once the
+    backward walk has passed it, their gradients are final."""
+    first: dict[int, int] = {}
+    for i in reversed(range(len(steps))):
+        for k in steps[i].keys:
+            if k in source_keys:
+                first[k] = i
+    out: dict[int, list[int]] = {}
+    for k in source_keys:
+        out.setdefault(first.get(k, -1), []).append(k)
+    return out
+
+
 def backward(steps: list[Step], grads: dict[int, Any], source_keys: set[int],
-             receives: set[int]) -> dict[int, Any]:
+             receives: set[int], on_final: Callable | None = None) -> dict[int, Any]:
     """Walk `steps` (forward order, see ``relevant``) backwards from `grads` (key -> gradient
     of the targets). An input gets a gradient only if its key is in `receives` (watched, or
     reachable from a source) and its dtype is differentiable. Gradients of intermediates are
     dropped once used; those of `source_keys` are kept. A gradient rule gets an IndexedSlices
-    densified unless it is marked ``passes_slices`` (a variable read's). Returns `grads`."""
+    densified unless it is marked ``passes_slices`` (a variable read's). `on_final(key, grad)`
+    is called for each source as soon as no step left can add to its gradient (tf.distribute
+    starts all-reducing finished gradients while the walk goes on). Returns `grads`."""
     def take(k: int) -> Any:
         return grads.get(k) if k in source_keys else grads.pop(k, None)
 
-    for s in reversed(steps):
+    final_after = _first_uses(steps, source_keys) if on_final is not None else {}
+    for i in reversed(range(len(steps))):
+        for k in final_after.pop(i + 1, ()):
+            on_final(k, grads.get(k))
+        s = steps[i]
         if s.multi:
             gs = [take(k) for k in s.out_keys]
             if all(g is None for g in gs):
@@ -114,4 +134,7 @@ def backward(steps: list[Step], grads: dict[int, Any], source_keys: set[int],
         for key, x, g in zip(s.keys, s.inputs, in_grads):
             if g is not None and key in receives and differentiable(x):
                 accumulate(grads, key, g)
+    for i in sorted(final_after, reverse=True):  # step 0's sources, and those no step used
+        for k in final_after[i]:
+            on_final(k, grads.get(k))
     return grads

@@ -19,6 +19,11 @@ from tapeflow.framework.nest import flatten, pack_sequence_as
 from tapeflow.framework.tensor import EagerTensor, Tensor
 from tapeflow.framework.variable import Variable
 
+# Called as hook(sources) before each backward pass; a callable it returns gets
+# (source index, gradient) as each source's gradient becomes final, while the pass goes on
+# (tf.distribute all-reduces finished gradient buckets then).
+gradient_ready_hooks: list = []
+
 
 def _as_traced(t: Any) -> Any:
     """Inside a trace, an eager tensor the traced code reads is that graph's captured constant
@@ -27,6 +32,21 @@ def _as_traced(t: Any) -> Any:
     if graph is not None and isinstance(t, EagerTensor):
         return graph.convert(t)
     return t
+
+
+def _gradient_ready(sources: list) -> Callable | None:
+    """The backward walk's `on_final` (source key, gradient) for the hook that wants this
+    pass's gradients as they become final, if one does."""
+    ready = next((r for r in (hook(sources) for hook in gradient_ready_hooks)
+                  if r is not None), None)
+    if ready is None:
+        return None
+    index = {id(s): i for i, s in enumerate(sources)}
+
+    def on_final(key: int, grad: Any) -> None:
+        ready(index[key], grad)
+
+    return on_final
 
 
 class UnconnectedGradients(enum.Enum):
@@ -201,7 +221,8 @@ class GradientTape:
 
         source_keys = {id(s) for s in flat_sources}
         steps = backprop.relevant(self._entries, source_keys)
-        backprop.backward(steps, grads, source_keys, self._watched)
+        backprop.backward(steps, grads, source_keys, self._watched,
+                          _gradient_ready(flat_sources) if gradient_ready_hooks else None)
         out = []
         for original, s in zip(flatten(sources), flat_sources):
             g = grads.get(id(s))

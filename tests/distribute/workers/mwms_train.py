@@ -1,10 +1,13 @@
 """Run under `mpiexec -n N` (or alone): trains a small MLP with MultiWorkerMirroredStrategy and
 writes what the tests compare to OUT (an .npz, from the chief).
 
-usage: mwms_train.py OUT {fit,loop,backup} {sgd,adam} GLOBAL_BATCH STEPS [DIE_AT_EPOCH]
+usage: mwms_train.py OUT {fit,loop,eager,backup} {sgd,adam} GLOBAL_BATCH STEPS [DIE_AT_EPOCH]
 environment: MWMS_MODEL=densenet (the zoo's DenseNet with synchronized batch norm instead of the
 MLP), MWMS_FLOATX=float64, MWMS_PERMUTE=1 (each global batch in reverse order: the same math,
-another rounding).
+another rounding), MWMS_BYTES_PER_PACK (gradient bucket size).
+loop: a custom loop, traced; eager: the same loop run eagerly (buckets all-reduced during the
+backward pass: `overlapped` counts the steps whose first bucket was posted before the first
+layer's kernel gradient existed).
 backup: 4 epochs of fit with BackupAndRestore in OUT.backup; rank 1 exits at DIE_AT_EPOCH.
 """
 
@@ -20,7 +23,9 @@ out, mode, opt_name, global_batch, steps = sys.argv[1], sys.argv[2], sys.argv[3]
     int(sys.argv[4]), int(sys.argv[5])
 if os.environ.get("MWMS_FLOATX"):
     tf.keras.backend.set_floatx(os.environ["MWMS_FLOATX"])
-strategy = tf.distribute.MultiWorkerMirroredStrategy()
+strategy = tf.distribute.MultiWorkerMirroredStrategy(
+    tf.distribute.experimental.CommunicationOptions(
+        bytes_per_pack=int(os.environ.get("MWMS_BYTES_PER_PACK", "0"))))
 rank = strategy.cluster_resolver.task_id
 densenet = os.environ.get("MWMS_MODEL") == "densenet"
 rng = np.random.default_rng(0)
@@ -86,11 +91,34 @@ else:
         optimizer.apply_gradients(zip(grads, model.trainable_variables))
         return loss
 
-    traced = tf.function(lambda xb, yb: strategy.run(step, args=(xb, yb)))
-    losses = []
+    run_step = tf.function(lambda xb, yb: strategy.run(step, args=(xb, yb)))
+    events: list = []
+    if mode == "eager":
+        run_step = lambda xb, yb: strategy.run(step, args=(xb, yb))  # noqa: E731
+        from tapeflow.distribute import collective_ops
+
+        ready = collective_ops.EagerBuckets.ready
+        post = strategy.communicator.iallreduce
+
+        def logged_ready(self, i, grad):
+            events.append(("final", i))
+            ready(self, i, grad)
+
+        def logged_post(*args, **kwargs):
+            events.append(("post",))
+            return post(*args, **kwargs)
+
+        collective_ops.EagerBuckets.ready = logged_ready
+        strategy.communicator.iallreduce = logged_post
+    losses, overlapped = [], 0
     for xb, yb in strategy.experimental_distribute_dataset(dataset):
-        losses.append(strategy.reduce("SUM", traced(xb, yb), axis=None).numpy())
+        events.clear()
+        loss = run_step(xb, yb)
+        if ("final", 0) in events and ("post",) in events:
+            overlapped += events.index(("post",)) < events.index(("final", 0))
+        losses.append(strategy.reduce("SUM", loss, axis=None).numpy())
     results["loss"] = np.array(losses)
+    results["overlapped"] = np.array(overlapped)
     results["gathered"] = strategy.gather(tf.constant([[float(rank)] * 2]), axis=0).numpy()
     results["mean_axis"] = strategy.reduce("MEAN", tf.constant([rank, rank + 2.0]), axis=0).numpy()
 for i, w in enumerate(model.get_weights()):  # Dense: w0..w3
