@@ -37,6 +37,18 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def _spread(values: list) -> dict:
+    """min / median / p90 of `values` (the spread every timing here is reported with)."""
+    xs = sorted(values)
+    return {"min": xs[0], "median": statistics.median(xs),
+            "p90": xs[min(len(xs) - 1, int(round(0.9 * (len(xs) - 1))))]}
+
+
+def _fmt(spread: dict, unit: str, digits: int = 1) -> str:
+    return (f"min {spread['min']:.{digits}f} / median {spread['median']:.{digits}f} / "
+            f"p90 {spread['p90']:.{digits}f} {unit}")
+
+
 def _env() -> dict:
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
     env["PYTHONPATH"] = os.path.join(ROOT, "src") + os.pathsep + env.get("PYTHONPATH", "")
@@ -85,8 +97,9 @@ def allreduce_rank(total_mb: float, rounds: int) -> None:
         print(json.dumps({"bytes": nbytes, "tensors": len(grads),
                           "ours_GBps": bus(statistics.median(ours)),
                           "raw_GBps": bus(statistics.median(raw)),
-                          "ours_ms": statistics.median(ours) * 1e3,
-                          "raw_ms": statistics.median(raw) * 1e3}))
+                          "ours_ms": _spread([t * 1e3 for t in ours]),
+                          "raw_ms": _spread([t * 1e3 for t in raw]),
+                          "ratios": _spread([r / o for o, r in zip(ours, raw)])}))
 
 
 # --- 2. DenseNet weak scaling (runs on every rank) --------------------------------------------
@@ -116,7 +129,7 @@ def densenet_rank(steps: int, per_worker_batch: int) -> None:
               callbacks=[Timer()])
     step_s = statistics.median(times[2:])  # after the trace
     if strategy.is_chief:
-        print(json.dumps({"workers": n, "step_ms": step_s * 1e3,
+        print(json.dumps({"workers": n, "step_ms": _spread([t * 1e3 for t in times[2:]]),
                           "images_per_s": per_worker_batch * n / step_s}))
 
 
@@ -207,25 +220,27 @@ def main() -> None:
     if args.only in (None, "allreduce"):
         r = _mpiexec(2, "--rank-job", "allreduce", "--mb", str(args.mb))
         print(f"all-reduce of {r['bytes'] / 2**20:.0f} MB in {r['tensors']} tensors on 2 "
-              f"ranks: gradient path {r['ours_GBps']:.2f} GB/s bus ({r['ours_ms']:.1f} ms), "
-              f"raw mpi4py Allreduce {r['raw_GBps']:.2f} GB/s ({r['raw_ms']:.1f} ms): "
-              f"{r['ours_GBps'] / r['raw_GBps']:.2f}x")
+              f"ranks: gradient path {r['ours_GBps']:.2f} GB/s bus "
+              f"({_fmt(r['ours_ms'], 'ms')}), raw mpi4py Allreduce {r['raw_GBps']:.2f} GB/s "
+              f"({_fmt(r['raw_ms'], 'ms')}): {r['ours_GBps'] / r['raw_GBps']:.2f}x "
+              f"(paired rounds: {_fmt(r['ratios'], 'x', 2)})")
     if args.only in (None, "scaling"):
         one, two = [], []
         job = ("--rank-job", "densenet", "--steps", str(args.steps))
         for _ in range(args.rounds):  # alternate, so background load hits both alike
             one.append(_mpiexec(1, *job, bind=not args.no_bind))
             two.append(_mpiexec(2, *job, bind=not args.no_bind))
-            print(f"  round: 1 worker {one[-1]['images_per_s']:.0f} img/s, 2 workers "
-                  f"{two[-1]['images_per_s']:.0f} img/s: "
-                  f"{two[-1]['images_per_s'] / one[-1]['images_per_s']:.2f}x", flush=True)
+            print(f"  round: 1 worker {one[-1]['images_per_s']:.0f} img/s (step "
+                  f"{_fmt(one[-1]['step_ms'], 'ms')}), 2 workers "
+                  f"{two[-1]['images_per_s']:.0f} img/s (step {_fmt(two[-1]['step_ms'], 'ms')})"
+                  f": {two[-1]['images_per_s'] / one[-1]['images_per_s']:.2f}x", flush=True)
         ips1 = statistics.median(r["images_per_s"] for r in one)
         ips2 = statistics.median(r["images_per_s"] for r in two)
         ratios = [b["images_per_s"] / a["images_per_s"] for a, b in zip(one, two)]
         placement = "unbound" if args.no_bind else "one core per rank"
         print(f"DenseNet weak scaling, per-worker batch 64 ({placement}): "
               f"1 worker {ips1:.0f} img/s, 2 workers {ips2:.0f} img/s: {ips2 / ips1:.2f}x "
-              f"(median of paired ratios {statistics.median(ratios):.2f}x); load average "
+              f"(paired ratios {_fmt(_spread(ratios), 'x', 2)}); load average "
               f"after: {os.getloadavg()}")
     if args.only in (None, "ps"):
         r = parameter_servers(args.steps * 20)
