@@ -333,6 +333,9 @@ def abort_job_on_uncaught_error(comm: Any) -> None:
         sys.stderr.flush()
         sys.stdout.flush()
         time.sleep(2.0)  # let mpiexec forward the message before the abort tears the job down
+        from tapeflow.distribute import watchdog
+
+        watchdog.goodbye(comm.Get_rank(), "abort")
         try:
             comm.Abort(1)
         finally:

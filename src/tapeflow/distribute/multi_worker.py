@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from tapeflow.distribute import collective_ops, strategy
+from tapeflow.distribute import collective_ops, strategy, watchdog
 from tapeflow.distribute.cluster_resolver import (
     ClusterResolver,
     SimpleClusterResolver,
@@ -280,6 +280,9 @@ def _connect(resolver: ClusterResolver, timeout: float) -> tuple[Communicator, C
         notice_peer_failures(comm)
         comm.local_pids = {r: p for r, (h, p) in enumerate(zip(hosts, pids))
                            if h == here and r != world.Get_rank()}
+        if world.Get_size() > 1:  # names a rank that dies, though MPICH then kills the rest
+            watchdog.start(world.Get_rank(), hosts, pids, labels)
+            comm.barrier("watchdog start")
         if world.Get_rank() == 0 and world.Get_size() > 1:  # maps MPICH's "PID n" to a rank
             print("tapeflow MultiWorkerMirroredStrategy: " + ", ".join(
                 f"rank {r} = {label}" for r, label in enumerate(labels)), file=sys.stderr,
