@@ -107,8 +107,9 @@ def backward(steps: list[Step], grads: dict[int, Any], source_keys: set[int],
 
     final_after = _first_uses(steps, source_keys) if on_final is not None else {}
     for i in reversed(range(len(steps))):
-        for k in final_after.pop(i + 1, ()):
-            on_final(k, grads.get(k))
+        if final_after:
+            for k in final_after.pop(i + 1, ()):
+                on_final(k, grads.get(k))
         s = steps[i]
         if s.multi:
             gs = [take(k) for k in s.out_keys]
