@@ -56,6 +56,13 @@ def test_partitioned_variable_is_a_sharded_variable_as_in_tf():
     with pytest.raises(TypeError, match="non-empty list"):
         ShardedVariable([])
 
+    class Holder(tf.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = v
+
+    assert [x.name for x in Holder().trainable_variables] == [x.name for x in v.variables]
+
 
 def test_embedding_lookup_reads_each_row_from_its_shard():
     table = np.random.default_rng(1).normal(size=(10, 3))

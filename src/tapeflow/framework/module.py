@@ -40,6 +40,9 @@ def walk_attributes(obj: Any, predicate, seen: set | None = None) -> list:
         elif isinstance(value, (list, tuple)):
             for child in value:
                 visit(child)
+        elif getattr(value, "_is_sharded_variable", False):  # its shards, as in TF
+            for child in value.variables:
+                visit(child)
         elif isinstance(value, dict):
             for key in sorted(value, key=str):
                 visit(value[key])
