@@ -383,9 +383,8 @@ class ClusterCoordinator:
         slots: list[dict[str, dict[str, np.ndarray]]] = [{} for _ in self._shards]
         opt, config, iterations = self._optimizer, None, 0
         if opt is not None:
-            from tapeflow.keras import optimizers
 
-            config, iterations = optimizers.serialize(opt), int(opt.iterations._value)
+            config, iterations = ps_actors.optimizer_spec(opt), int(opt.iterations._value)
         home = self._strategy._home
         for var in self._strategy._variables:
             ps, key = home[var._ps_key], var._ps_key

@@ -58,10 +58,9 @@ class ParameterServerShard:
                 self._optimizer.iterations = int(iterations)
         return len(self._vars)
 
-    def _make_optimizer(self, config: dict) -> None:
-        from tapeflow.keras import optimizers
-
-        self._optimizer = optimizers.deserialize(config)
+    def _make_optimizer(self, spec: tuple) -> None:
+        cls, config = spec  # the user's class itself (a legacy one keeps its sparse rules)
+        self._optimizer = cls.from_config(config)
 
     def optimizer_state(self, keys: list[str]) -> tuple[dict[str, dict[str, np.ndarray]], int]:
         """The slots of the variables `keys` and the step count (for a checkpoint)."""
@@ -80,12 +79,15 @@ class ParameterServerShard:
         with self._lock:
             return {k: self._vars[k]._value for k in keys}, self._version
 
-    def push(self, grads: dict[str, np.ndarray], deltas: dict[str, np.ndarray],
-             seen_version: int, optimizer: dict | None) -> int:
+    def push(self, grads: dict[str, Any], deltas: dict[str, np.ndarray],
+             seen_version: int, optimizer: tuple | None) -> int:
         """Apply one worker's gradients now (with a copy of the worker's optimizer, made at
         the first push) and add its changes to non-trainable variables (batch-norm moving
-        statistics); returns the staleness of the gradients."""
+        statistics); returns the staleness of the gradients. A gradient is an array, or
+        (values, indices): the rows an embedding lookup touched, applied with the
+        optimizer's sparse rule as TensorFlow's servers do."""
         from tapeflow.framework.tensor import wrap
+        from tapeflow.ops.indexed_slices import IndexedSlices
 
         with self._lock:
             for k, d in deltas.items():
@@ -97,8 +99,15 @@ class ParameterServerShard:
                 if optimizer is None:
                     raise RuntimeError(f"ps:{self._index}: gradients came without an optimizer")
                 self._make_optimizer(optimizer)
-            pairs = [(wrap(np.asarray(g, self._vars[k]._value.dtype)), self._vars[k])
-                     for k, g in grads.items()]
+            pairs = []
+            for k, g in grads.items():
+                var = self._vars[k]
+                if isinstance(g, tuple):
+                    g = IndexedSlices(wrap(np.asarray(g[0], var._value.dtype)), wrap(g[1]),
+                                      wrap(np.asarray(var._value.shape, g[1].dtype)))
+                else:
+                    g = wrap(np.asarray(g, var._value.dtype))
+                pairs.append((g, var))
             self._optimizer.apply_gradients(pairs)
             stale = self._version - seen_version
             self._staleness.append(stale)
@@ -111,10 +120,18 @@ class ParameterServerShard:
 
 
 @op("ParameterServerPush", stateful=True, shape=lambda *specs, **attrs: ((), _dtypes.int64))
-def _stage_gradients(*grads, keys, sink):
-    """Hand the gradients to the worker, which pushes them to their shards after the step."""
-    sink.grads.extend(zip(keys, grads))
-    return np.asarray(len(grads), np.int64)
+def _stage_gradients(*arrays, keys, sparse, sink):
+    """Hand the gradients to the worker, which pushes them to their shards after the step;
+    a sparse one comes as two arrays (values, indices)."""
+    it = iter(arrays)
+    for key, rows in zip(keys, sparse):
+        sink.grads.append((key, (next(it), next(it)) if rows else next(it)))
+    return np.asarray(len(keys), np.int64)
+
+
+def optimizer_spec(optimizer: Any) -> tuple:
+    """What a server rebuilds `optimizer` from: its class and its config."""
+    return type(optimizer), optimizer.get_config()
 
 
 class _Staged:
@@ -122,10 +139,12 @@ class _Staged:
 
     def __init__(self) -> None:
         self.grads: list = []
-        self.optimizer: dict | None = None
+        self.optimizer: tuple | None = None
 
 
 class _WorkerReplicaContext(strategy_mod.ReplicaContext):
+    keeps_slices = True  # an embedding's IndexedSlices gradient goes to its server as rows
+
     def __init__(self, owner: Any, replica_id: int, sink: list):
         super().__init__(owner, replica_id)
         self._sink = sink
@@ -135,9 +154,7 @@ class _WorkerReplicaContext(strategy_mod.ReplicaContext):
         if variables is None:
             return grads
         if optimizer is not None and self._sink.optimizer is None:
-            from tapeflow.keras import optimizers
-
-            self._sink.optimizer = optimizers.serialize(optimizer)
+            self._sink.optimizer = optimizer_spec(optimizer)
         keys = []
         for v in variables:
             key = getattr(v, "_ps_key", None)
@@ -146,7 +163,14 @@ class _WorkerReplicaContext(strategy_mod.ReplicaContext):
                                  f"a parameter server: create trainable variables under "
                                  f"strategy.scope()")
             keys.append(key)
-        apply(_stage_gradients, *grads, keys=tuple(keys), sink=self._sink)
+        from tapeflow.ops.indexed_slices import IndexedSlices
+
+        arrays, sparse = [], []
+        for g in grads:
+            rows = type(g) is IndexedSlices
+            arrays.extend((g.values, g.indices) if rows else (g,))
+            sparse.append(rows)
+        apply(_stage_gradients, *arrays, keys=tuple(keys), sparse=tuple(sparse), sink=self._sink)
         return None
 
 
@@ -240,7 +264,7 @@ class Worker:
 
         per_ps: dict[int, tuple[dict, dict]] = {}
         for key, grad in self._sink.grads:
-            grad = np.asarray(grad._value if hasattr(grad, "_value") else grad)
+            grad = tuple(map(_to_numpy, grad)) if isinstance(grad, tuple) else _to_numpy(grad)
             per_ps.setdefault(self._home[key], ({}, {}))[0][key] = grad
         for key, delta in deltas.items():
             per_ps.setdefault(self._home[key], ({}, {}))[1][key] = delta

@@ -103,6 +103,8 @@ def _aggregate_over_replicas(grads: list, variables: list, optimizer: Any) -> li
     single = strategy.ReplicaContext._aggregate_gradients
     if ctx is None or type(ctx)._aggregate_gradients is single:
         return grads  # one replica: nothing to do (IndexedSlices stay sparse)
+    if getattr(ctx, "keeps_slices", False):  # a parameter-server worker: rows go as rows
+        return ctx._aggregate_gradients(list(grads), variables, optimizer)
     return ctx._aggregate_gradients([indexed_slices.dense(g) for g in grads], variables, optimizer)
 
 
