@@ -1,24 +1,32 @@
 """W9 (Transformer encoder) and W10 (Embedding + LSTM) training steps: tapeflow eager, tapeflow
-tf.function and PyTorch eager side by side in one process (issue 25).
+tf.function and PyTorch eager side by side, each in its own fresh process (issue 25).
 
-    python benchmarks/bench_w9_w10.py [--only w9|w10] [--rounds 7] [--steps 3] [--torch-threads 1]
+    python benchmarks/bench_w9_w10.py [--only w9|w10] [--rounds 5] [--steps 10] [--torch-threads 1]
 
 The models are ../shared/workloads' tf_models2.py / torch_models2.py: W9 two encoder blocks
 (MultiHeadAttention 4 heads, LayerNormalization, feed-forward 256; batch 32 of 64 tokens x
 128), W10 Embedding(1000, 64) -> LSTM(128) -> Dense(10), batch 64 of 50 tokens; one Adam step
-each. After warm-up the variants take turns, `steps` steps each per round, in an order that
-rotates every round (on a shared machine adjacent rounds see the same load). Prints each
-variant's min / median / p90 step and the median over rounds of its ratio to PyTorch's
-median step in the same round.
+each. Every round starts one fresh process per variant, in an order that rotates every round
+(on a shared machine adjacent processes see the same load); each process warms up, then times
+`steps` steps. Separate processes keep the frameworks' threads apart: PyTorch's OpenMP threads
+spin for a while after each of its steps, and in one process with tapeflow they took the core
+tapeflow's split products wanted (and tapeflow's slowed PyTorch). PyTorch runs with its own
+defaults (one thread per core, active waiting) unless --torch-threads is given. Prints each
+variant's min / median / p90 step over all rounds and the median over rounds of its median's
+ratio to PyTorch's median in the same round.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import statistics
-import time
+import subprocess
+import sys
 
 import numpy as np
+from timing import spread_text, timed
 
 B, T, D, H, FF, V = 32, 64, 128, 4, 256, 1000
 
@@ -68,16 +76,6 @@ def tapeflow_step(workload: str, wrap=lambda f: f):
         return loss
 
     return wrap(step)
-
-
-def tapeflow_steps(workload: str) -> dict:
-    import tapeflow as tf
-
-    steps = {}
-    for name, wrap in (("tapeflow eager", lambda f: f), ("tapeflow tf.function", tf.function)):
-        run = tapeflow_step(workload, wrap)
-        steps[name] = lambda run=run: run().numpy()
-    return steps
 
 
 def torch_step(workload: str, threads: int | None):
@@ -131,62 +129,96 @@ def torch_step(workload: str, threads: int | None):
     return step
 
 
-def spread_ms(times: list[float]) -> str:
-    """min / median / p90 of step times, in ms."""
-    s = sorted(times)
-    p90 = s[min(len(s) - 1, round(0.9 * (len(s) - 1)))]
-    return f"{s[0] * 1e3:7.1f} {statistics.median(s) * 1e3:7.1f} {p90 * 1e3:7.1f}"
+VARIANTS = ("tapeflow-eager", "tapeflow-graph", "torch-eager")
+LABELS = {"tapeflow-eager": "tapeflow eager", "tapeflow-graph": "tapeflow tf.function",
+          "torch-eager": "PyTorch eager"}
 
 
-def bench(workload: str, rounds: int, steps: int, torch_threads: int | None) -> None:
-    variants = tapeflow_steps(workload)
-    try:
-        variants["PyTorch eager"] = torch_step(workload, torch_threads)
-    except ImportError:
+def worker(workload: str, variant: str, steps: int, warmup: int, torch_threads: int | None) -> dict:
+    """In this (fresh) process: build one variant's step, time it; first call and step times."""
+    if variant == "torch-eager":
+        run = torch_step(workload, torch_threads)
+    else:
+        import tapeflow as tf
+
+        wrap = tf.function if variant == "tapeflow-graph" else (lambda f: f)
+        step = tapeflow_step(workload, wrap)
+
+        def run():
+            return step().numpy()
+    first = timed(run, 1)[0]
+    return {"first": first, "times": timed(run, steps, warmup)}
+
+
+def _run_worker(workload: str, variant: str, steps: int, warmup: int,
+                torch_threads: int | None) -> dict:
+    cmd = [sys.executable, os.path.abspath(__file__), "--worker", variant, "--only", workload,
+           "--steps", str(steps), "--warmup", str(warmup)]
+    if torch_threads:
+        cmd += ["--torch-threads", str(torch_threads)]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        return {"error": (out.stderr.strip().splitlines() or ["failed"])[-1]}
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def bench(workload: str, rounds: int, steps: int, warmup: int, torch_threads: int | None) -> None:
+    names = [v for v in VARIANTS if v != "torch-eager" or _has_torch()]
+    if "torch-eager" not in names:
         print("(PyTorch not installed: tapeflow only)")
-    first = {}
-    for name, fn in variants.items():
-        start = time.perf_counter()
-        fn()
-        first[name] = time.perf_counter() - start
-        for _ in range(2):
-            fn()
-    names = list(variants)
     times: dict[str, list[float]] = {n: [] for n in names}
+    firsts: dict[str, list[float]] = {n: [] for n in names}
     ratios: dict[str, list[float]] = {n: [] for n in names}
+    errors: dict[str, str] = {}
     for r in range(rounds):
         medians = {}
         for name in names[r % len(names):] + names[:r % len(names)]:
-            ts = []
-            for _ in range(steps):
-                start = time.perf_counter()
-                variants[name]()
-                ts.append(time.perf_counter() - start)
-            times[name] += ts
-            medians[name] = statistics.median(ts)
-        if "PyTorch eager" in medians:
-            for name in names:
-                ratios[name].append(medians[name] / medians["PyTorch eager"])
+            res = _run_worker(workload, name, steps, warmup, torch_threads)
+            if "error" in res:
+                errors[name] = res["error"]
+                continue
+            times[name] += res["times"]
+            firsts[name].append(res["first"])
+            medians[name] = statistics.median(res["times"])
+        if "torch-eager" in medians:
+            for name in medians:
+                ratios[name].append(medians[name] / medians["torch-eager"])
     title = {"w9": "W9 Transformer step (2 blocks, batch 32x64x128, Adam)",
              "w10": "W10 Embedding+LSTM(128) step (batch 64x50, Adam)"}[workload]
-    print(f"{title}: {rounds} rounds x {steps} steps")
-    print(f"  {'variant':22s} {'min ms':>7} {'median':>7} {'p90':>7}  {'x PyTorch':>9}  first")
+    print(f"{title}: {rounds} rounds x {steps} steps, one fresh process per variant and round")
+    print(f"  {'variant':22s} {'min / median / p90 ms':>23s}  {'x PyTorch':>9}  first call s")
     for name in names:
+        if not times[name]:
+            print(f"  {LABELS[name]:22s} error: {errors.get(name)}")
+            continue
         ratio = f"{statistics.median(ratios[name]):9.2f}" if ratios[name] else " " * 9
-        print(f"  {name:22s} {spread_ms(times[name])}  {ratio}  {first[name]:.2f} s")
+        print(f"  {LABELS[name]:22s} {spread_text(times[name], 1e3, 1):>23s}  {ratio}  "
+              f"{statistics.median(firsts[name]):.2f}")
+
+
+def _has_torch() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("torch") is not None
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", choices=("w9", "w10"))
-    parser.add_argument("--rounds", type=int, default=7)
-    parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=10, help="timed steps per process")
+    parser.add_argument("--warmup", type=int, default=3, help="untimed steps per process")
     parser.add_argument("--torch-threads", type=int, default=None,
                         help="torch.set_num_threads (default: PyTorch's own, one per core)")
+    parser.add_argument("--worker", choices=VARIANTS, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.worker:
+        print(json.dumps(worker(args.only, args.worker, args.steps, args.warmup,
+                                args.torch_threads)))
+        return
     for workload in ("w9", "w10"):
         if args.only in (None, workload):
-            bench(workload, args.rounds, args.steps, args.torch_threads)
+            bench(workload, args.rounds, args.steps, args.warmup, args.torch_threads)
 
 
 if __name__ == "__main__":

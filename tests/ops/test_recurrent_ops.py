@@ -13,11 +13,21 @@ from tapeflow.testing import check_grads
 B, T, U, F = 3, 5, 4, 2
 
 
-def _inputs(seed=0, dtype=np.float64):
+def _inputs(seed=0, dtype=np.float64, batch=B):
+    """(projected [T, B, 4U], h0, c0, recurrent kernel, bias)."""
     rng = np.random.default_rng(seed)
-    return (rng.standard_normal((B, T, 4 * U)).astype(dtype),
-            rng.standard_normal((B, U)).astype(dtype), rng.standard_normal((B, U)).astype(dtype),
-            (0.5 * rng.standard_normal((U, 4 * U))).astype(dtype))
+    return (rng.standard_normal((T, batch, 4 * U)).astype(dtype),
+            rng.standard_normal((batch, U)).astype(dtype),
+            rng.standard_normal((batch, U)).astype(dtype),
+            (0.5 * rng.standard_normal((U, 4 * U))).astype(dtype),
+            (0.5 * rng.standard_normal(4 * U)).astype(dtype))
+
+
+def _grads_in(seed, batch=B, dtype=np.float64):
+    """Gradients of (hs [T, B, U], h_T, c_T)."""
+    rng = np.random.default_rng(seed)
+    return tuple(rng.standard_normal(s).astype(dtype)
+                 for s in ((T, batch, U), (batch, U), (batch, U)))
 
 
 def test_lstm_sequence_gradients_match_finite_differences():
@@ -26,14 +36,13 @@ def test_lstm_sequence_gradients_match_finite_differences():
 
 def test_numpy_fallback_matches_compiled_loops(monkeypatch):
     args = _inputs(1)
-    rng = np.random.default_rng(2)
-    g = rng.standard_normal((B, T, U)), rng.standard_normal((B, U)), rng.standard_normal((B, U))
+    g = _grads_in(2)
     out = K.forward(*args)
-    grads = K.backward(*g, *args[1:], out[0], *out[3:])
-    monkeypatch.setattr(K, "_pre_nb", None)
-    assert K._loops(np.dtype(np.float64))[0] is K._pre_np
+    grads = K.backward(*g, *args[1:4], out[0], *out[3:])
+    monkeypatch.setattr(K, "_step_nb", None)
+    assert K._loops(np.dtype(np.float64))[0] is K._step_np
     out_np = K.forward(*args)
-    grads_np = K.backward(*g, *args[1:], out_np[0], *out_np[3:])
+    grads_np = K.backward(*g, *args[1:4], out_np[0], *out_np[3:])
     for a, b in zip(out + grads, out_np + grads_np):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
 
@@ -110,9 +119,9 @@ def test_matches_pytorch_lstm():
 
 
 def test_bad_recurrent_kernel_names_the_op():
-    p, h0, c0, _ = _inputs()
+    p, h0, c0, _, bias = _inputs()
     with pytest.raises(Exception, match="_LSTMSequence.*recurrent kernel"):
-        recurrent_ops.lstm_sequence(p, h0, c0, np.zeros((U, 3 * U)))
+        recurrent_ops.lstm_sequence(p, h0, c0, np.zeros((U, 3 * U)), bias)
 
 
 @pytest.mark.parametrize("idle", [True, False])
@@ -122,15 +131,12 @@ def test_batch_slices_give_the_same_bits_idle_or_busy(monkeypatch, idle):
     from tapeflow.framework import threads
     from tapeflow.kernels import parallel
 
-    rng = np.random.default_rng(4)
     b = 24
-    args = (rng.standard_normal((b, T, 4 * U)), rng.standard_normal((b, U)),
-            rng.standard_normal((b, U)), 0.5 * rng.standard_normal((U, 4 * U)))
-    g = rng.standard_normal((b, T, U)), rng.standard_normal((b, U)), rng.standard_normal((b, U))
+    args, g = _inputs(4, batch=b), _grads_in(5, batch=b)
 
     def run():
         out = K.forward(*args)
-        return list(out) + list(K.backward(*g, *args[1:], out[0], *out[3:]))
+        return list(out) + list(K.backward(*g, *args[1:4], out[0], *out[3:]))
 
     whole = run()
     monkeypatch.setattr(threads, "_intra_op", 3)
@@ -142,3 +148,32 @@ def test_batch_slices_give_the_same_bits_idle_or_busy(monkeypatch, idle):
     for a, c, w in zip(sliced, run(), whole):
         np.testing.assert_array_equal(a, c)
         np.testing.assert_allclose(a, w, rtol=1e-12, atol=1e-12)
+
+
+def test_float32_tanh_is_within_2e7_of_exact_and_keeps_nan():
+    """float32 gates use Eigen's rational tanh (TensorFlow's CPU form), compiled to SIMD."""
+    pytest.importorskip("numba")
+    z = np.concatenate([np.linspace(-12, 12, 4001), [0.0, 1e-6, -3e-4, np.inf, -np.inf,
+                                                     np.nan]]).astype(np.float32)
+    x = np.zeros((1, 4 * z.size), np.float32)  # every element as an input-gate argument
+    x[0, :z.size] = 2 * z  # the step halves sigmoid arguments: tanh(z) lands in the gate
+    out = [np.zeros((1, z.size), np.float32) for _ in range(4)]
+    K._step_nb(x, np.zeros_like(x), np.zeros(4 * z.size, np.float32), *out)
+    got = (x[0, :z.size] - 0.5) * 2  # back from 0.5 * tanh + 0.5
+    exact = np.tanh(z.astype(np.float64))
+    np.testing.assert_allclose(got[:-1], exact[:-1], rtol=0, atol=4e-7)  # +-inf: +-1 too
+    assert np.isnan(got[-1])
+
+
+def test_float32_sequence_matches_float64():
+    args64, g64 = _inputs(7, batch=16), _grads_in(8, batch=16)
+    args32 = [a.astype(np.float32) for a in args64]
+    g32 = [a.astype(np.float32) for a in g64]
+    for args, g, kind in ((args64, g64, 64), (args32, g32, 32)):
+        out = K.forward(*args)
+        res = list(out[:3]) + list(K.backward(*g, *args[1:4], out[0], *out[3:]))
+        if kind == 64:
+            want = res
+    for a, w in zip(res, want):
+        assert a.dtype == np.float32
+        np.testing.assert_allclose(a, w, rtol=2e-5, atol=2e-5 * np.abs(w).max())

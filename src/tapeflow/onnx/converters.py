@@ -320,11 +320,12 @@ def _pad(ctx: Any, node: Any) -> list[str]:
 
 @converter("_LSTMSequence")
 def _lstm_sequence(ctx: Any, node: Any) -> list[str]:
-    """ONNX's LSTM on the projected inputs: W selects them in ONNX's gate order (i, o, f, c)
-    from Keras's (i, f, c, o), R is the recurrent kernel transposed the same way, no bias (it
-    is in the projection). Only hs, h_T and c_T exist there; the saved tensors the gradient
-    reads do not (an exported graph has no gradient)."""
-    p, h0, c0, r = ctx.inputs(node)
+    """ONNX's LSTM (time-major, as the op) on the projected inputs: W selects them in ONNX's
+    gate order (i, o, f, c) from Keras's (i, f, c, o), R is the recurrent kernel transposed and
+    the bias gathered the same way (the recurrent half of ONNX's bias is zero). Only hs, h_T and
+    c_T exist there; the saved tensors the gradient reads do not (an exported graph has no
+    gradient)."""
+    p, h0, c0, r, bias = ctx.inputs(node)
     units = node.inputs[3].shape.as_tuple()[0]
     if units is None:
         raise ctx.unsupported(node, "an unknown number of units")
@@ -333,13 +334,15 @@ def _lstm_sequence(ctx: Any, node: Any) -> list[str]:
     w = ctx.constant(np.eye(4 * units, dtype=dtype)[order][None])
     r = ctx.add("Gather", [ctx.add("Transpose", [r], perm=[1, 0]), ctx.constant(order)], axis=0)
     r = ctx.add("Reshape", [r, ctx.constant(np.array([1, 4 * units, units], np.int64))])
+    b = ctx.add("Concat", [ctx.add("Gather", [bias, ctx.constant(order)], axis=0),
+                           ctx.constant(np.zeros(4 * units, dtype))], axis=0)
+    b = ctx.add("Reshape", [b, ctx.constant(np.array([1, 8 * units], np.int64))])
     state = ctx.constant(np.array([1, -1, units], np.int64))
-    x = ctx.add("Transpose", [p], perm=[1, 0, 2])
     y, y_h, y_c = ctx.add_multi(
-        "LSTM", [x, w, r, "", "", ctx.add("Reshape", [h0, state]),
+        "LSTM", [p, w, r, b, "", ctx.add("Reshape", [h0, state]),
                  ctx.add("Reshape", [c0, state])], 3, hidden_size=units)
-    y = ctx.add("Reshape", [y, ctx.constant(np.array([0, -1, units], np.int64))])
     flat = ctx.constant(np.array([-1, units], np.int64))
-    return [ctx.add("Transpose", [y], node, output=0, perm=[1, 0, 2]),
+    return [ctx.add("Reshape", [y, ctx.constant(np.array([0, -1, units], np.int64))], node,
+                    output=0),
             ctx.add("Reshape", [y_h, flat], node, output=1),
             ctx.add("Reshape", [y_c, flat], node, output=2)]

@@ -476,14 +476,19 @@ class RNN(Layer):
 
     def _fused_lstm(self, x: Any, states: list) -> tuple[Any, list]:
         """The whole sequence as one op (``ops/recurrent_ops.py``): same results as the
-        unrolled steps, in one compiled loop forward and one backward."""
-        projected = self.cell.project(x)
+        unrolled steps, in one compiled loop forward and one backward. The op is time-major
+        (each step's rows one contiguous block), so the inputs are transposed, not the
+        4x wider projection; the op adds the bias in its step pass."""
+        cell = self.cell
+        x = tf.transpose(x, [1, 0, 2])
         if self.go_backwards:
-            projected = tf.reverse(projected, [1])
+            x = tf.reverse(x, [0])
+        projected = cell._matmul(x, cell.kernel)
         dtype = projected.dtype
+        bias = cell.bias if cell.bias is not None else tf.zeros([4 * cell.units], dtype)
         h0, c0 = (tf.cast(s, dtype) for s in states)
-        hs, h, c = recurrent_ops.lstm_sequence(projected, h0, c0, self.cell.recurrent_kernel)
-        return (hs if self.return_sequences else h), [h, c]
+        hs, h, c = recurrent_ops.lstm_sequence(projected, h0, c0, cell.recurrent_kernel, bias)
+        return (tf.transpose(hs, [1, 0, 2]) if self.return_sequences else h), [h, c]
 
     def _loop(self, x: Any, states: list, mask: Any, input_masks: Any,
               recurrent_masks: Any) -> tuple[Any, list]:
