@@ -2,6 +2,7 @@
 tf.function (on the caller's thread and on the inter-op worker), in fit and in tf.data workers;
 the intra-/inter-op counts and tf.data's CPU budget come from one place."""
 
+import json
 import os
 import statistics
 import subprocess
@@ -184,11 +185,62 @@ W10_STEP = textwrap.dedent("""
 """)
 
 
+THREAD_CPU = textwrap.dedent("""
+    import json, os, sys, threading, time
+    import threadpoolctl
+    exec(sys.argv[1].split("for _ in range(3):")[0])  # W10_STEP's model and step
+
+    def cpu():  # each thread's CPU seconds: Linux's per-thread CPU clock of its id
+        out = {}
+        for tid in map(int, os.listdir("/proc/self/task")):
+            try:
+                out[tid] = time.clock_gettime(((~tid) << 3) | 6)
+            except OSError:  # the thread ended
+                pass
+        return out
+
+    def used(run):  # (CPU of threads tapeflow did not start, CPU of all) while run() runs
+        before = cpu()
+        run()
+        after = cpu()
+        ours = {t.native_id for t in threading.enumerate()}
+        spent = {tid: after[tid] - before.get(tid, 0.0) for tid in after}
+        return sum(v for t, v in spent.items() if t not in ours), sum(spent.values())
+
+    step(x, y).numpy()
+    w10 = used(lambda: [step(x, y).numpy() for _ in range(3)])
+    a = np.ones((768, 768), np.float32)
+    with threadpoolctl.threadpool_limits(os.cpu_count(), user_api="blas"):
+        probe = used(lambda: [a @ a for _ in range(8)])  # BLAS with threads of its own
+    print(json.dumps({"w10": w10, "probe": probe}))
+""")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux per-thread CPU clocks")
+def test_w10_graph_step_gives_blas_no_threads_of_its_own():
+    """Oversubscription without timing (so load cannot make it flaky): the W10 step as a
+    tf.function in a fresh process, each thread's CPU time over three steps. Threads tapeflow
+    did not start (OpenBLAS's workers, which stalled graphs before the policy: issue 25) must
+    do no work. The probe after it proves the check sees them: with BLAS's count raised
+    outside tapeflow, the same accounting finds OpenBLAS's workers doing their share."""
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("one core: BLAS has no second thread to start")
+    env = {**os.environ, "PYTHONPATH": _src()}
+    env.pop("OPENBLAS_NUM_THREADS", None)
+    out = subprocess.run([sys.executable, "-c", THREAD_CPU, W10_STEP], env=env, check=True,
+                         capture_output=True, text=True).stdout
+    used = json.loads(out.strip().splitlines()[-1])
+    (w10_foreign, w10_total), (probe_foreign, probe_total) = used["w10"], used["probe"]
+    assert probe_foreign >= 0.2 * probe_total, used  # the accounting sees BLAS's threads
+    assert w10_foreign <= 0.01 * w10_total, used
+
+
 @pytest.mark.slow
 def test_w10_graph_step_is_steady_across_fresh_processes():
     """The W10 LSTM step in five fresh processes: before the policy the per-process medians
     ranged over 10x on an idle 2-core machine (35 ms in one process, 390-450 ms in the next).
-    A timing test, so slow-marked: on a machine shared with other work it needs quiet."""
+    A timing test, so slow-marked: on a machine shared with other work it needs quiet (the
+    test above checks the same oversubscription by each thread's CPU time, in the fast suite)."""
     env = {**os.environ, "PYTHONPATH": _src()}
     env.pop("OPENBLAS_NUM_THREADS", None)
     medians = [float(subprocess.run([sys.executable, "-c", W10_STEP], env=env, check=True,
