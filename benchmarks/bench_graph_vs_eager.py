@@ -26,6 +26,7 @@ from collections.abc import Callable
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from timing import spread  # noqa: E402
 
 # nodes that run no kernel of their own (the graph's inputs and reads, as eager's are free)
 NOT_KERNELS = {"Placeholder", "Const", "ReadVariableOp", "NoOp", "Identity"}
@@ -182,11 +183,6 @@ def _result(out):
     while isinstance(out, (tuple, list)) and out:
         out = out[0]
     return out.numpy() if hasattr(out, "numpy") else out
-
-
-def spread(ms: list[float]) -> tuple[float, float, float]:
-    s = sorted(ms)
-    return s[0], statistics.median(s), s[min(len(s) - 1, round(0.9 * (len(s) - 1)))]
 
 
 def measure(eager: Callable, function: Callable, args: tuple, rounds: int, steps: int) -> dict:

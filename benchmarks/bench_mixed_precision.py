@@ -1,6 +1,7 @@
 """Mixed precision on the main job's model: the training step of `tapeflow train`'s DenseNet
 (batch 64, Adam) under float32, mixed_float16 and mixed_bfloat16, timed in alternating rounds in
-one process (the machine is shared: report the ratio to float32, not the milliseconds).
+one process (the machine is shared: report the ratio to float32, not the milliseconds). Each
+policy's min / median / p90 step, and the median over rounds of its ratio to float32.
 
     PYTHONPATH=src python benchmarks/bench_mixed_precision.py [--rounds 5] [--steps 5]
 
@@ -11,9 +12,9 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
 
 import numpy as np
+from timing import spread_text, timed
 
 POLICIES = ("float32", "mixed_float16", "mixed_bfloat16")
 
@@ -50,16 +51,19 @@ def main() -> None:
     for model in models.values():
         model.train_on_batch(x, y)  # trace
     times: dict[str, list[float]] = {p: [] for p in POLICIES}
-    for _ in range(args.rounds):
-        for policy, model in models.items():
-            start = time.perf_counter()
-            for _ in range(args.steps):
-                model.train_on_batch(x, y)
-            times[policy].append((time.perf_counter() - start) / args.steps)
-    base = statistics.median(times["float32"])
+    ratios: dict[str, list[float]] = {p: [] for p in POLICIES}
+    for r in range(args.rounds):
+        medians = {}
+        for policy in POLICIES[r % 3:] + POLICIES[:r % 3]:  # the order rotates every round
+            ts = timed(lambda m=models[policy]: m.train_on_batch(x, y), args.steps)
+            times[policy] += ts
+            medians[policy] = statistics.median(ts)
+        for policy in POLICIES:
+            ratios[policy].append(medians[policy] / medians["float32"])
+    print(f"{'policy':15s} {'min / median / p90 ms':>22s}  x float32")
     for policy in POLICIES:
-        median = statistics.median(times[policy])
-        print(f"{policy:15s} {median * 1e3:8.1f} ms/step  {median / base:5.2f}x float32")
+        print(f"{policy:15s} {spread_text(times[policy], 1e3, 1):>22s}  "
+              f"{statistics.median(ratios[policy]):9.2f}")
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ import sys
 import time
 
 import numpy as np
+from timing import spread, timed
 
 # TensorFlow's numbers quoted in issue 5 (another machine), used when TF is not installed;
 # with TF (here or via --tf-python) its runs go side by side with the others
@@ -44,16 +45,8 @@ def _peak_rss_mb() -> float:
 
 def _step_ms(step, steps: int, warmup: int) -> dict:
     """Step time after warm-up: median, min and p90 in ms (the spread, not only the median)."""
-    for _ in range(warmup):
-        step()
-    times = []
-    for _ in range(steps):
-        start = time.perf_counter()
-        step()
-        times.append((time.perf_counter() - start) * 1e3)
-    times.sort()
-    p90 = times[min(len(times) - 1, round(0.9 * (len(times) - 1)))]
-    return {"ms": statistics.median(times), "min_ms": times[0], "p90_ms": p90}
+    low, median, p90 = spread(timed(step, steps, warmup))
+    return {"ms": median * 1e3, "min_ms": low * 1e3, "p90_ms": p90 * 1e3}
 
 
 def _w4_data(batch: int = 64):
