@@ -1,6 +1,9 @@
 """``tf.ragged``: tensors whose rows have different lengths (see ragged/tensor.py)."""
 
-from tapeflow.ragged import nn_dispatch  # noqa: F401  (registers tf.nn.* on RaggedTensor)
+from tapeflow.ragged import (  # noqa: F401  (register tf.nn.*, segment ops on RaggedTensor)
+    nn_dispatch,
+    segment_dispatch,
+)
 from tapeflow.ragged.api import (
     boolean_mask,
     constant,

@@ -294,8 +294,9 @@ def _boolean_mask_api(tensor: Any, mask: Any, axis: Any = None,
 
 @dispatch_for_api(math_ops.where, RaggedTensor)
 def where(condition: Any, x: Any = None, y: Any = None, name: str | None = None) -> Any:
-    if x is None and y is None:
-        raise NotImplementedError("tf.where(ragged_condition) with no x and y")
+    if x is None and y is None:  # the [n, rank] int64 coordinates of the True entries
+        return indexing_ops.boolean_mask(condition.to_sparse().indices,
+                                         array_ops.reshape(condition.flat_values, [-1]))
     rt = next(v for v in (condition, x, y) if isinstance(v, RaggedTensor))
     args = []
     for v in (condition, x, y):

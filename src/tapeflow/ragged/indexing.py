@@ -85,11 +85,13 @@ def getitem(rt: RaggedTensor, key: Any) -> Any:
     key = key if isinstance(key, tuple) else (key,)
     if not key:
         return rt
-    first, rest = key[0], key[1:]
-    if first is Ellipsis:
-        if not rest:
+    if any(k is Ellipsis for k in key):  # ... stands for the dims the other indices skip
+        at = next(i for i, k in enumerate(key) if k is Ellipsis)
+        fill = rt.shape.rank - sum(k is not None for k in key if k is not Ellipsis)
+        key = key[:at] + (slice(None),) * max(fill, 0) + key[at + 1:]
+        if not key:
             return rt
-        raise NotImplementedError("RaggedTensor indexing with ... before other indices")
+    first, rest = key[0], key[1:]
     if isinstance(first, slice):
         rows = rt if first == slice(None) else _row_range(rt, first)
         return _per_row(rows, rest) if rest else rows
@@ -119,16 +121,10 @@ def _per_row(rt: RaggedTensor, key: tuple) -> Any:
         values = take_rows(rt.values, positions)
         return RaggedTensor.from_row_splits(_inner(values, rest), new_splits, validate=False)
     if isinstance(item, (int, np.integer)) or isinstance(item, Tensor):
-        j = math_ops.cast(convert_to_tensor(item) if not isinstance(item, Tensor) else item,
-                          splits.dtype)
-        index = math_ops.where(math_ops.less(j, 0), splits[1:] + j, splits[:-1] + j)
-        if isinstance(lengths, EagerTensor) and isinstance(j, EagerTensor):
-            jj, ln = int(j), lengths._value
-            if np.any((jj >= ln) | (jj < -ln)):
-                raise errors.InvalidArgumentError(
-                    f"RaggedTensor: index {jj} on the ragged dimension is out of range for "
-                    f"rows of lengths {ln.tolist()}\n{errors.user_line()}")
-        return _inner(take_rows(rt.values, index), rest)
+        # as TF: rows of different lengths have no common column
+        raise ValueError(f"Cannot index into an inner ragged dimension (index {item!r} on "
+                         f"dimension 1 of a RaggedTensor of shape {rt.shape}).\n"
+                         f"{errors.user_line()}")
     raise TypeError(f"unsupported RaggedTensor index {item!r}")
 
 

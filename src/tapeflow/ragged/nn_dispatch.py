@@ -23,8 +23,9 @@ from tapeflow.ops import (
     segment_ops,
     special_math_ops,
 )
+from tapeflow.ragged import primitives as prim
 from tapeflow.ragged.indexing import take_rows
-from tapeflow.ragged.tensor import RaggedTensor
+from tapeflow.ragged.tensor import RaggedTensor, _lengths_to_splits
 
 # functions of one entry whose Python wrappers convert their argument before the primitive
 # (elementwise primitives reach RaggedTensors through dispatch.apply on their own)
@@ -63,34 +64,32 @@ def _axis(rt: RaggedTensor, axis: int, op_name: str) -> int:
     return out
 
 
-def _row_softmax(rt: RaggedTensor, log: bool) -> RaggedTensor:
+def _row_softmax(rt: RaggedTensor) -> RaggedTensor:
     """Softmax over the innermost ragged axis (ragged_rank 1, scalar entries)."""
     ids, n, x = rt.value_rowids(), rt.nrows(), rt.values
     peak = apply(segment_ops._segment_max, x, ids, n)
-    shifted = x - gather_ops.gather(peak, ids)
-    total = apply(segment_ops._segment_sum, math_ops.exp(shifted), ids, n)
-    if log:
-        return rt.with_values(shifted - gather_ops.gather(math_ops.log(total), ids))
-    return rt.with_values(math_ops.exp(shifted) / gather_ops.gather(total, ids))
+    shifted = math_ops.exp(x - gather_ops.gather(peak, ids))
+    total = apply(segment_ops._segment_sum, shifted, ids, n)
+    return rt.with_values(shifted / gather_ops.gather(total, ids))
 
 
-def _softmax(log: bool) -> Any:
-    api = nn_ops.log_softmax if log else nn_ops.softmax
-
-    @dispatch_for_api(api, RaggedTensor)
-    def handler(logits: RaggedTensor, axis: int = -1, name: str | None = None) -> Any:
-        a = _axis(logits, axis, "Softmax")
-        if a > logits.ragged_rank:
-            return logits.with_flat_values(api(logits.flat_values,
-                                               axis=a - logits.ragged_rank))
-        if a == logits.ragged_rank == 1 and logits.flat_values.shape.rank == 1:
-            return _row_softmax(logits, log)
-        raise NotImplementedError(f"tf.nn.softmax of a RaggedTensor of shape {logits.shape} "
-                                  f"on axis {axis}")
+@dispatch_for_api(nn_ops.softmax, RaggedTensor)
+def softmax(logits: RaggedTensor, axis: int = -1, name: str | None = None) -> RaggedTensor:
+    a = _axis(logits, axis, "Softmax")
+    if a > logits.ragged_rank:
+        return logits.with_flat_values(nn_ops.softmax(logits.flat_values,
+                                                      axis=a - logits.ragged_rank))
+    if a == logits.ragged_rank == 1 and logits.flat_values.shape.rank == 1:
+        return _row_softmax(logits)
+    raise NotImplementedError(f"tf.nn.softmax of a RaggedTensor of shape {logits.shape} "
+                              f"on axis {axis}")
 
 
-_softmax(False)
-_softmax(True)
+@dispatch_for_api(nn_ops.log_softmax, RaggedTensor)
+def log_softmax(logits: RaggedTensor, axis: int = -1, name: str | None = None) -> Any:
+    raise ValueError(f"tf.nn.log_softmax does not take a RaggedTensor (TF has no ragged "
+                     f"dispatch for it); use tf.ragged.map_flat_values or tf.math.log of "
+                     f"tf.nn.softmax (logits of shape {logits.shape}).")
 
 
 def reverse_rows(rt: RaggedTensor) -> RaggedTensor:
@@ -152,6 +151,36 @@ def squeeze(input: RaggedTensor, axis: Any = None, name: str | None = None) -> A
             f"{errors.user_line()}")
     inner = [a - input.ragged_rank for a in axes]
     return input.with_flat_values(array_ops.squeeze(input.flat_values, inner))
+
+
+@dispatch_for_api(array_ops.tile, RaggedTensor)
+def tile(input: RaggedTensor, multiples: Any, name: str | None = None) -> RaggedTensor:  # noqa: A002
+    """Rows repeated multiples[0] times, each row's entries multiples[1] times, inner dims
+    tiled by the rest (ragged_rank 1)."""
+    if input.ragged_rank != 1:
+        raise NotImplementedError("tf.tile of a RaggedTensor of ragged_rank > 1")
+    reps = [int(m) for m in (multiples.numpy() if hasattr(multiples, "numpy") else multiples)]
+    if len(reps) != input.shape.rank:
+        raise errors.InvalidArgumentError(
+            f"tf.tile: multiples {reps} must have one entry per dimension of the RaggedTensor "
+            f"of shape {input.shape}\n{errors.user_line()}")
+    rt = input
+    if reps[0] != 1:
+        n = math_ops.cast(rt.nrows(), rt.row_splits.dtype)
+        rows = creation_ops.range_(0, n, dtype=rt.row_splits.dtype)
+        rt = take_rows(rt, array_ops.tile(rows, [reps[0]]))
+    if reps[1] != 1:
+        lengths = rt.row_lengths()
+        splits = _lengths_to_splits(lengths * reps[1])
+        ids = apply(prim.row_ids_kernel, splits)
+        pos = apply(prim.position_kernel, splits)
+        source = gather_ops.gather(rt.row_starts(), ids) + math_ops.floormod(
+            pos, gather_ops.gather(lengths, ids))
+        rt = RaggedTensor.from_row_splits(gather_ops.gather(rt.values, source), splits,
+                                          validate=False)
+    if any(r != 1 for r in reps[2:]):
+        rt = rt.with_values(array_ops.tile(rt.values, [1] + reps[2:]))
+    return rt
 
 
 @dispatch_for_api(math_ops.add_n, RaggedTensor)

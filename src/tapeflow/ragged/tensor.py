@@ -200,7 +200,16 @@ class RaggedTensor(CompositeTensor):
                              f"{st_input.shape.rank}")
         rows = math_ops.cast(st_input.indices[:, 0], row_splits_dtype)
         nrows = math_ops.cast(st_input.dense_shape[0], row_splits_dtype)
-        return cls.from_value_rowids(st_input.values, rows, nrows, validate=False)
+        out = cls.from_value_rowids(st_input.values, rows, nrows, validate=False)
+        index = st_input.indices
+        if isinstance(index, EagerTensor) and isinstance(out.row_splits, EagerTensor):
+            position = apply(prim.position_kernel, out.row_splits)._value
+            if not np.array_equal(index._value[:, 1], position):
+                raise errors.InvalidArgumentError(
+                    f"RaggedTensor.from_sparse: SparseTensor is not right-ragged (each row's "
+                    f"columns must be 0, 1, 2... in order): indices {index._value.tolist()}\n"
+                    f"{errors.user_line()}")
+        return out
 
     # --- structure ----------------------------------------------------------------------
     @property
@@ -332,17 +341,28 @@ class RaggedTensor(CompositeTensor):
         return out
 
     def to_sparse(self, name: str | None = None) -> Any:
+        """A SparseTensor of every entry, in row-major order (built from ops: traces too)."""
         from tapeflow.sparse.tensor import SparseTensor
 
-        index, _ = prim.dense_index(tuple(s._value for s in self.nested_row_splits))
+        columns = _entry_index(self)
         flat = self.flat_values
-        idx = np.stack(index, axis=1).astype(np.int64)
-        dense = self.bounding_shape().numpy()
-        if flat.shape.rank and flat.shape.rank > 1:
-            inner = np.indices(flat.shape.as_tuple()[1:]).reshape(flat.shape.rank - 1, -1).T
-            idx = np.concatenate([np.repeat(idx, len(inner), 0),
-                                  np.tile(inner, (len(idx), 1))], 1)
-        return SparseTensor(idx, array_ops.reshape(flat, [-1]), dense)
+        inner = flat.shape.as_tuple()[1:]
+        if inner:  # uniform inner dims: each entry's index grid
+            if any(d is None for d in inner):
+                raise ValueError(f"RaggedTensor.to_sparse: the inner dims of {self.shape} must "
+                                 f"be known")
+            from tapeflow.ops.creation_ops import range_
+
+            size = int(np.prod(inner))
+            grid = convert_to_tensor(np.indices(inner).reshape(len(inner), -1).T, _dtypes.int64)
+            nvals = array_ops.shape(flat, out_type=_dtypes.int64)[0]
+            entry = range_(0, nvals * size, dtype=_dtypes.int64)  # one per scalar
+            owner, cell = entry // size, math_ops.floormod(entry, size)
+            columns = [gather_ops.gather(c, owner) for c in columns]
+            columns += [gather_ops.gather(grid[:, i], cell) for i in range(len(inner))]
+        index = array_ops.stack(columns, axis=1)
+        return SparseTensor(index, array_ops.reshape(flat, [-1]),
+                            math_ops.cast(self.bounding_shape(), _dtypes.int64))
 
     # --- derived tensors ----------------------------------------------------------------
     def with_values(self, new_values: Any) -> RaggedTensor:
@@ -410,6 +430,21 @@ class RaggedTensor(CompositeTensor):
         from tapeflow.ragged import dispatch
 
         return dispatch.elementwise(op, inputs, attrs)
+
+
+def _entry_index(rt: RaggedTensor) -> list:
+    """Int64 columns [outer row, position, inner position...] of every flat value."""
+    columns: list = []
+    for splits in reversed(rt.nested_row_splits):  # innermost partition first
+        rows = math_ops.cast(apply(prim.row_ids_kernel, splits), _dtypes.int64)
+        pos = math_ops.cast(apply(prim.position_kernel, splits), _dtypes.int64)
+        if not columns:
+            columns = [rows, pos]
+        else:  # columns[0] indexes this partition's values: map it to (row, position)
+            outer = columns[0]
+            columns = [gather_ops.gather(rows, outer), gather_ops.gather(pos, outer)] + \
+                columns[1:]
+    return columns
 
 
 def _nvals(values: Any) -> int | None:
