@@ -159,3 +159,53 @@ CASES = {"embedding": embedding, "softmax_rows": softmax_rows, "merges": merges,
          "string_model": string_model, "ragged_output_model": ragged_output_model}
 CASES.update({f"rnn_{name}": _layer_on(make, _seq) for name, make in RNN_LAYERS.items()})
 CASES.update({f"layer_{name}": _layer_on(make, _seq) for name, make in LAYERS.items()})
+
+
+TAGS = [[0, 2, 1, 1], [2], [1, 0]]
+
+
+def ragged_targets_fit(tf, keras):
+    """Sequence tagging: ragged labels against ragged per-step predictions (Keras's ragged
+    losses: per-step losses over every step of the batch; metrics as well)."""
+    inp = keras.Input(shape=(None,), ragged=True, dtype=tf.int64)
+    seq = keras.layers.LSTM(4, return_sequences=True)(keras.layers.Embedding(8, 3)(inp))
+    tags = keras.layers.Dense(3, activation="softmax")(seq)
+    model = keras.Model(inp, tags)
+    seed_weights(model, 6)
+    model.compile(keras.optimizers.SGD(0.5), "sparse_categorical_crossentropy",
+                  metrics=["sparse_categorical_accuracy"])
+    x = tf.ragged.constant(IDS, dtype=tf.int64)
+    y = tf.ragged.constant(TAGS, dtype=tf.int64)
+    history = model.fit(x, y, batch_size=2, epochs=2, shuffle=False, verbose=0)
+    return {"loss": history.history["loss"],
+            "accuracy": history.history["sparse_categorical_accuracy"],
+            "evaluate": model.evaluate(x, y, batch_size=2, verbose=0)}
+
+
+def ragged_regression_losses(tf, keras):
+    """Ragged y_true/y_pred straight into loss objects: [batch, (steps), 1] (per step) and
+    [batch, (steps)] (per row)."""
+    y3 = tf.ragged.constant([[[1.0], [2.0]], [[0.5]], [[-1.0], [0.0], [3.0]]], ragged_rank=1)
+    p3 = tf.ragged.constant([[[1.5], [1.0]], [[0.0]], [[-1.0], [1.0], [2.0]]], ragged_rank=1)
+    y2 = tf.ragged.constant([[1.0, 2.0], [0.5], [-1.0, 0.0, 3.0]])
+    p2 = tf.ragged.constant([[1.5, 1.0], [0.0], [-1.0, 1.0, 2.0]])
+    return [float(keras.losses.MeanSquaredError()(y3, p3)),
+            float(keras.losses.MeanAbsoluteError()(y3, p3)),
+            float(keras.losses.MeanSquaredError()(y2, p2)),
+            float(keras.losses.Huber()(y2, p2))]
+
+
+CASES.update(ragged_targets_fit=ragged_targets_fit,
+             ragged_regression_losses=ragged_regression_losses)
+
+
+def ragged_keras_tensor_ops(tf, keras):
+    """TF functions, operators and RaggedTensor methods on a ragged keras.Input."""
+    x = keras.Input(shape=(None,), ragged=True)
+    outputs = [x * 2.0 + 1.0, tf.reduce_mean(x, axis=1), x.to_tensor(), x.row_lengths(),
+               tf.nn.relu(x), tf.concat([x, x], axis=1), x.flat_values]
+    model = keras.Model(x, outputs)
+    return out(tf, model(tf.ragged.constant([[1.0, -2.0], [3.0], [-1.0, 0.0, 1.0]])))
+
+
+CASES.update(ragged_keras_tensor_ops=ragged_keras_tensor_ops)

@@ -253,6 +253,17 @@ class LossFunctionWrapper(Loss):
     def call(self, y_true: Any, y_pred: Any) -> Any:
         return self.fn(y_true, y_pred, **self._fn_kwargs)
 
+    def __call__(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> Any:
+        from tapeflow.keras.engine import ragged_targets
+
+        if not ragged_targets.is_ragged(y_true, y_pred):
+            return super().__call__(y_true, y_pred, sample_weight)
+        values, per_step = ragged_targets.loss_values(self.fn, y_true, y_pred,
+                                                      **self._fn_kwargs)
+        if per_step:
+            sample_weight = ragged_targets.per_step_weights(sample_weight, y_pred)
+        return compute_weighted_loss(values, sample_weight, self.reduction)
+
     def get_config(self) -> dict:
         return {**self._fn_kwargs, **super().get_config()}
 

@@ -16,7 +16,7 @@ from tapeflow.framework import nest
 from tapeflow.keras import backend
 from tapeflow.keras import losses as losses_mod
 from tapeflow.keras import metrics as metrics_mod
-from tapeflow.keras.engine import structures
+from tapeflow.keras.engine import ragged_targets, structures
 
 
 def _loss_object(spec: Any) -> Any:
@@ -31,6 +31,8 @@ def match_dtype_and_rank(y_t: Any, y_p: Any, sw: Any) -> tuple[Any, Any, Any]:
     of shape (batch, 1) gain the unit axis (otherwise they would broadcast to (batch, batch)),
     labels take the predictions' dtype when both are floating or both integer, and sample
     weights take the predictions' dtype."""
+    if isinstance(y_p, tf.RaggedTensor) or isinstance(y_t, tf.RaggedTensor):
+        return _match_ragged(y_t, y_p, sw)
     y_t = tf.convert_to_tensor(y_t)
     p_rank = y_p.shape.rank
     if y_t.shape.rank == 1 and p_rank == 2:
@@ -45,6 +47,20 @@ def match_dtype_and_rank(y_t: Any, y_p: Any, sw: Any) -> tuple[Any, Any, Any]:
             sw = tf.expand_dims(sw, -1)
         if sw.dtype != y_p.dtype:
             sw = tf.cast(sw, y_p.dtype)
+    return y_t, y_p, sw
+
+
+def _match_ragged(y_t: Any, y_p: Any, sw: Any) -> tuple[Any, Any, Any]:
+    """The dtype fix-ups for ragged targets or predictions (ranks are left to the ragged
+    losses and metrics: keras/engine/ragged_targets.py)."""
+    if not isinstance(y_t, tf.RaggedTensor):
+        y_t = tf.convert_to_tensor(y_t)
+    if (y_t.dtype.is_floating and y_p.dtype.is_floating) or (
+            y_t.dtype.is_integer and y_p.dtype.is_integer):
+        if y_t.dtype != y_p.dtype:
+            y_t = tf.cast(y_t, y_p.dtype)
+    if sw is not None and not isinstance(sw, tf.RaggedTensor):
+        sw = tf.cast(tf.convert_to_tensor(sw), y_p.dtype)
     return y_t, y_p, sw
 
 
@@ -202,13 +218,16 @@ class MetricsContainer:
         flat_true = structures.per_output(y_true, names, "y")
         sample_weights = structures.per_output(sample_weight, names, "sample_weight")
         if self._names is None:
-            self._build([match_dtype_and_rank(yt, yp, None)[0] if yt is not None else None
-                         for yt, yp in zip(flat_true, flat_pred)], flat_pred, names)
+            pairs = [ragged_targets.flatten_for_metrics(*match_dtype_and_rank(yt, yp, None))[:2]
+                     if yt is not None else (None, yp) for yt, yp in zip(flat_true, flat_pred)]
+            self._build([t for t, _ in pairs], [p for _, p in pairs], names)
         for plain, weighted, yt, yp, sw in zip(self._metrics, self._weighted, flat_true,
                                                flat_pred, sample_weights):
             if yt is None or not (plain or weighted):
                 continue
             yt, yp, sw = match_dtype_and_rank(yt, yp, sw)
+            if ragged_targets.is_ragged(yt, yp):  # metrics see the flat values, as Keras
+                yt, yp, sw = ragged_targets.flatten_for_metrics(yt, yp, sw)
             mask = getattr(yp, "_keras_mask", None)  # masked steps do not count (as Keras)
             sw = losses_mod.apply_mask(yp, sw, mask)
             for m in plain:

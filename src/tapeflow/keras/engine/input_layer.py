@@ -5,7 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from tapeflow.keras import backend
-from tapeflow.keras.engine import op_lambda  # noqa: F401  (ops on KerasTensors record layers)
+from tapeflow.keras.engine import (  # noqa: F401  (ops on KerasTensors record layers)
+    op_lambda,
+    ragged_ops,
+)
 from tapeflow.keras.engine.base_layer import Layer
 from tapeflow.keras.engine.keras_tensor import KerasTensor, Node, RaggedKerasTensor
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from tapeflow.framework import dtypes as _dtypes
 from tapeflow.framework import nest
+from tapeflow.framework.composite import CompositeTensor
 from tapeflow.framework.shapes import TensorShape, as_shape
 
 _uid = itertools.count()
@@ -82,9 +83,10 @@ class KerasTensor:
         return f"<KerasTensor: shape={self._shape} dtype={self._dtype.name}{created}>"
 
 
-class RaggedKerasTensor(KerasTensor):
+class RaggedKerasTensor(KerasTensor, CompositeTensor):
     """A symbolic RaggedTensor (``tf.keras.Input(shape=(None,), ragged=True)``, or a layer's
-    ragged output): its ``type_spec`` is a ``RaggedTensorSpec``."""
+    ragged output): its ``type_spec`` is a ``RaggedTensorSpec``. A composite, so TF functions
+    with ragged dispatch reach it (engine/ragged_ops.py records them as layers)."""
 
     def __init__(self, shape: Any, dtype: Any = "float32", name: str | None = None,
                  ragged_rank: int = 1, row_splits_dtype: Any = "int64"):
@@ -98,6 +100,8 @@ class RaggedKerasTensor(KerasTensor):
 
         return RaggedTensorSpec(self._shape, self._dtype, self.ragged_rank,
                                 self.row_splits_dtype)
+
+    _type_spec = type_spec
 
     def __repr__(self) -> str:
         created = ""

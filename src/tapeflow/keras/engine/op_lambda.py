@@ -47,7 +47,7 @@ class TFOpLambda(Layer):
 
 def _symbolic_apply(op: dispatch.Op, inputs: tuple, attrs: dict) -> Any:
     for x in inputs:  # the common case (`x + 1.0` eagerly) leaves after this loop
-        if type(x) is KerasTensor:
+        if isinstance(x, KerasTensor):  # also a RaggedKerasTensor: elementwise on its values
             break
     else:
         return NotImplemented

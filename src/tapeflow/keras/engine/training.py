@@ -455,13 +455,13 @@ class Model(Layer):
         for step, batch in enumerate(data.epoch()):
             cbs.on_predict_batch_begin(step)
             out = _run_step(predict_fn, batch)
-            outputs.append(nest.map_structure(lambda t: np.asarray(t), out))
+            outputs.append(nest.map_structure(_to_numpy_or_composite, out))
             cbs.on_predict_batch_end(step, {"outputs": out})
         cbs.on_predict_end()
         if not outputs:
             raise ValueError("predict: the input produced no batches.")
         flat = [nest.flatten(o) for o in outputs]
-        joined = [np.concatenate(parts, axis=0) for parts in zip(*flat)]
+        joined = [_concat_batches(parts) for parts in zip(*flat)]
         return nest.pack_sequence_as(outputs[0], joined)
 
     def train_on_batch(self, x: Any, y: Any = None, sample_weight: Any = None,
@@ -580,3 +580,21 @@ class Model(Layer):
                 f"class method to specify how to create an instance of {cls.__name__} from its "
                 f"config.\n\nReceived config={config}\n\nError encountered during "
                 f"deserialization: {e}") from e
+
+
+def _to_numpy_or_composite(t: Any) -> Any:
+    """A predicted batch as NumPy; a RaggedTensor (or other composite) stays as it is."""
+    from tapeflow.framework.composite import CompositeTensor
+
+    return t if isinstance(t, CompositeTensor) else np.asarray(t)
+
+
+def _concat_batches(parts: list) -> Any:
+    """predict's batches joined along the batch axis (RaggedTensors with tf.concat, as
+    tf-keras returns a RaggedTensor for a ragged output)."""
+    if isinstance(parts[0], np.ndarray):
+        return np.concatenate(parts, axis=0)
+    import tapeflow  # the public concat: its composite dispatch
+
+    return tapeflow.concat(list(parts), 0) if len(parts) > 1 else parts[0]
+
