@@ -120,7 +120,7 @@ def functional_fit(tf, keras):
     y = np.array(Y, np.float32)
     before = model.predict(x, verbose=0)
     model.compile(keras.optimizers.SGD(0.1), "mse")
-    history = model.fit(x, y, batch_size=2, epochs=3, shuffle=False, verbose=0)
+    history = model.fit(x, y, batch_size=2, epochs=2, shuffle=False, verbose=0)
     return {"before": out(tf, before), "loss": history.history["loss"],
             "after": out(tf, model.predict(x, batch_size=2, verbose=0)),
             "evaluate": model.evaluate(x, y, batch_size=2, verbose=0)}
@@ -132,7 +132,7 @@ def dataset_fit(tf, keras):
     x = tf.ragged.constant(IDS, dtype=tf.int64)
     ds = tf.data.Dataset.from_tensor_slices((x, np.array(Y, np.float32))).ragged_batch(2)
     model.compile(keras.optimizers.Adam(0.05), "mse")
-    history = model.fit(ds, epochs=3, verbose=0)
+    history = model.fit(ds, epochs=2, verbose=0)
     return {"loss": history.history["loss"], "after": out(tf, model.predict(ds, verbose=0))}
 
 
