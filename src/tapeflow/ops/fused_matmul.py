@@ -41,7 +41,12 @@ def _flops(node) -> float:
 
 @op("_FusedMatMul", same_dtype=True, shape=_rule, output="fresh", worker=True, flops=_flops)
 def _fused_matmul(x, w, b, *, activation):
-    return _bias.add_bias_inplace(_matmul_kernel.matmul(x, w), b, relu=activation == RELU)
+    out = _matmul_kernel.matmul(x, w)
+    if _bias._add_bias_nb is not None and out.dtype.char in "fd" and out.ndim == 2 and \
+            out.flags.c_contiguous:  # a fresh product: straight to the compiled pass
+        _bias._add_bias_nb(out, b, activation == RELU)
+        return out
+    return _bias.add_bias_inplace(out, b, relu=activation == RELU)
 
 
 @_fused_matmul.def_grad

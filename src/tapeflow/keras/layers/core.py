@@ -27,6 +27,8 @@ class Dense(KernelAndBias, Layer):
 
     _cast_integer_inputs = True
 
+    _width: int | None = None  # the kernel's input width once built (the eager fast path's check)
+
     def __init__(self, units: int, activation: Any = None, use_bias: bool = True,
                  kernel_initializer: Any = "glorot_uniform", bias_initializer: Any = "zeros",
                  kernel_regularizer: Any = None, bias_regularizer: Any = None,
@@ -49,9 +51,17 @@ class Dense(KernelAndBias, Layer):
                              f"known, got input shape {tf.TensorShape(input_shape)}")
         self._add_kernel_and_bias((int(last), self.units),
                                   (self.units,) if self.use_bias else None)
+        self._width = int(last)
         self.built = True
 
     def call(self, inputs: Any):
+        if type(inputs) is EagerTensor and inputs._value.ndim == 2 and self.use_bias and \
+                inputs._value.dtype.char in "fd" and inputs._value.shape[1] == self._width and \
+                (self.activation is activations.relu or self.activation is activations.linear):
+            # eager: one fused op (ops/fused_matmul.py)
+            return fused_matmul.dense(inputs, self.kernel, self.bias,
+                                      fused_matmul.RELU if self.activation is activations.relu
+                                      else None)
         if isinstance(inputs, tf.RaggedTensor):  # the uniform last axis of the flat values
             if inputs.flat_values.shape.rank == 1 or inputs.shape[-1] is None:
                 raise layer_error(f"Dense layer only supports RaggedTensors when the innermost "
@@ -67,12 +77,6 @@ class Dense(KernelAndBias, Layer):
                 f"expected axis -1 of input shape to have value {width}, but received input "
                 f"with shape {tuple(shape)} (width {shape[-1]}, {x.dtype.name})")
         if len(shape) == 2:
-            act = self.activation
-            if (act is activations.relu or act is activations.linear) and \
-                    type(x) is EagerTensor and self.use_bias and x._value.dtype.char in "fd":
-                # eager: one fused op (ops/fused_matmul.py)
-                return fused_matmul.dense(x, self.kernel, self.bias,
-                                          fused_matmul.RELU if act is activations.relu else None)
             out = tf.matmul(x, self.kernel)
         else:  # [..., in] -> [N, in] @ kernel -> [..., units]
             out = tf.matmul(tf.reshape(x, [-1, shape[-1]]), self.kernel)
