@@ -47,9 +47,14 @@ def _train_step(model):
 
 
 def _measured_peak(concrete, arrays) -> int:
-    concrete._exe.fn(*arrays)  # warm: lazily built state is not part of a step
+    """Peak bytes one call allocates beyond what was alive before it. tracemalloc starts
+    before the warm-up call (which builds lazy state), so the variables' and slots' values
+    that call leaves are traced: when the measured call replaces them, their frees count (an
+    untraced block's free does not, and a step updating every variable then measured its
+    weights three times over: 2.7x the plan for 20 Dense(500) layers)."""
     tracemalloc.start()
     try:
+        concrete._exe.fn(*arrays)
         tracemalloc.reset_peak()
         base = tracemalloc.get_traced_memory()[0]
         concrete._exe.fn(*arrays)
@@ -83,6 +88,30 @@ def test_predicted_peak_of_a_training_step_is_within_10_percent(name, one_thread
     plan = concrete.memory_plan()
     measured = _measured_peak(concrete, [x.numpy(), y.numpy()])
     assert not plan.unknown
+    assert abs(plan.peak_bytes / measured - 1) <= 0.10, (name, plan.peak_bytes, measured)
+
+
+APPLICATIONS = {  # weights-heavy steps: every variable's update replaces three buffers
+    "dense20": lambda: tf.keras.Sequential(
+        [tf.keras.Input((500,))] + [tf.keras.layers.Dense(500) for _ in range(20)]
+        + [tf.keras.layers.Dense(10)]),
+    "mobilenet_v2": lambda: tf.keras.applications.MobileNetV2(
+        input_shape=(32, 32, 3), weights=None, classes=10, alpha=0.35),
+    "resnet50": lambda: tf.keras.applications.ResNet50(input_shape=(32, 32, 3), weights=None,
+                                                       classes=10),
+}
+
+
+@pytest.mark.parametrize("name", [
+    "dense20", "mobilenet_v2", pytest.param("resnet50", marks=pytest.mark.slow)])
+def test_weight_heavy_training_steps_within_10_percent(name, one_thread):
+    model = APPLICATIONS[name]()
+    shape = (4, 500) if name == "dense20" else (4, 32, 32, 3)
+    x = tf.constant(rng.standard_normal(shape).astype("float32"))
+    y = tf.constant(rng.integers(0, 10, 4))
+    concrete = _train_step(model).get_concrete_function(x, y)
+    plan = concrete.memory_plan()
+    measured = _measured_peak(concrete, [x.numpy(), y.numpy()])
     assert abs(plan.peak_bytes / measured - 1) <= 0.10, (name, plan.peak_bytes, measured)
 
 
