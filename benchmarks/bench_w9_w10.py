@@ -12,8 +12,9 @@ each. Every round starts one fresh process per variant, in an order that rotates
 spin for a while after each of its steps, and in one process with tapeflow they took the core
 tapeflow's split products wanted (and tapeflow's slowed PyTorch). PyTorch runs with its own
 defaults (one thread per core, active waiting) unless --torch-threads is given. Prints each
-variant's min / median / p90 step over all rounds and the median over rounds of its median's
-ratio to PyTorch's median in the same round.
+variant's min / median / p90 step over all rounds, the median over rounds of its median's
+ratio to PyTorch's median in the same round, and its CPU time per step (all the process's
+threads, median over rounds: PyTorch's spinning OpenMP threads count too, as they take a core).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import os
 import statistics
 import subprocess
 import sys
+import time
 
 import numpy as np
 from timing import spread_text, timed
@@ -146,8 +148,11 @@ def worker(workload: str, variant: str, steps: int, warmup: int, torch_threads: 
 
         def run():
             return step().numpy()
-    first = timed(run, 1)[0]
-    return {"first": first, "times": timed(run, steps, warmup)}
+    first = timed(run, 1, 0)[0]
+    timed(run, warmup)
+    cpu = time.process_time()
+    times = timed(run, steps)
+    return {"first": first, "times": times, "cpu": (time.process_time() - cpu) / steps}
 
 
 def _run_worker(workload: str, variant: str, steps: int, warmup: int,
@@ -168,6 +173,7 @@ def bench(workload: str, rounds: int, steps: int, warmup: int, torch_threads: in
         print("(PyTorch not installed: tapeflow only)")
     times: dict[str, list[float]] = {n: [] for n in names}
     firsts: dict[str, list[float]] = {n: [] for n in names}
+    cpus: dict[str, list[float]] = {n: [] for n in names}
     ratios: dict[str, list[float]] = {n: [] for n in names}
     errors: dict[str, str] = {}
     for r in range(rounds):
@@ -179,6 +185,7 @@ def bench(workload: str, rounds: int, steps: int, warmup: int, torch_threads: in
                 continue
             times[name] += res["times"]
             firsts[name].append(res["first"])
+            cpus[name].append(res["cpu"])
             medians[name] = statistics.median(res["times"])
         if "torch-eager" in medians:
             for name in medians:
@@ -186,14 +193,15 @@ def bench(workload: str, rounds: int, steps: int, warmup: int, torch_threads: in
     title = {"w9": "W9 Transformer step (2 blocks, batch 32x64x128, Adam)",
              "w10": "W10 Embedding+LSTM(128) step (batch 64x50, Adam)"}[workload]
     print(f"{title}: {rounds} rounds x {steps} steps, one fresh process per variant and round")
-    print(f"  {'variant':22s} {'min / median / p90 ms':>23s}  {'x PyTorch':>9}  first call s")
+    print(f"  {'variant':22s} {'min / median / p90 ms':>23s}  {'x PyTorch':>9}  "
+          f"{'CPU ms':>7}  first call s")
     for name in names:
         if not times[name]:
             print(f"  {LABELS[name]:22s} error: {errors.get(name)}")
             continue
         ratio = f"{statistics.median(ratios[name]):9.2f}" if ratios[name] else " " * 9
         print(f"  {LABELS[name]:22s} {spread_text(times[name], 1e3, 1):>23s}  {ratio}  "
-              f"{statistics.median(firsts[name]):.2f}")
+              f"{statistics.median(cpus[name]) * 1e3:7.1f}  {statistics.median(firsts[name]):.2f}")
 
 
 def _has_torch() -> bool:
