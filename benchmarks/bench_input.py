@@ -24,6 +24,7 @@ import sys
 import time
 
 import numpy as np
+from timing import spread
 
 N_REC, N_CSV, N_IMG, N_TEXT, N_GEN = 20000, 50000, 2000, 50000, 20000
 BIG_BATCHES = 400          # batches of 256 read from the 1 GiB array per timed epoch
@@ -239,6 +240,11 @@ def main() -> None:
         if len(names) > 1 and all(med.values()):
             ratio = f"  {med['tapeflow'] / med['tensorflow']:.2f}x"
         print(f"{TITLES[row]:<68}{cells}{ratio}", flush=True)
+        for n in names:  # the spread over rounds, not only the median (issue 25)
+            if rates[n] and n not in errors:
+                low, mid, high = spread(rates[n])
+                print(f"    {n} items/s min / median / p90: {low:,.0f} / {mid:,.0f} / {high:,.0f}",
+                      flush=True)
         for n, e in errors.items():
             print(f"    {n}: {e}", flush=True)
     for w in workers.values():
