@@ -127,10 +127,11 @@ class EagerBuckets:
 
     The tape calls `ready(i, grad)` as soon as source `i`'s gradient is final; when every
     member of a bucket is, the bucket is posted (``CollectiveBucketStart``) while the walk
-    goes on to the earlier layers. ``finish(grads, variables)`` then waits for the buckets,
-    provided `grads` are the gradients the pass produced for `variables` (what
-    ``apply_gradients`` normally gets, IndexedSlices densified); given others it still waits
-    for the posted buckets (every rank posted them) and returns None. Every rank runs the same
+    goes on to the earlier layers (an IndexedSlices gradient stays out: its rows are
+    all-gathered). ``finish(grads, variables)`` then waits for the buckets, provided `grads`
+    are the gradients the pass produced for `variables` (what ``apply_gradients`` normally
+    gets); given others it still waits for the posted buckets (every rank posted them) and
+    returns None. Every rank runs the same
     backward pass, so buckets are posted in the same order everywhere."""
 
     def __init__(self, sources: list, comm: Communicator, bytes_per_pack: int):
@@ -140,7 +141,7 @@ class EagerBuckets:
         self._bucket_of = {i: b for b, members in enumerate(self._buckets) for i in members}
         self._missing = [len(members) for members in self._buckets]
         self._grads: list = [None] * len(sources)
-        self._dense: dict[int, Any] = {}
+        self._dense: dict[int, Any] = {}  # the gradients posted in buckets
         self._started: list[tuple] = []  # (members, token, what, shapes, dtype)
         self._comm = comm
 
@@ -152,12 +153,13 @@ class EagerBuckets:
             self._post(b)
 
     def _post(self, b: int) -> None:
-        from tapeflow.framework.constant import convert_to_tensor
+        from tapeflow.ops.indexed_slices import IndexedSlices
 
-        members = [i for i in self._buckets[b] if self._grads[i] is not None]
+        members = [i for i in self._buckets[b] if self._grads[i] is not None and
+                   type(self._grads[i]) is not IndexedSlices]  # rows are all-gathered later
         if not members:
             return
-        dense = [convert_to_tensor(self._grads[i]) for i in members]  # IndexedSlices too
+        dense = [self._grads[i] for i in members]
         self._dense.update(zip(members, dense))
         nbytes = sum(int(np.prod(d.shape.as_list(), dtype=np.int64)) * d.dtype.size
                      for d in dense)
@@ -167,25 +169,48 @@ class EagerBuckets:
         self._started.append((members, token, what,
                               tuple(tuple(d.shape.as_list()) for d in dense), dense[0].dtype))
 
-    def _is_mine(self, i: int | None, grad: Any) -> bool:
-        if i is None or grad is None or self._grads[i] is None:
-            return False
-        if grad is self._grads[i] or grad is self._dense[i]:
-            return True
-        mine = self._dense[i]  # an IndexedSlices the optimizer densified: the same values?
-        return type(self._grads[i]) is not type(mine) and np.array_equal(
-            np.asarray(getattr(grad, "_value", None)), mine._value)
-
     def finish(self, grads: list, variables: list) -> list | None:
-        """`grads` summed over the ranks, from the posted buckets (None: not this pass's)."""
+        """`grads` (None where there is none, or where it is all-gathered as rows) summed over
+        the ranks, from the posted buckets; None if they are not this pass's gradients."""
         mine = [self._sources.get(id(v)) for v in variables]
-        matches = len(grads) == len(variables) and \
-            all(self._is_mine(i, g) for i, g in zip(mine, grads)) and \
-            set(mine) == set(self._dense)
+        given = {i for i, g in zip(mine, grads) if g is not None}
+        matches = len(grads) == len(variables) and given == set(self._dense) and all(
+            g is None or (i is not None and g is self._dense[i]) for i, g in zip(mine, grads))
         reduced: dict[int, Any] = {}
         for members, token, what, shapes, dtype in self._started:
             outs = apply(_bucket_wait, token, comm=self._comm, shapes=shapes, dtype=dtype,
                          what=what)
             reduced.update(zip(members, outs))
         self._started = []
-        return [reduced[i] for i in mine] if matches else None
+        if not matches:
+            return None
+        return [None if g is None else reduced[i] for i, g in zip(mine, grads)]
+
+
+def _gather_rows_shapes(values, indices, *, comm, what):
+    (shape, dtype), (_, index_dtype) = values, indices
+    return [(None if shape is None else (None,) + tuple(shape[1:]), dtype),
+            ((None,), index_dtype)]
+
+
+@op("CollectiveGatherRows", stateful=True, multi_output=True, shape=_gather_rows_shapes)
+def _gather_rows(values, indices, *, comm, what):
+    counts = comm.allgather(np.array([len(indices)], np.int64), f"{what} (row counts)")[:, 0]
+    longest = int(counts.max())
+    padded_values = np.zeros((longest,) + values.shape[1:], values.dtype)
+    padded_values[:len(indices)] = values
+    padded_indices = np.zeros(longest, indices.dtype)
+    padded_indices[:len(indices)] = indices
+    all_values = comm.allgather(padded_values, f"{what} (values)")
+    all_indices = comm.allgather(padded_indices, f"{what} (indices)")
+    return (np.concatenate([v[:n] for v, n in zip(all_values, counts)]),
+            np.concatenate([i[:n] for i, n in zip(all_indices, counts)]))
+
+
+def all_gather_rows(grad: Any, comm: Communicator, what: str) -> Any:
+    """An IndexedSlices gradient summed over the ranks the way TensorFlow does it: every
+    rank's rows, concatenated (the optimizer adds up repeated rows)."""
+    from tapeflow.ops.indexed_slices import IndexedSlices
+
+    values, indices = apply(_gather_rows, grad.values, grad.indices, comm=comm, what=what)
+    return IndexedSlices(values, indices, grad.dense_shape)

@@ -75,6 +75,8 @@ class CommunicationOptions:
 
 
 class _ReplicaContext(strategy.ReplicaContext):
+    keeps_slices = True  # an IndexedSlices gradient is all-gathered as rows, as in TensorFlow
+
     def all_reduce(self, reduce_op: Any, value: Any, options: Any = None) -> Any:
         op = strategy._reduce_op(reduce_op).value.lower()
         comm = self._strategy._comm
@@ -212,14 +214,22 @@ class MultiWorkerMirroredStrategy(strategy.Strategy):
                                                          f"{var.name} from the chief")
 
     def _all_reduce_gradients(self, grads: list, variables: list | None = None) -> list:
+        """Dense gradients summed in buckets (posted during the backward pass if it ran
+        eagerly); IndexedSlices (embedding lookups) all-gathered as rows, as in TensorFlow."""
+        from tapeflow.ops.indexed_slices import IndexedSlices
+
         if self._comm.size == 1:
             return grads
+        rows = [j for j, g in enumerate(grads) if type(g) is IndexedSlices]
+        dense = [None if type(g) is IndexedSlices else g for g in grads]
         early, self._early = self._early, None
-        if early is not None:  # posted during an eager backward pass
-            reduced = early.finish(grads, variables or [])
-            if reduced is not None:
-                return reduced
-        return collective_ops.all_reduce_gradients(grads, self._comm, self._bytes_per_pack)
+        out = early.finish(dense, variables or []) if early is not None else None
+        if out is None:
+            out = collective_ops.all_reduce_gradients(dense, self._comm, self._bytes_per_pack)
+        for j in rows:
+            out[j] = collective_ops.all_gather_rows(grads[j], self._comm,
+                                                    f"gradient rows all-gather ({j})")
+        return out
 
     def _start_eager_buckets(self, sources: list) -> Any:
         """Before an eager backward pass in this strategy's ``run`` whose sources are all

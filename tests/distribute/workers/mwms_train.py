@@ -3,7 +3,8 @@ writes what the tests compare to OUT (an .npz, from the chief).
 
 usage: mwms_train.py OUT {fit,loop,eager,backup} {sgd,adam} GLOBAL_BATCH STEPS [DIE_AT_EPOCH]
 environment: MWMS_MODEL=densenet (the zoo's DenseNet with synchronized batch norm instead of the
-MLP), MWMS_FLOATX=float64, MWMS_PERMUTE=1 (each global batch in reverse order: the same math,
+MLP) or embedding (Embedding + Dense; even batches look up rows 0-9, odd ones rows 10-19),
+MWMS_FLOATX=float64, MWMS_PERMUTE=1 (each global batch in reverse order: the same math,
 another rounding), MWMS_BYTES_PER_PACK (gradient bucket size).
 loop: a custom loop, traced; eager: the same loop run eagerly (buckets all-reduced during the
 backward pass: `overlapped` counts the steps whose first bucket was posted before the first
@@ -37,9 +38,16 @@ if densenet:  # the model zoo's DenseNet, small, with batch statistics over the 
                                                            synchronized=True)
 
 
+if os.environ.get("MWMS_MODEL") == "embedding":
+    batch_of = np.arange(len(x)) // global_batch
+    x = (rng.integers(0, 10, size=(len(x), 3)) + 10 * (batch_of % 2)[:, None]).astype(np.int32)
+
+
 def make_optimizer():
     if opt_name == "sgd":
         return tf.keras.optimizers.SGD(0.1, momentum=0.9)
+    if opt_name == "legacy_sgd":  # its sparse rule leaves rows not looked up alone
+        return tf.keras.optimizers.legacy.SGD(0.1, momentum=0.9)
     return tf.keras.optimizers.Adam(0.01)
 
 
@@ -47,6 +55,9 @@ with strategy.scope():
     tf.random.set_seed(100 + rank)  # a different draw on each rank: the broadcast must fix it
     model = tf.keras.Sequential([tf.keras.layers.Dense(32, activation="relu", input_shape=(12,)),
                                  tf.keras.layers.Dense(3)])
+    if os.environ.get("MWMS_MODEL") == "embedding":
+        model = tf.keras.Sequential([tf.keras.layers.Embedding(20, 4, input_length=3),
+                                     tf.keras.layers.Flatten(), tf.keras.layers.Dense(3)])
     if densenet:
         from tapeflow.models import DenseNet
 
@@ -93,6 +104,14 @@ else:
 
     run_step = tf.function(lambda xb, yb: strategy.run(step, args=(xb, yb)))
     events: list = []
+    sparse_updates = [0]  # updates the optimizer applied from rows (an IndexedSlices)
+    update_sparse = optimizer._update_sparse
+
+    def counted(*args, **kwargs):
+        sparse_updates[0] += 1
+        return update_sparse(*args, **kwargs)
+
+    optimizer._update_sparse = counted
     if mode == "eager":
         run_step = lambda xb, yb: strategy.run(step, args=(xb, yb))  # noqa: E731
         from tapeflow.distribute import collective_ops
@@ -119,6 +138,7 @@ else:
         losses.append(strategy.reduce("SUM", loss, axis=None).numpy())
     results["loss"] = np.array(losses)
     results["overlapped"] = np.array(overlapped)
+    results["sparse_updates"] = np.array(sparse_updates[0])
     results["gathered"] = strategy.gather(tf.constant([[float(rank)] * 2]), axis=0).numpy()
     results["mean_axis"] = strategy.reduce("MEAN", tf.constant([rank, rank + 2.0]), axis=0).numpy()
 for i, w in enumerate(model.get_weights()):  # Dense: w0..w3
