@@ -1,5 +1,6 @@
 """``tf.sparse``: SparseTensor and the ops on it (see sparse/tensor.py, sparse/ops.py)."""
 
+from tapeflow.sparse import ctc as _ctc  # tf.nn.ctc_*
 from tapeflow.sparse import nn as _nn  # tf.nn's sparse functions
 from tapeflow.sparse.extras import bincount, maximum, minimum, reset_shape, softmax, split
 from tapeflow.sparse.ops import (

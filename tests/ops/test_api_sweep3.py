@@ -1,0 +1,153 @@
+"""Ops added in session 3 of issue 18 against TF 2.21's recorded answers (api_sweep3_cases.py,
+fixtures/tf_api_sweep3.json), float64 finite differences, eager-vs-traced equality, and the
+candidate samplers' distributions."""
+
+import json
+import os
+
+import api_sweep3_cases as cases
+import numpy as np
+import pytest
+
+import tapeflow as tf
+
+with open(os.path.join(os.path.dirname(__file__), "fixtures", "tf_api_sweep3.json")) as f:
+    RECORDED = json.load(f)
+
+
+def _check(got, want, name):
+    if isinstance(want, list):
+        assert len(got) == len(want), name
+        for g, w in zip(got, want):
+            _check(g, w, name)
+        return
+    assert got.dtype.name == want["dtype"], name
+    assert list(got.shape) == want["shape"], name
+    data = np.array([np.nan if v is None else v for v in want["data"]], np.float64)
+    tol = 2e-5 if want["dtype"] == "float32" else 1e-9
+    np.testing.assert_allclose(np.asarray(got.numpy(), np.float64).ravel(), data, rtol=tol,
+                               atol=tol, err_msg=name)
+
+
+@pytest.mark.parametrize("name", sorted(cases.CASES))
+def test_matches_tensorflow(name):
+    want = RECORDED[name]
+    if isinstance(want, dict) and "error" in want:
+        with pytest.raises(Exception) as info:
+            cases.CASES[name](tf)
+        assert type(info.value).__name__ == want["error"]
+        return
+    _check(cases.CASES[name](tf), want, name)
+
+
+def _numeric_grad(loss, x, eps=1e-6):
+    out = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        step = np.zeros_like(x)
+        step[i] = eps
+        out[i] = (loss(x + step) - loss(x - step)) / (2 * eps)
+    return out
+
+
+def _ctc_total(x):
+    loss = tf.nn.ctc_loss(cases.CTC_LABELS, x, cases.CTC_LABEL_LENGTH, cases.CTC_LOGIT_LENGTH)
+    return tf.reduce_sum(loss * tf.constant(cases.CTC_WEIGHTS, tf.float64))
+
+
+def test_ctc_loss_gradient_finite_differences_and_traced():
+    x = cases.CTC_LOGITS.astype(np.float64)
+    t = tf.constant(x)
+    with tf.GradientTape() as tape:
+        tape.watch(t)
+        total = _ctc_total(t)
+    eager = tape.gradient(total, t).numpy()
+    numeric = _numeric_grad(lambda v: float(_ctc_total(tf.constant(v)).numpy()), x)
+    np.testing.assert_allclose(eager, numeric, rtol=1e-6, atol=1e-7)
+
+    @tf.function
+    def traced(v):
+        with tf.GradientTape() as tape:
+            tape.watch(v)
+            y = _ctc_total(v)
+        return y, tape.gradient(y, v)
+
+    y, g = traced(t)
+    np.testing.assert_allclose(y.numpy(), total.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(g.numpy(), eager, rtol=1e-12, atol=1e-15)
+
+
+def test_ctc_loss_impossible_alignment_is_inf():
+    # two repeated labels need a blank between them: 3 frames, not 2
+    loss = tf.nn.ctc_loss([[1, 1]], np.zeros((2, 1, 3), np.float32), [2], [2])
+    assert np.isinf(loss.numpy()[0])
+
+
+def test_sampled_softmax_loss_gradient_finite_differences():
+    sv = (np.array(cases.SAMPLED[0]), np.array(cases.SAMPLED[1], np.float64),
+          np.array(cases.SAMPLED[2], np.float64))
+    w0, x0 = cases.SW.astype(np.float64), cases.SX.astype(np.float64)
+    b = tf.constant(cases.SB.astype(np.float64))
+
+    def loss(w, x):
+        return tf.reduce_sum(tf.nn.sampled_softmax_loss(
+            w, b, cases.SLABELS, x, 4, 10, num_true=2, sampled_values=sv) * [1.0, 2.0, 3.0])
+
+    w, x = tf.constant(w0), tf.constant(x0)
+    with tf.GradientTape() as tape:
+        tape.watch([w, x])
+        y = loss(w, x)
+    gw, gx = tape.gradient(y, [w, x])
+    np.testing.assert_allclose(
+        tf.convert_to_tensor(gw).numpy(),
+        _numeric_grad(lambda v: float(loss(tf.constant(v), x).numpy()), w0), atol=1e-7)
+    np.testing.assert_allclose(
+        gx.numpy(), _numeric_grad(lambda v: float(loss(w, tf.constant(v)).numpy()), x0),
+        atol=1e-7)
+    np.testing.assert_allclose(tf.function(loss)(w, x).numpy(), y.numpy(), rtol=1e-12)
+
+
+def _draw(name, unique, n=4, range_max=10, calls=1, **kw):
+    fn = getattr(tf.random, name)
+    classes = tf.constant([[1, 2], [4, 3]], tf.int64)
+    return [fn(classes, 2, n, unique, range_max=range_max, seed=7, **kw) for _ in range(calls)]
+
+
+@pytest.mark.parametrize("name", ["uniform_candidate_sampler", "log_uniform_candidate_sampler",
+                                  "learned_unigram_candidate_sampler"])
+def test_unique_sampler_counts_follow_the_number_of_tries(name):
+    for sampled, true_count, sampled_count in _draw(name, True, calls=3):
+        s = sampled.numpy()
+        assert len(set(s.tolist())) == 4 and s.min() >= 0 and s.max() < 10
+        # every count is 1 - (1 - p) ** n for one n >= num_sampled (or p * num_sampled)
+        t, c = true_count.numpy().ravel(), sampled_count.numpy()
+        assert np.all((c > 0) & (c <= 4)) and np.all(t > 0)
+
+
+def test_seeded_sampler_continues_its_stream_and_repeats_after_set_seed():
+    tf.random.set_seed(5)
+    first = [s[0].numpy().tolist() for s in _draw("uniform_candidate_sampler", False, calls=2)]
+    tf.random.set_seed(5)
+    again = [s[0].numpy().tolist() for s in _draw("uniform_candidate_sampler", False, calls=2)]
+    assert first == again and first[0] != first[1]
+
+
+def test_log_uniform_sampler_frequencies():
+    tf.random.set_seed(1)
+    sampled = _draw("log_uniform_candidate_sampler", False, n=20000, range_max=5)[0][0].numpy()
+    c = np.arange(5)
+    want = np.log((c + 2) / (c + 1)) / np.log(6)
+    np.testing.assert_allclose(np.bincount(sampled, minlength=5) / 20000, want, atol=0.015)
+
+
+def test_fixed_unigram_never_draws_reserved_ids():
+    sampled = _draw("fixed_unigram_candidate_sampler", False, n=200, range_max=6,
+                    unigrams=[1, 2, 3, 4], num_reserved_ids=2)[0][0].numpy()
+    assert sampled.min() >= 2
+
+
+def test_sampler_inside_function_draws_new_values_each_call():
+    @tf.function
+    def draw():
+        return tf.random.uniform_candidate_sampler([[0]], 1, 5, True, 1000)[0]
+
+    assert draw().numpy().tolist() != draw().numpy().tolist()
