@@ -189,23 +189,22 @@ def _beam_search(lp, top_paths, beam_width):
     last class, repeats merged only across a blank, as TF's decoder with merge_repeated=False
     scores its beams). Returns the top paths and their log-probabilities."""
     blank = lp.shape[1] - 1
+    def add(into, prefix, pb, pnb):
+        ob, onb = into.get(prefix, (_NEG, _NEG))
+        into[prefix] = (np.logaddexp(ob, pb), np.logaddexp(onb, pnb))
+
     beams = {(): (0.0, _NEG)}  # prefix -> (log p ending in blank, log p ending in a label)
     for t in range(lp.shape[0]):
         nxt: dict = {}
-
-        def add(prefix, pb, pnb):
-            ob, onb = nxt.get(prefix, (_NEG, _NEG))
-            nxt[prefix] = (np.logaddexp(ob, pb), np.logaddexp(onb, pnb))
-
         for prefix, (pb, pnb) in beams.items():
             total = np.logaddexp(pb, pnb)
-            add(prefix, total + lp[t, blank], _NEG)
+            add(nxt, prefix, total + lp[t, blank], _NEG)
             for c in range(blank):
                 if prefix and prefix[-1] == c:
-                    add(prefix, _NEG, pnb + lp[t, c])
-                    add(prefix + (c,), _NEG, pb + lp[t, c])
+                    add(nxt, prefix, _NEG, pnb + lp[t, c])
+                    add(nxt, prefix + (c,), _NEG, pb + lp[t, c])
                 else:
-                    add(prefix + (c,), _NEG, total + lp[t, c])
+                    add(nxt, prefix + (c,), _NEG, total + lp[t, c])
         beams = dict(heapq.nlargest(beam_width, nxt.items(),
                                     key=lambda kv: np.logaddexp(*kv[1])))
     best = heapq.nlargest(top_paths, beams.items(), key=lambda kv: np.logaddexp(*kv[1]))
