@@ -106,3 +106,94 @@ CASES = {
     "all_candidate_sampler": lambda tf: list(tf.random.all_candidate_sampler(
         tf.constant([[1, 2], [4, 3]], tf.int64), 2, 5, True)),
 }
+
+_lrng = np.random.RandomState(2)
+A3 = _lrng.randn(3, 3) + 3 * np.eye(3)
+B2 = _lrng.randn(2, 2) + 2 * np.eye(2)
+X3 = _lrng.randn(3, 2)
+X6 = _lrng.randn(6, 2)
+X4 = _lrng.randn(4, 2)
+BATCH_A = _lrng.randn(2, 3, 3) + 3 * np.eye(3)
+
+LINOPS = {
+    "full": (lambda tf: tf.linalg.LinearOperatorFullMatrix(A3), X3),
+    "full batch": (lambda tf: tf.linalg.LinearOperatorFullMatrix(BATCH_A), X3),
+    "diag": (lambda tf: tf.linalg.LinearOperatorDiag(
+        tf.constant([1.5, -2.0, 0.5], tf.float64)), X3),
+    "identity": (lambda tf: tf.linalg.LinearOperatorIdentity(3, dtype=tf.float64), X3),
+    "identity batch": (lambda tf: tf.linalg.LinearOperatorIdentity(
+        3, batch_shape=[2], dtype=tf.float64), X3),
+    "scaled identity": (lambda tf: tf.linalg.LinearOperatorScaledIdentity(
+        3, tf.constant([2.0, -0.5], tf.float64)), X3),
+    "lower triangular": (lambda tf: tf.linalg.LinearOperatorLowerTriangular(A3), X3),
+    "composition": (lambda tf: tf.linalg.LinearOperatorComposition([
+        tf.linalg.LinearOperatorFullMatrix(A3),
+        tf.linalg.LinearOperatorLowerTriangular(A3.T)]), X3),
+    "block diag": (lambda tf: tf.linalg.LinearOperatorBlockDiag([
+        tf.linalg.LinearOperatorFullMatrix(A3),
+        tf.linalg.LinearOperatorDiag(tf.constant([2.0, 3.0], tf.float64)),
+        tf.linalg.LinearOperatorFullMatrix(np.array([[4.0]]))]), X6),
+    "kronecker": (lambda tf: tf.linalg.LinearOperatorKronecker([
+        tf.linalg.LinearOperatorFullMatrix(A3),
+        tf.linalg.LinearOperatorFullMatrix(B2)]), X6),
+    "low rank update": (lambda tf: tf.linalg.LinearOperatorLowRankUpdate(
+        tf.linalg.LinearOperatorDiag(tf.constant([2.0, 3.0, 4.0], tf.float64)),
+        u=A3[:, :2], diag_update=tf.constant([0.5, 1.5], tf.float64), v=A3.T[:, :2]), X3),
+    "low rank update symmetric": (lambda tf: tf.linalg.LinearOperatorLowRankUpdate(
+        tf.linalg.LinearOperatorDiag(tf.constant([2.0, 3.0, 4.0], tf.float64)),
+        u=A3[:, :2]), X3),
+    "toeplitz": (lambda tf: tf.linalg.LinearOperatorToeplitz(
+        tf.constant([3.0, 1.0, 0.5], tf.float64), tf.constant([3.0, -1.0, 0.25], tf.float64)),
+                 X3),
+    "circulant": (lambda tf: tf.linalg.LinearOperatorCirculant(
+        tf.signal.fft(tf.constant([4.0, 1.0, -0.5, 0.25], tf.complex128)),
+        input_output_dtype=tf.complex128), X4.astype(np.complex128)),
+    "circulant 2d": (lambda tf: tf.linalg.LinearOperatorCirculant2D(
+        tf.signal.fft2d(tf.constant([[4.0, 1.0, 0.5], [0.5, -1.0, 0.25]], tf.complex128)),
+        input_output_dtype=tf.complex128), X6.astype(np.complex128)),
+    "permutation": (lambda tf: tf.linalg.LinearOperatorPermutation(
+        [2, 0, 1], dtype=tf.float64), X3),
+    "householder": (lambda tf: tf.linalg.LinearOperatorHouseholder(
+        tf.constant([1.0, 2.0, -1.0], tf.float64)), X3),
+    "tridiag": (lambda tf: tf.linalg.LinearOperatorTridiag(tf.constant(
+        [[1.0, 2.0, 0.0], [4.0, 5.0, 6.0], [0.0, 7.0, 8.0]], tf.float64)), X3),
+    "tridiag matrix": (lambda tf: tf.linalg.LinearOperatorTridiag(A3, "matrix"), X3),
+    "adjoint": (lambda tf: tf.linalg.LinearOperatorAdjoint(
+        tf.linalg.LinearOperatorFullMatrix(A3)), X3),
+    "inversion": (lambda tf: tf.linalg.LinearOperatorInversion(
+        tf.linalg.LinearOperatorFullMatrix(A3)), X3),
+    "block lower triangular": (lambda tf: tf.linalg.LinearOperatorBlockLowerTriangular([
+        [tf.linalg.LinearOperatorFullMatrix(B2)],
+        [tf.linalg.LinearOperatorFullMatrix(A3[:, :2]),
+         tf.linalg.LinearOperatorFullMatrix(A3)]]), np.concatenate([X3, X3[:2]])[:5]),
+}
+
+
+def linop_case(name):
+    def case(tf):
+        make, x = LINOPS[name]
+        op = make(tf)
+        x = tf.constant(x)
+        out = [op.to_dense(), tf.constant(op.shape.as_list()), op.matmul(x),
+               op.matmul(x, adjoint=True), op.matvec(x[:, 0]), op.diag_part(), op.trace(),
+               op.adjoint().to_dense(), op.solve(x), op.solvevec(x[:, 1], adjoint=True),
+               op.determinant(), op.log_abs_determinant(), op.inverse().to_dense(),
+               op.matmul(tf.linalg.adjoint(x), adjoint_arg=True)]
+        return out
+    return case
+
+
+def linop_grad(tf):
+    """Gradients through a composition's solve and log-determinant."""
+    d = tf.constant([1.5, 2.0, 0.5], tf.float64)
+    m = tf.constant(A3)
+    with tf.GradientTape() as tape:
+        tape.watch([d, m])
+        op = tf.linalg.LinearOperatorComposition([tf.linalg.LinearOperatorDiag(d),
+                                                  tf.linalg.LinearOperatorFullMatrix(m)])
+        y = tf.reduce_sum(op.solve(tf.constant(X3)) * 0.5) + op.log_abs_determinant()
+    return tape.gradient(y, [d, m])
+
+
+CASES.update({f"linop {name}": linop_case(name) for name in LINOPS})
+CASES["linop gradient"] = linop_grad

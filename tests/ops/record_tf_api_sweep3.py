@@ -16,8 +16,11 @@ def plain(v):
     if isinstance(v, (list, tuple)):
         return [plain(x) for x in v]
     a = np.asarray(v)
-    return {"dtype": v.dtype.name, "shape": list(a.shape),
-            "data": [None if x != x else x for x in a.astype(np.float64).ravel().tolist()]}
+    out = {"dtype": v.dtype.name, "shape": list(a.shape),
+           "data": [None if x != x else x for x in np.real(a).astype(np.float64).ravel().tolist()]}
+    if np.iscomplexobj(a):
+        out["imag"] = np.imag(a).astype(np.float64).ravel().tolist()
+    return out
 
 
 out = {}

@@ -23,6 +23,8 @@ from tapeflow.ops import (
     jacobian_ops,
     linalg_extras,
     linalg_ops,
+    linear_operator,
+    linear_operator_structured,
     lookup_ops,
     math_ops,
     matrix_ops,
