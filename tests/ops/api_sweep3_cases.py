@@ -197,3 +197,11 @@ def linop_grad(tf):
 
 CASES.update({f"linop {name}": linop_case(name) for name in LINOPS})
 CASES["linop gradient"] = linop_grad
+
+SCRIPT_POINTS = np.concatenate([
+    [-5, 0, 0x41, 0x5B, 0x61, 0x416, 0x5D0, 0x627, 0x915, 0x4E2D, 0x3042, 0x30A2, 0xAC00,
+     0x10FFFF, 0x110000, 0xD800], np.random.RandomState(3).randint(0, 0x30000, 200)]).astype(
+    np.int32)
+CASES["unicode_script"] = lambda tf: tf.strings.unicode_script(tf.constant(SCRIPT_POINTS))
+CASES["unicode_script ragged"] = lambda tf: tf.strings.unicode_script(
+    tf.strings.unicode_decode(["a\u0416\u4e2d", "\u2135!"], "UTF-8")).flat_values

@@ -2,6 +2,7 @@
 
 from tapeflow.strings.extras import (
     ngrams,
+    unicode_script,
     unicode_split_with_offsets,
     unicode_transcode,
     unsorted_segment_join,
@@ -33,7 +34,8 @@ from tapeflow.strings.ops import (
 __all__ = ["as_string", "bytes_split", "format", "join", "length", "lower", "ngrams",
            "reduce_join", "regex_full_match", "regex_replace", "split", "strip", "substr",
            "to_hash_bucket", "to_hash_bucket_fast", "to_hash_bucket_strong", "to_number",
-           "unicode_decode", "unicode_decode_with_offsets", "unicode_encode", "unicode_split",
+           "unicode_decode", "unicode_decode_with_offsets", "unicode_encode", "unicode_script",
+           "unicode_split",
            "unicode_split_with_offsets", "unicode_transcode", "unsorted_segment_join", "upper"]
 
 from tapeflow.ops import lookup_ops as _lookup_ops  # noqa: E402

@@ -147,3 +147,38 @@ def unicode_split_with_offsets(input: Any, input_encoding: str,  # noqa: A002
     offsets, splits = apply(_char_offsets, x, encoding=input_encoding.lower(), errors=errors,
                             replacement=int(replacement_char))
     return chars, _ragged_result(x, offsets, splits)
+
+
+_SCRIPT_RUNS: list = []  # (first code points, ICU script codes), loaded on first use
+
+
+def _script_runs() -> tuple:
+    """The ICU script code of every code point as runs (strings/unicode_scripts.txt, recorded
+    from TF 2.21 by tests/strings/record_tf_unicode_scripts.py)."""
+    if not _SCRIPT_RUNS:
+        import pathlib
+
+        text = (pathlib.Path(__file__).parent / "unicode_scripts.txt").read_text()
+        rows = [line.split() for line in text.splitlines() if not line.startswith("#")]
+        _SCRIPT_RUNS.append((np.array([int(a, 16) for a, _ in rows], np.int64),
+                             np.array([int(b) for _, b in rows], np.int32)))
+    return _SCRIPT_RUNS[0]
+
+
+@op("UnicodeScript", shape=lambda x: x)
+def _unicode_script(x):
+    starts, codes = _script_runs()
+    points = x.astype(np.int64)
+    out = codes[np.clip(np.searchsorted(starts, points, side="right") - 1, 0, None)]
+    return np.where((points < 0) | (points > 0x10FFFF), -1, out).astype(np.int32)
+
+
+def unicode_script(input: Any, name: str | None = None) -> Any:  # noqa: A002
+    """The ICU UScriptCode of each int32 code point (0 Common, 25 Latin, 8 Cyrillic, 17 Han
+    ...; -1 for values that are no code point). Ragged code points give a ragged result."""
+    if isinstance(input, RaggedTensor):
+        return input.with_flat_values(unicode_script(input.flat_values))
+    x = _t(input)
+    if x.dtype != _dtypes.int32:
+        raise TypeError(f"tf.strings.unicode_script expects int32 code points, got {x.dtype.name}")
+    return apply(_unicode_script, x)
