@@ -205,3 +205,43 @@ SCRIPT_POINTS = np.concatenate([
 CASES["unicode_script"] = lambda tf: tf.strings.unicode_script(tf.constant(SCRIPT_POINTS))
 CASES["unicode_script ragged"] = lambda tf: tf.strings.unicode_script(
     tf.strings.unicode_decode(["a\u0416\u4e2d", "\u2135!"], "UTF-8")).flat_values
+
+
+def _example(tf, **feats):
+    f = {}
+    for k, v in feats.items():
+        if isinstance(v[0], float):
+            f[k] = tf.train.Feature(float_list=tf.train.FloatList(value=v))
+        else:
+            f[k] = tf.train.Feature(int64_list=tf.train.Int64List(value=v))
+    return tf.train.Example(features=tf.train.Features(feature=f)).SerializeToString()
+
+
+def _records(tf):
+    return [_example(tf, ix=[3, 0, 7], iy=[1, 1, 0], val=[0.5, -1.0, 2.0], w=[1]),
+            _example(tf, ix=[2], iy=[4], val=[9.0], w=[2, 3])]
+
+
+def sparse_feature(single, two_dims=False, sorted_=False):
+    def case(tf):
+        index = ["ix", "iy"] if two_dims else "ix"
+        size = [8, 5] if two_dims else 8
+        feats = {"sp": tf.io.SparseFeature(index, "val", tf.float32, size, sorted_),
+                 "val": tf.io.VarLenFeature(tf.float32),
+                 "w": tf.io.VarLenFeature(tf.int64)}
+        if single:
+            out = tf.io.parse_single_example(_records(tf)[0], feats)
+        else:
+            out = tf.io.parse_example(tf.constant(_records(tf)), feats)
+        return [out["sp"].indices, out["sp"].values, out["sp"].dense_shape, out["val"].values,
+                out["w"].indices]
+    return case
+
+
+CASES.update({
+    "sparse feature batch": sparse_feature(False),
+    "sparse feature batch 2d": sparse_feature(False, True),
+    "sparse feature batch already sorted": sparse_feature(False, sorted_=True),
+    "sparse feature single": sparse_feature(True),
+    "sparse feature single 2d": sparse_feature(True, True),
+})

@@ -20,6 +20,7 @@ from tapeflow.io.parsing import (
     FixedLenFeature,
     FixedLenSequenceFeature,
     RaggedFeature,
+    SparseFeature,
     VarLenFeature,
     parse_example,
     parse_single_example,
@@ -29,8 +30,9 @@ from tapeflow.io.tensor_proto import parse_tensor, serialize_tensor
 from tapeflow.io.tfrecord import TFRecordOptions, TFRecordWriter, tf_record_iterator
 from tapeflow.sparse.tensor import SparseTensor
 
-__all__ = ["FixedLenFeature", "FixedLenSequenceFeature", "RaggedFeature", "SparseTensor",
-           "TFRecordOptions", "TFRecordWriter", "VarLenFeature", "decode_and_crop_jpeg",
+__all__ = ["FixedLenFeature", "FixedLenSequenceFeature", "RaggedFeature", "SparseFeature",
+           "SparseTensor", "TFRecordOptions", "TFRecordWriter", "VarLenFeature",
+           "decode_and_crop_jpeg",
            "decode_base64", "decode_bmp", "decode_csv", "decode_gif", "decode_image",
            "decode_jpeg", "decode_png", "decode_raw", "encode_base64", "encode_jpeg",
            "encode_png", "extract_jpeg_shape", "gfile", "is_jpeg", "parse_example",

@@ -42,6 +42,64 @@ class RaggedFeature(NamedTuple):
     validate: bool = False
 
 
+class SparseFeature(NamedTuple):
+    """A SparseTensor assembled from an Example's index feature(s) and value feature: value i
+    sits at position index[i] (one index key per dense dim; `size` gives the dense shape)."""
+
+    index_key: Any
+    value_key: str
+    dtype: Any
+    size: Any
+    already_sorted: bool = False
+
+
+def _expand_sparse_features(features: dict) -> dict:
+    """The VarLenFeatures that SparseFeatures read (their index and value keys), next to the
+    other features; a key asked for twice must be asked for the same way."""
+    out = {k: v for k, v in features.items() if not isinstance(v, SparseFeature)}
+    for key, spec in features.items():
+        if not isinstance(spec, SparseFeature):
+            continue
+        keys = [spec.index_key] if isinstance(spec.index_key, str) else list(spec.index_key)
+        needed = [(k, VarLenFeature(_dtypes.int64)) for k in keys]
+        needed.append((spec.value_key, VarLenFeature(spec.dtype)))
+        for k, want in needed:
+            have = out.setdefault(k, want)
+            if _dtypes.as_dtype(have.dtype) != _dtypes.as_dtype(want.dtype) or not isinstance(
+                    have, VarLenFeature):
+                raise ValueError(f"SparseFeature {key!r} reads {k!r} as {want}, but the "
+                                 f"features also ask for it as {have}")
+    return out
+
+
+def _assemble_sparse_features(features: dict, parsed: dict, single: bool) -> dict:
+    """Each SparseFeature's SparseTensor from the VarLen SparseTensors it read."""
+    from tapeflow.ops import array_ops, math_ops
+    from tapeflow.sparse.ops import reorder
+
+    out = {}
+    for key, spec in features.items():
+        if not isinstance(spec, SparseFeature):
+            out[key] = parsed[key]
+            continue
+        keys = [spec.index_key] if isinstance(spec.index_key, str) else list(spec.index_key)
+        sizes = [spec.size] if np.ndim(spec.size) == 0 else list(spec.size)
+        if len(sizes) != len(keys):
+            raise ValueError(f"SparseFeature {key!r}: {len(keys)} index keys but size "
+                             f"{spec.size}")
+        values = parsed[spec.value_key]
+        columns = [array_ops.expand_dims(parsed[k].values, 1) for k in keys]
+        if not single:
+            columns.insert(0, values.indices[:, :1])
+        indices = array_ops.concat(columns, 1)
+        shape = convert_to_tensor(np.asarray(sizes, np.int64))
+        if not single:
+            shape = array_ops.concat([values.dense_shape[:1], shape], 0)
+        sp = SparseTensor(math_ops.cast(indices, _dtypes.int64), values.values, shape)
+        out[key] = sp if spec.already_sorted else reorder(sp)
+    return out
+
+
 class FixedLenSequenceFeature(NamedTuple):
     """A feature whose leading dimension varies (shape gives the rest)."""
 
@@ -345,8 +403,10 @@ def parse_single_example(serialized: Any, features: dict, name: str | None = Non
         raise errors.InvalidArgumentError(
             f"parse_single_example: serialized must be a scalar, got shape {x.shape}; "
             f"use parse_example for batches\n{errors.user_line()}")
-    return _unpack(features, apply(_parse_example, x, features=_features_attr(features),
-                                   single=True), single=True)
+    plain = _expand_sparse_features(features)
+    parsed = _unpack(plain, apply(_parse_example, x, features=_features_attr(plain),
+                                  single=True), single=True)
+    return _assemble_sparse_features(features, parsed, single=True)
 
 
 def parse_example(serialized: Any, features: dict, name: str | None = None,
@@ -357,8 +417,10 @@ def parse_example(serialized: Any, features: dict, name: str | None = None,
         raise errors.InvalidArgumentError(
             f"parse_example: serialized must be a vector, got shape {x.shape}\n"
             f"{errors.user_line()}")
-    return _unpack(features, apply(_parse_example, x, features=_features_attr(features),
-                                   single=False), single=False)
+    plain = _expand_sparse_features(features)
+    parsed = _unpack(plain, apply(_parse_example, x, features=_features_attr(plain),
+                                  single=False), single=False)
+    return _assemble_sparse_features(features, parsed, single=False)
 
 
 def _unpack(features: dict, tensors: tuple, single: bool) -> dict:
