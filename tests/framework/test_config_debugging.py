@@ -37,7 +37,7 @@ def test_devices_and_soft_placement(restore_config):
 
 def test_jit_and_determinism(restore_config):
     tf.config.optimizer.set_jit(True)
-    assert tf.config.optimizer.get_jit() and tf.function(lambda: 1)._jit_compile
+    assert tf.config.optimizer.get_jit()
     tf.config.experimental.enable_op_determinism()
     assert config.op_determinism_enabled()
     # TF 2.21's rule: randomness without any seed is an error; a seed makes it fine
@@ -142,3 +142,16 @@ def test_accelerator_switches_answer_as_tensorflow_on_a_cpu(restore_config):
     assert not xp.tensor_float_32_execution_enabled() and xp.get_device_policy() == "explicit"
     with pytest.warns(DeprecationWarning):
         assert xp.get_memory_usage("CPU:0") == 0
+
+
+def test_set_jit_tells_its_hooks_when_it_changes(restore_config):
+    seen = []
+    config.jit_changed_hooks.append(seen.append)
+    try:
+        tf.config.optimizer.set_jit(False)
+        tf.config.optimizer.set_jit(True)
+        tf.config.optimizer.set_jit(True)
+        tf.config.optimizer.set_jit(False)
+    finally:
+        config.jit_changed_hooks.remove(seen.append)
+    assert seen == [True, False]

@@ -124,10 +124,20 @@ def get_soft_device_placement() -> bool:
     return _settings["soft_placement"]
 
 
+# called with the new setting when set_jit changes it: tf.functions created without
+# jit_compile register here to drop the graphs they compiled under the old one (graph/, above)
+jit_changed_hooks: list = []
+
+
 @export("config.optimizer.set_jit")
 def set_jit(enabled: Any) -> None:
-    """The default of ``tf.function(jit_compile=...)`` for functions created afterwards."""
-    _settings["jit"] = bool(enabled)
+    """The jit_compile of every ``tf.function`` that does not set it: calls after this one
+    compile (or stop compiling) their graphs, as TF's auto-clustering applies from then on."""
+    enabled = bool(enabled)
+    if enabled != _settings["jit"]:
+        _settings["jit"] = enabled
+        for hook in list(jit_changed_hooks):
+            hook(enabled)
 
 
 @export("config.optimizer.get_jit")

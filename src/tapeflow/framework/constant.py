@@ -41,6 +41,8 @@ def _infer_python_dtype(value: Any) -> _dtypes.DType:
             kinds.add("s")
         elif isinstance(v, (EagerTensor, np.ndarray)):
             kinds.add(("t", _dtypes.from_numpy(np.asarray(v).dtype)))
+        elif hasattr(v, "_as_tensor") and hasattr(v, "dtype"):  # a Variable
+            kinds.add(("t", v.dtype))
         else:
             raise TypeError(f"Cannot convert {v!r} (type {type(v).__name__}) to a tensor")
 
@@ -115,8 +117,12 @@ def convert_to_tensor(value: Any, dtype: Any = None, dtype_hint: Any = None,
         return _maybe_symbolic(wrap(arr), name)
     if isinstance(value, np.generic):
         return convert_to_tensor(np.asarray(value), dtype)
-    if isinstance(value, (list, tuple)) and any(_is_symbolic(v) for v in _flat(value)):
-        return stack([convert_to_tensor(v, dtype, dtype_hint) for v in value])
+    if isinstance(value, (list, tuple)) and _packs_tensors(value):
+        # a list of tensors is their stack (TF's Pack): symbolic ones need the op, and under a
+        # tape it carries gradients back to each element; Python numbers take their dtype
+        if dtype is None:
+            dtype = next(v.dtype for v in _flat(value) if _is_tensor_like(v))
+        return stack([convert_to_tensor(v, dtype) for v in value])
     if dtype is None:
         inferred = _infer_python_dtype(value)
         if dtype_hint is not None:
@@ -153,6 +159,17 @@ def _flat(v):
             yield from _flat(e)
     else:
         yield v
+
+
+def _is_tensor_like(v) -> bool:
+    return isinstance(v, Tensor) or (hasattr(v, "_as_tensor") and hasattr(v, "dtype"))
+
+
+def _packs_tensors(value: list | tuple) -> bool:
+    """Whether a nested list must become a Pack op: it holds a symbolic tensor, or a tensor or
+    variable while a gradient tape records."""
+    recording = bool(_state.tapes)
+    return any(_is_symbolic(v) or (recording and _is_tensor_like(v)) for v in _flat(value))
 
 
 def _is_symbolic(v) -> bool:
