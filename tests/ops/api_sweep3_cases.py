@@ -245,3 +245,46 @@ CASES.update({
     "sparse feature single": sparse_feature(True),
     "sparse feature single 2d": sparse_feature(True, True),
 })
+
+
+def seeded(fn, global_seed=7):
+    """fn(tf) after tf.random.set_seed(global_seed) (stateful ops' TF numbers)."""
+    def case(tf):
+        tf.random.set_seed(global_seed)
+        try:
+            return fn(tf)
+        finally:
+            tf.random.set_seed(None)
+    return case
+
+
+def traced_twice(tf):
+    f = tf.function(lambda: [tf.random.gamma([3], [0.7, 4.0]), tf.random.poisson([2], 12.5)])
+    return f() + f()
+
+
+CASES.update({
+    "stateless_gamma": lambda tf: tf.random.stateless_gamma(
+        [4, 3], [4, 7], alpha=[0.3, 1.0, 6.5], beta=[1.0, 2.0, 0.5]),
+    "stateless_gamma float64": lambda tf: tf.random.stateless_gamma(
+        [2, 2, 2], [1, 2], alpha=[[0.9, 2.0], [15.0, 1.0]], dtype=tf.float64),
+    "stateless_gamma scalar alpha": lambda tf: tf.random.stateless_gamma([5], [3, 3], alpha=2.0),
+    "stateless_gamma bad shape": lambda tf: tf.random.stateless_gamma([3, 2], [3, 3],
+                                                                      alpha=[1.0, 2.0, 3.0]),
+    "stateless_poisson": lambda tf: tf.random.stateless_poisson(
+        [5, 4], [4, 7], lam=[0.5, 3.0, 9.9, 10.0]),
+    "stateless_poisson large float": lambda tf: tf.random.stateless_poisson(
+        [3, 2], [9, 1], lam=[25.0, 400.0], dtype=tf.float32),
+    "stateless_poisson int64": lambda tf: tf.random.stateless_poisson(
+        [6], [0, 5], lam=tf.constant(2.5, tf.float64), dtype=tf.int64),
+    "gamma op seed": seeded(lambda tf: [tf.random.gamma([3, 2], [0.5, 3.0], seed=11),
+                                        tf.random.gamma([3, 2], [0.5, 3.0], seed=11)]),
+    "gamma implicit seeds": seeded(lambda tf: [tf.random.gamma([4], 2.0, beta=3.0),
+                                               tf.random.gamma([2], [1.0, 8.0],
+                                                               dtype=tf.float64)]),
+    "gamma only op seed": lambda tf: tf.random.gamma([3], 1.5, seed=5),
+    "poisson op seed": seeded(lambda tf: [tf.random.poisson([4], [1.5, 30.0], seed=3),
+                                          tf.random.poisson([4], [1.5, 30.0], seed=3),
+                                          tf.random.poisson([3], 7.0, dtype=tf.int32)]),
+    "gamma poisson traced": seeded(traced_twice),
+})

@@ -220,20 +220,24 @@ def _traced_op_seed(graph: Any) -> int:
     return k
 
 
-def _tf_draw(kind: str, shape: Any, dtype: Any, seed: int | None, lo: Any = None,
-             hi: Any = None, mean: Any = 0.0, stddev: Any = 1.0) -> Any:
-    """TF's numbers for a seeded draw (eager, or traced in a tf.function), or None when this
-    call takes the NumPy path (tf.data maps, no seeds, run-time shapes)."""
+class _EagerStream:
+    """The (key, counter) TF's kernel uses for one eager call."""
+
+    def __init__(self, key: tuple, counter: tuple):
+        self.key, self._counter = key, counter
+
+    def counter(self) -> tuple:
+        return self._counter
+
+
+def _kernel_stream(kind: str, shape: tuple, dtype: Any, seed: int | None) -> Any:
+    """The Philox stream TF's stateful kernel `kind` would use for a seeded call producing
+    `shape` outputs (eager: this call's key and counter; traced: the node's advancing kernel
+    state), or None when the call takes the NumPy path (tf.data maps, no seeds)."""
     if _state.seed_offset is not None:
         return None
     if _global["seed"] is None and seed is None:
         return None
-    dims, static = shape_operands(shape, f"tf.random.{kind}")
-    if dims:
-        return None
-    from tapeflow.framework.tensor import wrap
-    from tapeflow.ops.stateless_random import draw
-
     graph = _state.graph
     if graph is not None:
         g = _global["seed"] if _global["seed"] is not None else DEFAULT_GLOBAL_SEED
@@ -241,12 +245,28 @@ def _tf_draw(kind: str, shape: Any, dtype: Any, seed: int | None, lo: Any = None
         g, s = g % _MAXINT32, s % _MAXINT32
         if (g, s) == (0, 0):
             s = _MAXINT32
-        stream = _TracedStream((g & 0xFFFFFFFF, g >> 32), s, int(np.prod(static)))
+        return _TracedStream((g & 0xFFFFFFFF, g >> 32), s, int(np.prod(shape)))
+    key, counter = _tf_stream(kind, shape, dtype, seed, _seed_pair(seed))
+    return _EagerStream(key, counter)
+
+
+def _tf_draw(kind: str, shape: Any, dtype: Any, seed: int | None, lo: Any = None,
+             hi: Any = None, mean: Any = 0.0, stddev: Any = 1.0) -> Any:
+    """TF's numbers for a seeded draw (eager, or traced in a tf.function), or None when this
+    call takes the NumPy path (tf.data maps, no seeds, run-time shapes)."""
+    if _state.seed_offset is not None or (_global["seed"] is None and seed is None):
+        return None
+    dims, static = shape_operands(shape, f"tf.random.{kind}")
+    if dims:
+        return None
+    from tapeflow.framework.tensor import wrap
+    from tapeflow.ops.stateless_random import draw
+
+    stream = _kernel_stream(kind, static, dtype, seed)
+    if _state.graph is not None:
         return apply(_tf_random, stream=stream, shape=static, kind=kind, dtype=dtype,
                      lo=lo, hi=hi, mean=_value(mean), stddev=_value(stddev))
-    pair = _seed_pair(seed)
-    key, counter = _tf_stream(kind, static, dtype, seed, pair)
-    raw = draw(key, counter, static, kind, dtype, lo, hi)
+    raw = draw(stream.key, stream.counter(), static, kind, dtype, lo, hi)
     return wrap(_finish(raw, kind, dtype, lo, hi, _value(mean), _value(stddev)))
 
 
@@ -382,27 +402,63 @@ def categorical(logits: Any, num_samples: int, dtype: Any = None, seed: int | No
                  gen=make_generator(seed))
 
 
-@op("RandomGamma", random=True, shape=lambda alpha, beta, *, shape, dtype, gen: (
-    None if alpha[0] is None or beta[0] is None else tuple(shape) + tuple(
-        np.broadcast_shapes(alpha[0], beta[0])), dtype))
-def _gamma(alpha, beta, *, shape, dtype, gen):
-    a, b = np.broadcast_arrays(alpha.astype(np.float64), beta.astype(np.float64))
-    draw = gen.gamma(a, size=tuple(shape) + a.shape) / b
+@op("RandomGamma", random=True, shape=lambda alpha, *, shape, dtype, gen: (
+    None if alpha[0] is None else tuple(shape) + tuple(alpha[0]), dtype))
+def _gamma(alpha, *, shape, dtype, gen):
+    draw = gen.gamma(alpha.astype(np.float64), size=tuple(shape) + alpha.shape)
     return draw.astype(dtype._np)
+
+
+@op("TFRandomGamma", random=True, shape=lambda alpha, *, stream, shape, dtype: (
+    None if alpha[0] is None else tuple(shape) + tuple(alpha[0]), dtype))
+def _tf_gamma(alpha, *, stream, shape, dtype):
+    """TF's RandomGamma kernel (ops/philox_distributions.py)."""
+    from tapeflow.ops import philox_distributions
+
+    samples = philox_distributions.gamma(alpha, int(np.prod(shape)), stream.key,
+                                         stream.counter())
+    return samples.reshape(tuple(shape) + alpha.shape).astype(dtype._np)
+
+
+def _broadcast_alpha(alpha: Any, beta: Any) -> Any:
+    from tapeflow.ops import array_ops
+
+    if alpha.shape == beta.shape:
+        return alpha
+    return array_ops.broadcast_to(alpha, np.broadcast_shapes(tuple(alpha.shape),
+                                                             tuple(beta.shape)))
+
+
+def _gamma_finish(raw: Any, beta: Any, dtype: Any) -> Any:
+    """TF's wrapper: max(tiny, sample / beta) in the output dtype (differentiable in beta)."""
+    from tapeflow.framework.constant import convert_to_tensor
+    from tapeflow.ops import math_ops
+
+    tiny = convert_to_tensor(np.finfo(dtype._np).tiny, dtype)
+    return math_ops.maximum(tiny, raw / beta)
 
 
 @export("random.gamma")
 def gamma(shape: Any, alpha: Any, beta: Any = None, dtype: Any = _dtypes.float32,
           seed: int | None = None, name: str | None = None):
-    """Gamma(alpha, rate beta) samples of shape `shape` + broadcast(alpha, beta).shape (TF's
-    seed rules; NumPy's sampler, so not TF's numbers; no gradient)."""
+    """Gamma(alpha, rate beta) samples of shape `shape` + broadcast(alpha, beta).shape. With a
+    global or op seed these are TF 2.21's numbers (Marsaglia-Tsang on TF's Philox stream);
+    without, fresh NumPy draws."""
     from tapeflow.framework.constant import convert_to_tensor
 
     dtype = _float_dtype(dtype, "tf.random.gamma")
     a = convert_to_tensor(alpha, dtype)
     b = convert_to_tensor(1.0 if beta is None else beta, dtype)
-    dims = [int(d) for d in np.asarray(_value(shape)).reshape(-1)]
-    return apply(_gamma, a, b, shape=tuple(dims), dtype=dtype, gen=make_generator(seed))
+    a = _broadcast_alpha(a, b)
+    dims = tuple(int(d) for d in np.asarray(_value(shape)).reshape(-1))
+    stream = None
+    if a.shape.is_fully_defined():
+        stream = _kernel_stream("gamma", dims + tuple(a.shape), dtype, seed)
+    if stream is None:
+        raw = apply(_gamma, a, shape=dims, dtype=dtype, gen=make_generator(seed))
+    else:
+        raw = apply(_tf_gamma, a, stream=stream, shape=dims, dtype=dtype)
+    return _gamma_finish(raw, b, dtype)
 
 
 @op("RandomPoisson", random=True, shape=lambda lam, *, shape, dtype, gen: (
@@ -411,13 +467,37 @@ def _poisson(lam, *, shape, dtype, gen):
     return gen.poisson(lam.astype(np.float64), size=tuple(shape) + lam.shape).astype(dtype._np)
 
 
+def _highest(dtype: Any) -> float:
+    np_dtype = dtype._np
+    return float(np.iinfo(np_dtype).max if np.issubdtype(np_dtype, np.integer)
+                 else np.finfo(np_dtype).max)
+
+
+@op("TFRandomPoisson", random=True, shape=lambda lam, *, stream, shape, dtype: (
+    None if lam[0] is None else tuple(shape) + tuple(lam[0]), dtype))
+def _tf_poisson(lam, *, stream, shape, dtype):
+    """TF's RandomPoissonV2 kernel (ops/philox_distributions.py)."""
+    from tapeflow.ops import philox_distributions
+
+    samples = philox_distributions.poisson(lam, int(np.prod(shape)), stream.key,
+                                           stream.counter(), _highest(dtype))
+    return samples.reshape(tuple(shape) + lam.shape).astype(dtype._np)
+
+
 @export("random.poisson")
 def poisson(shape: Any, lam: Any, dtype: Any = _dtypes.float32, seed: int | None = None,
             name: str | None = None):
-    """Poisson(lam) samples of shape `shape` + lam.shape (TF's seed rules, NumPy's sampler)."""
+    """Poisson(lam) samples of shape `shape` + lam.shape: TF 2.21's numbers with a seed
+    (Knuth below rate 10, Hormann's rejection above, on TF's Philox stream), NumPy's
+    without."""
     from tapeflow.framework.constant import convert_to_tensor
 
     lam_t = convert_to_tensor(lam, _dtypes.float32 if not hasattr(lam, "dtype") else None)
-    dims = [int(d) for d in np.asarray(_value(shape)).reshape(-1)]
-    return apply(_poisson, lam_t, shape=tuple(dims), dtype=_dtypes.as_dtype(dtype),
-                 gen=make_generator(seed))
+    dims = tuple(int(d) for d in np.asarray(_value(shape)).reshape(-1))
+    dtype = _dtypes.as_dtype(dtype)
+    stream = None
+    if lam_t.shape.is_fully_defined():
+        stream = _kernel_stream("poisson", dims + tuple(lam_t.shape), dtype, seed)
+    if stream is None:
+        return apply(_poisson, lam_t, shape=dims, dtype=dtype, gen=make_generator(seed))
+    return apply(_tf_poisson, lam_t, stream=stream, shape=dims, dtype=dtype)

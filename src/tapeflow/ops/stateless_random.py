@@ -1,8 +1,9 @@
 """``tf.random.stateless_*``: the same seed gives the same numbers, here and in TensorFlow.
 
-Uniform, normal, truncated normal and integer draws reproduce TensorFlow 2.21's Philox streams
-bit for bit (ops/philox.py documents the algorithm); categorical, binomial, poisson and gamma
-are reproducible functions of the seed but use their own transforms (not TF's bits).
+Uniform, normal, truncated normal, integer, gamma and Poisson draws reproduce TensorFlow 2.21's
+Philox streams bit for bit (ops/philox.py and ops/philox_distributions.py document the
+algorithms); categorical and binomial are reproducible functions of the seed but use their own
+transforms (not TF's bits).
 The ops are pure functions of (seed, shape): no state, so graphs may fold or share them.
 """
 
@@ -14,10 +15,11 @@ import numpy as np
 
 from tapeflow._api import export
 from tapeflow.framework import dtypes as _dtypes
+from tapeflow.framework import errors
 from tapeflow.framework.constant import convert_to_tensor
 from tapeflow.framework.dispatch import apply, op
 from tapeflow.framework.tensor import Tensor
-from tapeflow.ops import philox
+from tapeflow.ops import philox, philox_distributions
 from tapeflow.ops.shape_args import _filled_rule, run_time_shape, shape_operands
 
 _ALGS = {"philox": 1, "auto_select": 3, "threefry": 2, 1: 1, 3: 3}
@@ -152,11 +154,6 @@ def _distribution(seed, *params, shape, kind, dtype):
         counts, probs = np.broadcast_arrays(*params)
         out = gen.binomial(np.broadcast_to(counts, shape).astype(np.int64),
                            np.broadcast_to(probs, shape), size=shape)
-    elif kind == "poisson":
-        out = gen.poisson(np.broadcast_to(params[0], shape), size=shape)
-    elif kind == "gamma":
-        alpha, beta = params
-        out = gen.gamma(np.broadcast_to(alpha, shape), size=shape) / np.broadcast_to(beta, shape)
     else:
         logits = params[0]
         u = gen.random((logits.shape[0], shape[1], logits.shape[1]))
@@ -176,19 +173,58 @@ def stateless_binomial(shape: Any, seed: Any, counts: Any, probs: Any,
                  dtype=_dtypes.as_dtype(output_dtype))
 
 
+def _suffix_samples(shape: tuple, params: np.ndarray, what: str) -> int:
+    """How many samples per parameter: `shape` must end with the parameters' shape (TF)."""
+    if tuple(shape[len(shape) - params.ndim:]) != params.shape or params.ndim > len(shape):
+        raise errors.InvalidArgumentError(
+            f"{what}: shape {list(shape)} must end with the broadcast shape of the parameters "
+            f"{list(params.shape)}")
+    return int(np.prod(shape)) // max(params.size, 1)
+
+
+@op("StatelessRandomGammaV3", shape=lambda seed, alpha, *, shape, dtype: (shape, dtype))
+def _stateless_gamma(seed, alpha, *, shape, dtype):
+    """TF's stateless gamma kernel (ops/philox_distributions.py) on the seed's key/counter."""
+    samples = _suffix_samples(shape, alpha, "stateless_gamma")
+    key, counter = philox.key_counter_from_seed(_seed_words(seed))
+    return philox_distributions.gamma(alpha, samples, key, counter).reshape(shape).astype(
+        dtype._np)
+
+
+@op("StatelessRandomPoisson", shape=lambda seed, lam, *, shape, dtype: (shape, dtype))
+def _stateless_poisson(seed, lam, *, shape, dtype):
+    """TF's stateless Poisson kernel (ops/philox_distributions.py)."""
+    samples = _suffix_samples(shape, lam, "stateless_poisson")
+    key, counter = philox.key_counter_from_seed(_seed_words(seed))
+    np_dtype = dtype._np
+    highest = float(np.iinfo(np_dtype).max if np.issubdtype(np_dtype, np.integer)
+                    else np.finfo(np_dtype).max)
+    return philox_distributions.poisson(lam, samples, key, counter, highest).reshape(
+        shape).astype(np_dtype)
+
+
 @export("random.stateless_poisson")
 def stateless_poisson(shape: Any, seed: Any, lam: Any, dtype: Any = _dtypes.int32,
                       name: str | None = None) -> Tensor:
-    return apply(_distribution, _seed_tensor(seed), convert_to_tensor(lam),
-                 shape=_static_shape(shape), kind="poisson", dtype=_dtypes.as_dtype(dtype))
+    """Poisson(lam) samples of `shape` (which ends with lam's shape): TF 2.21's numbers."""
+    lam_t = convert_to_tensor(lam, _dtypes.float32 if not hasattr(lam, "dtype") else None)
+    return apply(_stateless_poisson, _seed_tensor(seed), lam_t, shape=_static_shape(shape),
+                 dtype=_dtypes.as_dtype(dtype))
 
 
 @export("random.stateless_gamma")
 def stateless_gamma(shape: Any, seed: Any, alpha: Any, beta: Any = None,
                     dtype: Any = _dtypes.float32, name: str | None = None) -> Tensor:
-    return apply(_distribution, _seed_tensor(seed), convert_to_tensor(alpha, dtype),
-                 convert_to_tensor(1.0 if beta is None else beta, dtype),
-                 shape=_static_shape(shape), kind="gamma", dtype=_dtypes.as_dtype(dtype))
+    """Gamma(alpha, rate beta) samples of `shape` (which ends with broadcast(alpha, beta)'s
+    shape): TF 2.21's numbers; differentiable in beta."""
+    from tapeflow.ops.random_ops import _broadcast_alpha, _gamma_finish
+
+    dtype = _dtypes.as_dtype(dtype)
+    a = convert_to_tensor(alpha, dtype)
+    b = convert_to_tensor(1.0 if beta is None else beta, dtype)
+    raw = apply(_stateless_gamma, _seed_tensor(seed), _broadcast_alpha(a, b),
+                shape=_static_shape(shape), dtype=dtype)
+    return _gamma_finish(raw, b, dtype)
 
 
 @export("random.stateless_categorical")
