@@ -288,3 +288,27 @@ CASES.update({
                                           tf.random.poisson([3], 7.0, dtype=tf.int32)]),
     "gamma poisson traced": seeded(traced_twice),
 })
+
+
+def gamma_grads(kind, dtype_name):
+    """d sum(samples * w) / d (alpha, beta)."""
+    def case(tf):
+        dtype = getattr(tf, dtype_name)
+        alpha = tf.constant([0.4, 1.0, 3.5], dtype)
+        beta = tf.constant([1.0, 2.0, 0.5], dtype)
+        with tf.GradientTape() as tape:
+            tape.watch([alpha, beta])
+            if kind == "stateless":
+                x = tf.random.stateless_gamma([4, 3], [2, 9], alpha, beta, dtype=dtype)
+            else:
+                x = tf.random.gamma([4], alpha, beta, dtype=dtype, seed=4)
+            y = tf.reduce_sum(x * tf.constant([0.5, -1.0, 2.0], dtype))
+        return [x] + tape.gradient(y, [alpha, beta])
+    return case
+
+
+CASES.update({
+    "gamma grad stateless float64": gamma_grads("stateless", "float64"),
+    "gamma grad stateless float32": gamma_grads("stateless", "float32"),
+    "gamma grad stateful float64": gamma_grads("stateful", "float64"),
+})

@@ -191,6 +191,13 @@ def _stateless_gamma(seed, alpha, *, shape, dtype):
         dtype._np)
 
 
+@_stateless_gamma.def_grad
+def _(g, out, seed, alpha, *, shape, dtype):
+    from tapeflow.ops.random_ops import _gamma_alpha_grad
+
+    return None, _gamma_alpha_grad(g, alpha, out)
+
+
 @op("StatelessRandomPoisson", shape=lambda seed, lam, *, shape, dtype: (shape, dtype))
 def _stateless_poisson(seed, lam, *, shape, dtype):
     """TF's stateless Poisson kernel (ops/philox_distributions.py)."""
@@ -216,7 +223,7 @@ def stateless_poisson(shape: Any, seed: Any, lam: Any, dtype: Any = _dtypes.int3
 def stateless_gamma(shape: Any, seed: Any, alpha: Any, beta: Any = None,
                     dtype: Any = _dtypes.float32, name: str | None = None) -> Tensor:
     """Gamma(alpha, rate beta) samples of `shape` (which ends with broadcast(alpha, beta)'s
-    shape): TF 2.21's numbers; differentiable in beta."""
+    shape): TF 2.21's numbers; differentiable in alpha and beta."""
     from tapeflow.ops.random_ops import _broadcast_alpha, _gamma_finish
 
     dtype = _dtypes.as_dtype(dtype)
