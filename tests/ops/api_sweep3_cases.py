@@ -312,3 +312,41 @@ CASES.update({
     "gamma grad stateless float32": gamma_grads("stateless", "float32"),
     "gamma grad stateful float64": gamma_grads("stateful", "float64"),
 })
+
+ND = np.random.RandomState(4).randn(2, 3, 4)
+
+
+def _re(tf, z):
+    return tf.math.real(z) + 0.5 * tf.math.imag(z)
+
+
+# TF 2.21 has no CPU kernels for FFTND/IFFTND/RFFTND/IRFFTND: those are checked against
+# NumPy's transforms in test_api_sweep3.py; the MDCT against TF
+SIGNAL_ND = {
+    "mdct": lambda tf, x: tf.signal.mdct(tf.reshape(x, [2, 12]), 8),
+    "mdct ortho no window pad": lambda tf, x: tf.signal.mdct(
+        tf.reshape(x, [24]), 8, window_fn=None, pad_end=True, norm="ortho"),
+    "inverse_mdct": lambda tf, x: tf.signal.inverse_mdct(tf.reshape(x, [2, 3, 4])),
+    "inverse_mdct ortho": lambda tf, x: tf.signal.inverse_mdct(
+        tf.reshape(x, [6, 4]), window_fn=None, norm="ortho"),
+}
+
+
+def nd_value(fn):
+    return lambda tf: fn(tf, tf.constant(ND))
+
+
+def nd_grad(fn):
+    def case(tf):
+        x = tf.constant(ND)
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = fn(tf, x)
+            w = tf.reshape(tf.range(tf.size(y), dtype=tf.float64) * 0.1 - 0.7, tf.shape(y))
+            total = tf.reduce_sum(y * w)
+        return tape.gradient(total, x)
+    return case
+
+
+CASES.update({f"signal {k}": nd_value(f) for k, f in SIGNAL_ND.items()})
+CASES.update({f"signal grad {k}": nd_grad(f) for k, f in SIGNAL_ND.items()})

@@ -229,3 +229,52 @@ def test_gamma_alpha_gradient_keeps_the_cdf_level():
         level_up = special.gammainc(a + eps, s + eps * dx)
         level_down = special.gammainc(a - eps, s - eps * dx)
         np.testing.assert_allclose(level_up - level_down, 0.0, atol=1e-11)
+
+
+FFTND = {  # tapeflow call, the NumPy transform it must equal
+    "fftnd": (lambda x: tf.signal.fftnd(x), lambda x: np.fft.fftn(x)),
+    "fftnd axes length ortho": (
+        lambda x: tf.signal.fftnd(x, fft_length=[5, 3], axes=[0, 2], norm="ortho"),
+        lambda x: np.fft.fftn(x, s=[5, 3], axes=[0, 2], norm="ortho")),
+    "ifftnd forward": (lambda x: tf.signal.ifftnd(x, axes=[1, 2], norm="forward"),
+                       lambda x: np.fft.ifftn(x, axes=[1, 2], norm="forward")),
+    "rfftnd": (lambda x: tf.signal.rfftnd(tf.math.real(x), fft_length=[3, 6]),
+               lambda x: np.fft.rfftn(x.real, s=[3, 6], axes=[1, 2])),
+    "irfftnd": (lambda x: tf.signal.irfftnd(x), lambda x: np.fft.irfftn(x)),
+    "irfftnd length ortho": (
+        lambda x: tf.signal.irfftnd(x, fft_length=[2, 5], axes=[0, 2], norm="ortho"),
+        lambda x: np.fft.irfftn(x, s=[2, 5], axes=[0, 2], norm="ortho")),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FFTND))
+def test_fftnd_family_matches_numpy_with_gradients(name):
+    ours, theirs = FFTND[name]
+    rng = np.random.RandomState(5)
+    z = rng.randn(2, 3, 4) + 1j * rng.randn(2, 3, 4)
+    np.testing.assert_allclose(ours(tf.constant(z)).numpy(), theirs(z), rtol=1e-10, atol=1e-12)
+    w = rng.randn(*theirs(z).shape)
+
+    def loss(re):  # a real loss of the real part of the input (complex64 dtypes aside)
+        out = ours(tf.complex(re, tf.constant(z.imag)))
+        if not out.dtype.is_complex:
+            return tf.reduce_sum(out * w)
+        return tf.reduce_sum(tf.math.real(out) * w + 0.3 * tf.math.imag(out) * w)
+
+    re = tf.constant(z.real)
+    with tf.GradientTape() as tape:
+        tape.watch(re)
+        y = loss(re)
+    numeric = _numeric_grad(lambda v: float(loss(tf.constant(v)).numpy()), z.real)
+    np.testing.assert_allclose(tape.gradient(y, re).numpy(), numeric, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(tf.function(loss)(re).numpy(), y.numpy(), rtol=1e-12)
+
+
+def test_fixed_unigram_reads_counts_from_a_vocab_file(tmp_path):
+    vocab = tmp_path / "vocab.csv"
+    vocab.write_text("the,40\nof,10\ncat,6\nsat,4\n")
+    _, true_count, _ = tf.random.fixed_unigram_candidate_sampler(
+        [[0, 3]], 2, 5, False, 4, vocab_file=str(vocab), distortion=0.5)
+    w = np.sqrt([40.0, 10.0, 6.0, 4.0])
+    np.testing.assert_allclose(true_count.numpy(), [[5 * w[0] / w.sum(), 5 * w[3] / w.sum()]],
+                               rtol=1e-6)

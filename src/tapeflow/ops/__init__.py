@@ -45,6 +45,7 @@ from tapeflow.ops import (
     script_ops,
     segment_ops,
     signal_extras,
+    signal_nd,
     signal_ops,
     special_functions,
     special_math_ops,

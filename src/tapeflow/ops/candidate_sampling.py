@@ -127,9 +127,7 @@ def log_uniform_candidate_sampler(true_classes: Any, num_true: int, num_sampled:
 
 def _vocab_counts(vocab_file: str) -> list:
     """The last comma-separated column of each line of a vocabulary file (TF's format)."""
-    from tapeflow.io import gfile
-
-    with gfile.GFile(vocab_file, "r") as f:
+    with open(vocab_file, encoding="utf-8") as f:
         return [float(line.rsplit(",", 1)[-1]) for line in f.read().splitlines() if line]
 
 
