@@ -350,3 +350,63 @@ def nd_grad(fn):
 
 CASES.update({f"signal {k}": nd_value(f) for k, f in SIGNAL_ND.items()})
 CASES.update({f"signal grad {k}": nd_grad(f) for k, f in SIGNAL_ND.items()})
+
+_nrng = np.random.RandomState(6)
+IMG = _nrng.randn(2, 5, 6, 3)
+FILT = _nrng.randn(3, 2, 3, 4)
+DW = _nrng.randn(3, 2, 3, 2)
+MORPH = _nrng.randn(2, 3, 3) * 0.5
+ISO = np.array([[3.0, 1.0, 2.0, 5.0, 0.5], [1.0, 2.0, 3.0, 0.0, -1.0]])
+
+
+def depthwise_backprops(tf):  # (TF 2.21 has no CPU kernel for conv2d_backprop_*_v2)
+    x = tf.constant(IMG)
+    gd = tf.constant(np.random.RandomState(7).randn(2, 5, 6, 6))
+    return [tf.nn.depthwise_conv2d_backprop_filter(x, [3, 2, 3, 2], gd, [1, 1, 1, 1], "SAME"),
+            tf.nn.depthwise_conv2d_backprop_input([2, 5, 6, 3], tf.constant(DW), gd,
+                                                  [1, 1, 1, 1], "SAME")]
+
+
+def morph_grad(kind, padding, strides=(1, 1, 1, 1), rates=(1, 1, 1, 1)):
+    def case(tf):
+        x, f = tf.constant(IMG), tf.constant(MORPH)
+        with tf.GradientTape() as tape:
+            tape.watch([x, f])
+            y = getattr(tf.nn, kind)(x, f, list(strides), padding, "NHWC", list(rates))
+            w = tf.reshape(tf.range(tf.size(y), dtype=tf.float64) * 0.01 - 0.3, tf.shape(y))
+            total = tf.reduce_sum(y * w)
+        return [y] + tape.gradient(total, [x, f])
+    return case
+
+
+def isotonic(decreasing, axis=-1):
+    def case(tf):
+        x = tf.constant(ISO if axis == -1 else ISO.T)
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y, seg = tf.nn.isotonic_regression(x, decreasing=decreasing, axis=axis)
+            total = tf.reduce_sum(y * tf.constant(np.arange(10.0).reshape(x.shape) * 0.1))
+        return [y, seg, tape.gradient(total, x)]
+    return case
+
+
+CASES.update({
+    "depthwise backprops": depthwise_backprops,
+    "dilation2d same": morph_grad("dilation2d", "SAME"),
+    "dilation2d valid strided": morph_grad("dilation2d", "VALID", (1, 2, 1, 1)),
+    "dilation2d rates": morph_grad("dilation2d", "SAME", rates=(1, 2, 1, 1)),
+    "erosion2d same": morph_grad("erosion2d", "SAME"),
+    "erosion2d valid": morph_grad("erosion2d", "VALID", (1, 1, 2, 1)),
+    "approx_max_k": lambda tf: list(tf.math.approx_max_k(tf.constant(ISO, tf.float32), 2)),
+    # (approx_min_k has no CPU kernel in TF 2.21: checked against NumPy in the test)
+    "isotonic decreasing": isotonic(True),
+    "isotonic increasing axis 0": isotonic(False, 0),
+    "isotonic int": lambda tf: list(tf.nn.isotonic_regression(tf.constant([[3, 1, 2]]))),
+    "pool max 2d": lambda tf: tf.nn.pool(tf.constant(IMG), [2, 2], "MAX", [2, 2], "SAME"),
+    "pool avg 1d": lambda tf: tf.nn.pool(tf.constant(IMG[:, 0]), [3], "AVG", [1], "VALID"),
+    "batch_norm_with_global_normalization": lambda tf: [
+        tf.nn.batch_norm_with_global_normalization(
+            tf.constant(IMG), tf.constant([0.1, 0.2, -0.3]), tf.constant([1.5, 0.5, 2.0]),
+            tf.constant([0.0, 1.0, 2.0]), tf.constant([2.0, 3.0, 4.0]), 1e-3, flag)
+        for flag in (True, False)],
+})

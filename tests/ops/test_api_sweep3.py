@@ -278,3 +278,59 @@ def test_fixed_unigram_reads_counts_from_a_vocab_file(tmp_path):
     w = np.sqrt([40.0, 10.0, 6.0, 4.0])
     np.testing.assert_allclose(true_count.numpy(), [[5 * w[0] / w.sum(), 5 * w[3] / w.sum()]],
                                rtol=1e-6)
+
+
+def test_conv2d_backprop_v2_match_torch():
+    """TF 2.21 has no CPU kernels for these: PyTorch's convolution gradients are the check."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.RandomState(9)
+    x, w = rng.randn(2, 7, 6, 3), rng.randn(3, 2, 3, 4)
+    g = rng.randn(2, 3, 3, 4)
+    tx = torch.tensor(x.transpose(0, 3, 1, 2))
+    tw = torch.tensor(w.transpose(3, 2, 0, 1))
+    tg = torch.tensor(g.transpose(0, 3, 1, 2))
+    want_w = torch.nn.grad.conv2d_weight(tx, tw.shape, tg, stride=2).numpy().transpose(2, 3, 1, 0)
+    want_x = torch.nn.grad.conv2d_input(tx.shape, tw, tg, stride=2).numpy().transpose(0, 2, 3, 1)
+    got_w = tf.conv2d_backprop_filter_v2(x, w, g, [1, 2, 2, 1], "VALID").numpy()
+    got_x = tf.conv2d_backprop_input_v2(x, w, g, [1, 2, 2, 1], "VALID").numpy()
+    np.testing.assert_allclose(got_w, want_w, rtol=1e-10)
+    np.testing.assert_allclose(got_x, want_x, rtol=1e-10)
+
+
+def test_approx_k_along_another_axis_and_traced():
+    x = np.random.RandomState(2).randn(5, 3)
+    values, idx = tf.math.approx_min_k(x, 2, reduction_dimension=0)
+    np.testing.assert_array_equal(values.numpy(), np.sort(x, axis=0)[:2])
+    np.testing.assert_array_equal(idx.numpy(), np.argsort(x, axis=0)[:2])
+    traced = tf.function(lambda t: tf.math.approx_max_k(t, 2)[0])(tf.constant(x))
+    np.testing.assert_array_equal(traced.numpy(), -np.sort(-x, axis=1)[:, :2])
+
+
+MORPH_LOSSES = {
+    "dilation2d": lambda x, f: tf.nn.dilation2d(x, f, [1, 1, 1, 1], "SAME", "NHWC",
+                                                [1, 1, 1, 1]),
+    "erosion2d rates": lambda x, f: tf.nn.erosion2d(x, f, [1, 2, 1, 1], "VALID", "NHWC",
+                                                    [1, 1, 2, 1]),
+    "isotonic": lambda x, f: tf.nn.isotonic_regression(x[0, :, :, 0] + f[0, 0, 0])[0],
+}
+
+
+@pytest.mark.parametrize("name", sorted(MORPH_LOSSES))
+def test_morphology_and_isotonic_gradients_finite_differences(name):
+    fn = MORPH_LOSSES[name]
+    rng = np.random.RandomState(3)
+    x0, f0 = rng.randn(1, 5, 6, 2), rng.randn(2, 2, 2) * 0.3
+
+    def loss(x, f):
+        y = fn(tf.constant(x), tf.constant(f))
+        return float(np.sum(y.numpy() * np.cos(np.arange(y.numpy().size)).reshape(y.shape)))
+
+    x, f = tf.constant(x0), tf.constant(f0)
+    with tf.GradientTape() as tape:
+        tape.watch([x, f])
+        y = fn(x, f)
+        total = tf.reduce_sum(y * np.cos(np.arange(int(np.prod(y.shape)))).reshape(y.shape))
+    gx, gf = tape.gradient(total, [x, f])
+    np.testing.assert_allclose(gx.numpy(), _numeric_grad(lambda v: loss(v, f0), x0), atol=1e-6)
+    np.testing.assert_allclose(gf.numpy(), _numeric_grad(lambda v: loss(x0, v), f0), atol=1e-6)
+    np.testing.assert_allclose(tf.function(fn)(x, f).numpy(), y.numpy(), rtol=1e-12)

@@ -32,6 +32,7 @@ from tapeflow.ops import (
     moving_average,
     nn_extras,
     nn_ops,
+    nn_sweep,
     numpy_api,
     numpy_extras,
     operators,

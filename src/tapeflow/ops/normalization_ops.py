@@ -46,7 +46,8 @@ def moments(x: Any, axes: Any, shift: Any = None, keepdims: bool = False,
 @export("nn.batch_normalization")
 def batch_normalization(x: Any, mean: Any, variance: Any, offset: Any, scale: Any,
                         variance_epsilon: float, name: str | None = None):
-    """(x - mean) * scale / sqrt(variance + eps) + offset, as one scale and one shift of x."""
+    """(x - mean) * scale / sqrt(variance + eps) + offset, as one scale and one shift of x
+    (computed in the statistics' dtype and cast to x's, as TF)."""
     x = as_tensor(x)
     inv = math_ops.rsqrt(as_tensor(variance) + variance_epsilon)
     if scale is not None:
@@ -54,6 +55,8 @@ def batch_normalization(x: Any, mean: Any, variance: Any, offset: Any, scale: An
     shift = -as_tensor(mean) * inv
     if offset is not None:
         shift = shift + as_tensor(offset)
+    if inv.dtype != x.dtype:
+        inv, shift = math_ops.cast(inv, x.dtype), math_ops.cast(shift, x.dtype)
     return x * inv + shift
 
 
