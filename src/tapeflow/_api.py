@@ -15,6 +15,12 @@ from typing import Any
 
 ROOT = "tapeflow"
 
+# public namespaces that are framework modules (``tf.dtypes`` is framework/dtypes.py): names
+# exported into them must land on that module, not on a stand-in the package later replaces
+_MODULE_NAMESPACES = {"tapeflow.dtypes": "tapeflow.framework.dtypes",
+                      "tapeflow.errors": "tapeflow.framework.errors",
+                      "tapeflow.nest": "tapeflow.framework.nest"}
+
 
 def _namespace(path: list[str]) -> Any:
     obj = sys.modules[ROOT]
@@ -24,6 +30,8 @@ def _namespace(path: list[str]) -> Any:
         child = getattr(obj, part, None)
         if child is None:
             child = sys.modules.get(full)
+            if child is None and full in _MODULE_NAMESPACES:
+                child = importlib.import_module(_MODULE_NAMESPACES[full])
             if (child is None and hasattr(obj, "__path__")
                     and importlib.util.find_spec(full) is not None):
                 child = importlib.import_module(full)  # a real subpackage (compat, keras...)

@@ -365,3 +365,21 @@ def case(pred_fn_pairs: Any, default: Callable | None = None, exclusive: bool = 
         return control_flow.cond(pred, fn, lambda: chain(tail))
 
     return chain(pairs)
+
+
+@export("hessians")
+def hessians(ys: Any, xs: Any, gate_gradients: bool = False, aggregation_method: Any = None,
+             name: str = "hessians") -> list:
+    """Per x in xs, the Hessian of sum(ys) with respect to x ([*x.shape, *x.shape]); graph mode
+    only, as TF (use nested GradientTapes eagerly)."""
+    from tapeflow.graph.symbolic_gradients import gradients
+
+    xs = list(xs) if isinstance(xs, (list, tuple)) else [xs]
+    out = []
+    for x, g in zip(xs, gradients(ys, xs)):
+        n = int(np.prod(x.shape.as_list()))
+        flat = array_ops.reshape(g, [-1])
+        rows = [gradients(flat[i], x)[0] for i in range(n)]
+        rows = [array_ops.zeros_like(x) if r is None else r for r in rows]
+        out.append(array_ops.reshape(array_ops.stack(rows), x.shape.as_list() * 2))
+    return out

@@ -3,6 +3,9 @@ expected counts, LinearOperators, ...), shared by the recorder (record_tf_api_sw
 under TF 2.21) and test_api_sweep3.py. A case maps the `tf` module to a tensor, a list of
 tensors or a SparseTensor."""
 
+import gzip
+import zlib
+
 import numpy as np
 
 _rng = np.random.RandomState(0)
@@ -409,4 +412,119 @@ CASES.update({
             tf.constant(IMG), tf.constant([0.1, 0.2, -0.3]), tf.constant([1.5, 0.5, 2.0]),
             tf.constant([0.0, 1.0, 2.0]), tf.constant([2.0, 3.0, 4.0]), 1e-3, flag)
         for flag in (True, False)],
+})
+
+BANDS = np.array([[2.0, 3.0, 4.0, 5.0], [0.0, 0.5, -1.0, 0.25], [0.0, 0.0, 0.3, 0.7]])
+RHS4 = np.random.RandomState(10).randn(4, 2)
+
+
+def banded(lower, adjoint):
+    def case(tf):
+        b = tf.constant(BANDS if lower else BANDS[::-1].copy())
+        rhs = tf.constant(RHS4)
+        with tf.GradientTape() as tape:
+            tape.watch([b, rhs])
+            x = tf.linalg.banded_triangular_solve(b, rhs, lower=lower, adjoint=adjoint)
+            total = tf.reduce_sum(x * tf.constant([[1.0, -0.5]] * 4, tf.float64))
+        g = tape.gradient(total, [b, rhs])
+        # the gradient of the storage's unused corner entries is arbitrary: keep the used ones
+        mask = np.ones_like(BANDS)
+        if lower:
+            mask[1, :1] = mask[2, :2] = 0
+        else:
+            mask[::-1][1, 3:] = mask[::-1][2, 2:] = 0
+        return [x, g[0] * tf.constant(mask), g[1]]
+    return case
+
+
+def tridiag_eigs(**kw):
+    def case(tf):
+        out = tf.linalg.eigh_tridiagonal(tf.constant([2.0, 1.0, 3.0, -1.0], tf.float64),
+                                         tf.constant([0.5, -1.0, 0.25], tf.float64), **kw)
+        if isinstance(out, tuple):  # eigenvectors up to sign: normalize the first entry's sign
+            values, vectors = out
+            return [values, vectors * tf.sign(vectors[:1])]
+        return out
+    return case
+
+
+CASES.update({
+    "banded lower": banded(True, False),
+    "banded lower adjoint": banded(True, True),
+    "banded upper": banded(False, False),
+    "eigh_tridiagonal": tridiag_eigs(),
+    "eigh_tridiagonal vectors": tridiag_eigs(eigvals_only=False),
+    "eigh_tridiagonal index": tridiag_eigs(select="i", select_range=[1, 2]),
+    "eigh_tridiagonal value": tridiag_eigs(select="v", select_range=[0.0, 2.5]),
+})
+
+
+def _edit(tf, normalize):
+    hyp = tf.SparseTensor([[0, 0, 0], [0, 0, 1], [1, 0, 0], [1, 1, 0]],
+                          tf.constant([1, 2, 3, 4], tf.int64), [2, 2, 3])
+    truth = tf.SparseTensor([[0, 0, 0], [0, 0, 1], [0, 0, 2], [1, 0, 0], [1, 0, 1]],
+                            tf.constant([1, 3, 2, 3, 4], tf.int64), [2, 2, 3])
+    return tf.edit_distance(hyp, truth, normalize=normalize)
+
+
+def _edit_strings(tf):
+    hyp = tf.sparse.from_dense(tf.constant([["a", "b", ""], ["c", "", ""]]))
+    truth = tf.sparse.from_dense(tf.constant([["a", "", ""], ["", "", ""]]))
+    return tf.edit_distance(hyp, truth)
+
+
+VOL = np.random.RandomState(11).randn(1, 3, 4, 5, 2)
+
+
+def volume_patches(padding, strides):
+    def case(tf):
+        x = tf.constant(VOL)
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = tf.extract_volume_patches(x, [1, 2, 2, 3, 1], strides, padding)
+            w = tf.reshape(tf.range(tf.size(y), dtype=tf.float64) * 0.01, tf.shape(y))
+            total = tf.reduce_sum(y * w)
+        return [y, tape.gradient(total, x)]
+    return case
+
+
+def _serialized_round_trip(tf):
+    sp = tf.SparseTensor([[0, 1], [0, 3], [2, 0]], tf.constant([1.5, -2.0, 4.0]), [3, 5])
+    many = tf.io.serialize_many_sparse(sp)
+    back = tf.io.deserialize_many_sparse(many, tf.float32)
+    one = tf.io.serialize_sparse(sp)
+    return [back.indices, back.values, back.dense_shape,
+            tf.strings.length(tf.reshape(many, [-1])), tf.strings.length(one),
+            tf.io.parse_tensor(one[1], tf.float32)]
+
+
+def _mask(tf):
+    a = tf.IndexedSlices(tf.constant([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]),
+                         tf.constant([0, 4, 9]), tf.constant([12, 2]))
+    m = tf.sparse.mask(a, [4, 12])
+    return [m.values, m.indices]
+
+
+def _addmm(tf):
+    out = tf.sparse.sampled_addmm([[0, 1], [1, 0], [1, 2]], [1.0, 2.0, 3.0], [2, 3],
+                                  tf.constant([[1.0, 2.0], [3.0, 4.0]]),
+                                  tf.constant([[1.0, 0.5, -1.0], [2.0, 1.0, 0.0]]),
+                                  beta=0.5, alpha=2.0)
+    return list(out)
+
+
+CASES.update({
+    "edit_distance": lambda tf: _edit(tf, True),
+    "edit_distance unnormalized": lambda tf: _edit(tf, False),
+    "edit_distance strings": _edit_strings,
+    "extract_volume_patches valid": volume_patches("VALID", [1, 1, 2, 1, 1]),
+    "extract_volume_patches same": volume_patches("SAME", [1, 2, 1, 2, 1]),
+    "serialize sparse": _serialized_round_trip,
+    "sparse.mask": _mask,
+    "sampled_addmm": _addmm,
+    "decode_compressed": lambda tf: [tf.strings.length(tf.io.decode_compressed(
+        [zlib.compress(b"hello hello"), zlib.compress(b"")], "ZLIB")),
+        tf.io.decode_compressed(gzip.compress(b"abc"), "GZIP") == b"abc"],
+    "decode_compressed corrupt": lambda tf: tf.io.decode_compressed(b"not zlib", "ZLIB"),
+    "dtypes.cast": lambda tf: tf.dtypes.cast(tf.dtypes.complex(1.5, 2.0), tf.float64),
 })

@@ -334,3 +334,51 @@ def test_morphology_and_isotonic_gradients_finite_differences(name):
     np.testing.assert_allclose(gx.numpy(), _numeric_grad(lambda v: loss(v, f0), x0), atol=1e-6)
     np.testing.assert_allclose(gf.numpy(), _numeric_grad(lambda v: loss(x0, v), f0), atol=1e-6)
     np.testing.assert_allclose(tf.function(fn)(x, f).numpy(), y.numpy(), rtol=1e-12)
+
+
+def test_hessians_in_a_traced_function_and_not_eagerly():
+    @tf.function(autograph=False)
+    def hess(x):
+        return tf.hessians(tf.reduce_sum(x[0] ** 3 * x[1]), x)[0]
+
+    x = np.array([1.5, -2.0])
+    want = [[6 * x[0] * x[1], 3 * x[0] ** 2], [3 * x[0] ** 2, 0.0]]
+    np.testing.assert_allclose(hess(tf.constant(x)).numpy(), want, rtol=1e-12)
+    with pytest.raises(Exception, match="GradientTape"):
+        tf.hessians(tf.constant(1.0), tf.constant(2.0))
+
+
+def test_matching_files_and_write_graph(tmp_path):
+    for n in ("b.txt", "a.txt", "c.bin"):
+        (tmp_path / n).write_text(n)
+    found = tf.io.matching_files(str(tmp_path / "*.txt")).numpy().tolist()
+    assert found == [str(tmp_path / "a.txt").encode(), str(tmp_path / "b.txt").encode()]
+    once = tf.io.match_filenames_once(str(tmp_path / "*.bin"))
+    assert not once.trainable and once.numpy().tolist() == [str(tmp_path / "c.bin").encode()]
+    f = tf.function(lambda x: tf.nn.relu(x) * 2.0)
+    graph = f.get_concrete_function(tf.constant([1.0])).graph
+    text = tf.io.write_graph(graph, str(tmp_path / "logs"), "g.pbtxt")
+    binary = tf.io.write_graph(graph, str(tmp_path / "logs"), "g.pb", as_text=False)
+    assert 'op: "Relu"' in open(text).read()
+    from tapeflow.summary.graph_def import as_graph_def
+
+    assert open(binary, "rb").read() == as_graph_def(graph).SerializeToString()
+
+
+def test_stateless_parameterized_truncated_normal():
+    from scipy import special
+
+    n = 4000
+    args = dict(means=[1.0, -3.0], stddevs=[2.0, 0.5], minvals=[0.5, 1.0], maxvals=[10.0, 2.0])
+    x = tf.random.stateless_parameterized_truncated_normal([n, 2], [1, 2], **args).numpy()
+    again = tf.random.stateless_parameterized_truncated_normal([n, 2], [1, 2], **args)
+    np.testing.assert_array_equal(again.numpy(), x)
+    for j in range(2):
+        lo, hi, m, s = (args[k][j] for k in ("minvals", "maxvals", "means", "stddevs"))
+        v = np.sort(x[:, j].astype(np.float64))
+        assert lo <= v[0] and v[-1] <= hi
+        # the second interval lies 8-10 sigma above its mean: its CDF from the upper tail
+        za, zb, z = (lo - m) / s, (hi - m) / s, (v - m) / s
+        cdf = (special.ndtr(-za) - special.ndtr(-z)) / (special.ndtr(-za) - special.ndtr(-zb))
+        ks = np.max(np.abs(cdf - (np.arange(n) + 0.5) / n))
+        assert ks < 1.95 / np.sqrt(n)  # Kolmogorov-Smirnov at the 0.1% level

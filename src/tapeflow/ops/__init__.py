@@ -53,6 +53,7 @@ from tapeflow.ops import (
     state_ops,
     stateless_random,
     variable_updates,
+    volume_patches,
 )
 from tapeflow.ops import indexed_slices as _indexed_slices
 

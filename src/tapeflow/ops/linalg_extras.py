@@ -222,3 +222,64 @@ def tridiagonal_matmul(diagonals: Any, rhs: Any, diagonals_format: str = "compac
     """A tridiagonal matrix times rhs [..., M, N]."""
     m = _tridiagonal_matrix(diagonals, diagonals_format)
     return matmul(m, _tensor(rhs, m.dtype))
+
+
+def _band_matrix(bands: Any, lower: bool) -> Any:
+    """The dense triangular matrix of TF's [..., K, M] band storage (LEFT_RIGHT alignment:
+    lower: row k is the k-th subdiagonal, right-aligned; upper: row K-1-k is the k-th
+    superdiagonal, left-aligned)."""
+    k_rows, m = int(bands.shape[-2]), int(bands.shape[-1])
+    out = None
+    for k in range(k_rows):
+        row = bands[..., k, :] if lower else bands[..., k_rows - 1 - k, :]
+        # lower: A[i, i - k] = row[i]; upper: A[i, i + k] = row[i]
+        place = np.eye(m, k=-k if lower else k).astype(bands.dtype._np)
+        term = array_ops.expand_dims(row, -1) * _tensor(place)
+        out = term if out is None else out + term
+    return out
+
+
+@export("linalg.banded_triangular_solve")
+def banded_triangular_solve(bands: Any, rhs: Any, lower: bool = True, adjoint: bool = False,
+                            name: str | None = None) -> Any:
+    """Solve A X = rhs for a banded triangular A given by its K bands ([..., K, M])."""
+    b = _tensor(bands)
+    return matrix_ops.triangular_solve(_band_matrix(b, bool(lower)), _tensor(rhs, b.dtype),
+                                       lower=bool(lower), adjoint=bool(adjoint))
+
+
+@export("linalg.eigh_tridiagonal")
+def eigh_tridiagonal(alpha: Any, beta: Any, eigvals_only: bool = True, select: str = "a",
+                     select_range: Any = None, tol: Any = None, name: str | None = None) -> Any:
+    """Eigenvalues (ascending; and eigenvectors unless eigvals_only) of the Hermitian
+    tridiagonal matrix with diagonal alpha and off-diagonal beta. select: 'a' all, 'i' the
+    index range [lo, hi] of select_range, 'v' the eigenvalues in the half-open (lo, hi]."""
+    from tapeflow.ops import complex_ops
+
+    a = _tensor(alpha)
+    b = _tensor(beta)
+    if a.shape.rank != 1 or b.shape.rank != 1:
+        raise ValueError("eigh_tridiagonal: alpha and beta must be vectors")
+    n = int(a.shape[0])
+    if int(b.shape[0]) != n - 1:
+        raise ValueError(f"eigh_tridiagonal: beta must have {n - 1} elements, got {b.shape[0]}")
+    dtype = b.dtype if b.dtype.is_complex else a.dtype
+    diag = math_ops.cast(a, dtype)
+    upper = np.eye(n, k=1).astype(dtype._np)
+    lower = np.eye(n, k=-1).astype(dtype._np)
+    pad_hi = array_ops.pad(b, [[0, 1]])
+    pad_lo = array_ops.pad(complex_ops.conj(b) if b.dtype.is_complex else b, [[1, 0]])
+    dense = (matrix_ops.diag(diag) + array_ops.expand_dims(pad_hi, -1) * _tensor(upper)
+             + array_ops.expand_dims(pad_lo, -1) * _tensor(lower))
+    values, vectors = matrix_ops.eigh(dense)
+    if select == "i":
+        lo, hi = (int(v) for v in np.asarray(select_range).reshape(-1))
+        values, vectors = values[lo:hi + 1], vectors[:, lo:hi + 1]
+    elif select == "v":
+        lo, hi = (float(v) for v in np.asarray(select_range).reshape(-1))
+        keep = np.flatnonzero((values.numpy() > lo) & (values.numpy() <= hi))
+        values = gather_ops.gather(values, keep.astype(np.int32))
+        vectors = gather_ops.gather(vectors, keep.astype(np.int32), axis=1)
+    elif select != "a":
+        raise ValueError(f"select must be 'a', 'i' or 'v', got {select!r}")
+    return values if eigvals_only else (values, vectors)

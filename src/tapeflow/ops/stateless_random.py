@@ -260,3 +260,36 @@ def stateless_fold_in(seed: Any, data: Any, alg: Any = "auto_select") -> Tensor:
     s = _seed_tensor(seed)
     first = stateless_uniform([], s, minval=None, maxval=None, dtype=d.dtype, alg=alg)
     return stack([first, d])
+
+
+@op("StatelessParameterizedTruncatedNormal", shape=lambda seed, *params, shape, dtype: (
+    shape, dtype))
+def _param_truncated(seed, means, stddevs, minvals, maxvals, *, shape, dtype):
+    """Inverse-CDF sampling of each normal truncated to [minval, maxval] from the seed's Philox
+    uniforms (reproducible, not TF's bits), on the side of the mean that keeps precision."""
+    from scipy import special
+
+    key, counter = philox.key_counter_from_seed(_seed_words(seed))
+    u = philox.sample("uniform", key, counter, int(np.prod(shape)), np.float64).reshape(shape)
+    mean, std, lo, hi = (np.broadcast_to(p, shape).astype(np.float64)
+                         for p in (means, stddevs, minvals, maxvals))
+    a, b = (lo - mean) / std, (hi - mean) / std
+    flip = a > 0  # sample the mirrored interval, whose CDF values are not close to 1
+    a, b = np.where(flip, -b, a), np.where(flip, -a, b)
+    pa, pb = special.ndtr(a), special.ndtr(b)
+    z = special.ndtri(pa + u * (pb - pa))
+    z = np.clip(np.where(flip, -z, z), np.where(flip, -b, a), np.where(flip, -a, b))
+    return (mean + std * z).astype(dtype._np)
+
+
+@export("random.stateless_parameterized_truncated_normal")
+def stateless_parameterized_truncated_normal(shape: Any, seed: Any, means: Any = 0.0,
+                                             stddevs: Any = 1.0, minvals: Any = -2.0,
+                                             maxvals: Any = 2.0, name: str | None = None) -> Tensor:
+    """Normal(means, stddevs) samples truncated to [minvals, maxvals] (each broadcast to
+    `shape`); deterministic in the seed (TF's sampler is not reproduced bit for bit)."""
+    m = convert_to_tensor(means)
+    dtype = m.dtype if m.dtype.is_floating else _dtypes.float32
+    params = [convert_to_tensor(p, dtype) for p in (means, stddevs, minvals, maxvals)]
+    return apply(_param_truncated, _seed_tensor(seed), *params, shape=_static_shape(shape),
+                 dtype=dtype)

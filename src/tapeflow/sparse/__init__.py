@@ -2,6 +2,7 @@
 
 from tapeflow.sparse import ctc as _ctc  # tf.nn.ctc_*
 from tapeflow.sparse import nn as _nn  # tf.nn's sparse functions
+from tapeflow.sparse import sequences as _sequences  # tf.edit_distance, mask, sampled_addmm
 from tapeflow.sparse.extras import bincount, maximum, minimum, reset_shape, softmax, split
 from tapeflow.sparse.ops import (
     add,
