@@ -528,3 +528,45 @@ CASES.update({
     "decode_compressed corrupt": lambda tf: tf.io.decode_compressed(b"not zlib", "ZLIB"),
     "dtypes.cast": lambda tf: tf.dtypes.cast(tf.dtypes.complex(1.5, 2.0), tf.float64),
 })
+
+PICS = np.random.RandomState(12).rand(2, 7, 9, 3).astype(np.float32)
+
+
+def _draw(tf, depth=3, colors=((1.0, 0.0, 0.0, 1.0), (0.0, 0.5, 1.0, 1.0))):
+    boxes = tf.constant([[[0.1, 0.2, 0.6, 0.7], [0.5, -0.2, 1.3, 0.4]],
+                         [[0.3, 0.3, 0.3, 0.9], [0.8, 0.9, 0.2, 0.1]]])
+    return tf.image.draw_bounding_boxes(tf.constant(PICS[..., :depth]), boxes, colors)
+
+
+def _combined(tf, pad, q=1):
+    rng = np.random.RandomState(13)
+    corner = rng.rand(2, 6, q, 2) * 0.7
+    boxes = np.concatenate([corner, corner + rng.rand(2, 6, q, 2) * 0.5], -1).astype(np.float32)
+    scores = rng.rand(2, 6, 3).astype(np.float32)
+    return list(tf.image.combined_non_max_suppression(
+        boxes, scores, 2, 5, iou_threshold=0.3, score_threshold=0.1, pad_per_class=pad))
+
+
+def _glimpse(tf, centered, normalized, offsets):
+    return tf.image.extract_glimpse(tf.constant(PICS), [4, 5], offsets, centered=centered,
+                                    normalized=normalized, noise="zero")
+
+
+CASES.update({
+    "draw_bounding_boxes": _draw,
+    "draw_bounding_boxes default colors gray": lambda tf: _draw(tf, 1, np.zeros((0, 4))),
+    "draw_bounding_boxes default colors": lambda tf: _draw(tf, 3, np.zeros((0, 4))),
+    "combined nms": lambda tf: _combined(tf, False),
+    "combined nms pad per class": lambda tf: _combined(tf, True),
+    "combined nms q per class": lambda tf: _combined(tf, False, q=3),
+    "glimpse centered normalized": lambda tf: _glimpse(tf, True, True,
+                                                       [[0.0, 0.0], [-0.9, 0.6]]),
+    "glimpse corner pixels": lambda tf: _glimpse(tf, False, False, [[1.0, 2.0], [6.3, -1.5]]),
+    "glimpse centered pixels": lambda tf: _glimpse(tf, True, False, [[1.0, 2.0], [-3.5, 0.0]]),
+    "stateless_random_crop": lambda tf: tf.image.stateless_random_crop(
+        tf.constant(PICS), [1, 4, 5, 3], seed=[3, 4]),
+    "stateless_random_jpeg_quality": lambda tf: tf.image.stateless_random_jpeg_quality(
+        tf.constant(PICS[0]), 40, 90, seed=[1, 2]),
+    "adjust_jpeg_quality": lambda tf: tf.image.adjust_jpeg_quality(
+        tf.constant((PICS[0] * 255).astype(np.uint8)), 75),
+})

@@ -382,3 +382,26 @@ def test_stateless_parameterized_truncated_normal():
         cdf = (special.ndtr(-za) - special.ndtr(-z)) / (special.ndtr(-za) - special.ndtr(-zb))
         ks = np.max(np.abs(cdf - (np.arange(n) + 0.5) / n))
         assert ks < 1.95 / np.sqrt(n)  # Kolmogorov-Smirnov at the 0.1% level
+
+
+def test_sample_distorted_bounding_box_covers_a_box_and_repeats_with_its_seed():
+    box = tf.constant([[[0.1, 0.2, 0.5, 0.6]]])
+    for k in range(5):
+        begin, size, bbox = tf.image.stateless_sample_distorted_bounding_box(
+            [40, 60, 3], box, seed=[k, 1], min_object_covered=0.5,
+            aspect_ratio_range=(0.5, 2.0), area_range=(0.1, 0.9))
+        again = tf.image.stateless_sample_distorted_bounding_box(
+            [40, 60, 3], box, seed=[k, 1], min_object_covered=0.5,
+            aspect_ratio_range=(0.5, 2.0), area_range=(0.1, 0.9))
+        np.testing.assert_array_equal(begin.numpy(), again[0].numpy())
+        (y, x, _), (h, w, c) = begin.numpy(), size.numpy()
+        assert c == -1 and 0 <= y and y + h <= 40 and 0 <= x and x + w <= 60
+        assert 0.1 * 2400 <= h * w <= 0.9 * 2400
+        inter = max(0, min(20, y + h) - max(4, y)) * max(0, min(36, x + w) - max(12, x))
+        assert inter / (16 * 24) >= 0.5
+        np.testing.assert_allclose(bbox.numpy()[0, 0], [y / 40, x / 60, (y + h) / 40,
+                                                        (x + w) / 60], rtol=1e-6)
+    crop = tf.slice(tf.zeros([40, 60, 3]), begin, size)
+    assert crop.shape == (h, w, 3)
+    begin, size, _ = tf.image.sample_distorted_bounding_box([40, 60, 3], box, seed=3)
+    assert np.all(size.numpy()[:2] > 0)

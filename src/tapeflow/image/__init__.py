@@ -5,6 +5,8 @@ Everything but decoding, encoding and `resize` is written in tapeflow ops (or is
 with a gradient), so it traces in `tf.function`, runs in `Dataset.map` and differentiates.
 """
 
+from tapeflow.image import boxes as _boxes  # draw_bounding_boxes, combined NMS, crops
+from tapeflow.image import jpeg_and_crops as _jpeg_and_crops  # jpeg quality, glimpse
 from tapeflow.image.adjust import (
     adjust_brightness,
     adjust_contrast,
