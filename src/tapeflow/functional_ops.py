@@ -383,3 +383,27 @@ def hessians(ys: Any, xs: Any, gate_gradients: bool = False, aggregation_method:
         rows = [array_ops.zeros_like(x) if r is None else r for r in rows]
         out.append(array_ops.reshape(array_ops.stack(rows), x.shape.as_list() * 2))
     return out
+
+
+def _register_config_aliases() -> None:
+    """TF's older names for turning tf.function tracing off (the same functions)."""
+    from tapeflow.graph.function import functions_run_eagerly, run_functions_eagerly
+
+    export("config.experimental_run_functions_eagerly")(run_functions_eagerly)
+    export("config.experimental_functions_run_eagerly")(functions_run_eagerly)
+
+
+_register_config_aliases()
+
+
+class AggregationMethod:
+    """How tf.gradients adds the gradients that reach one tensor: tapeflow always adds them in
+    one add_n, which is what every method computes (TF's constants, for code that names them)."""
+
+    ADD_N = 0
+    DEFAULT = ADD_N
+    EXPERIMENTAL_TREE = 1
+    EXPERIMENTAL_ACCUMULATE_N = 2
+
+
+export("AggregationMethod")(AggregationMethod)

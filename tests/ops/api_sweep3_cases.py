@@ -570,3 +570,38 @@ CASES.update({
     "adjust_jpeg_quality": lambda tf: tf.image.adjust_jpeg_quality(
         tf.constant((PICS[0] * 255).astype(np.uint8)), 75),
 })
+
+
+def _crosses(tf):
+    a = tf.constant([["a", "b"], ["c", ""]])
+    sp = tf.SparseTensor([[0, 0], [1, 0], [1, 1]], tf.constant([5, 6, 7], tf.int64), [2, 2])
+    ids = tf.constant([[1], [2]], tf.int64)
+    out = [tf.sparse.cross([a, sp, ids]), tf.sparse.cross([a, ids], separator="#"),
+           tf.sparse.cross_hashed([a, sp, ids], num_buckets=1000),
+           tf.sparse.cross_hashed([a, ids], hash_key=123)]
+    flat = []
+    for s in out:
+        flat += [s.indices, s.values]
+    ragged = tf.ragged.cross([tf.ragged.constant([["a", "b"], []]), tf.constant([["x"], ["y"]])])
+    ragged_hashed = tf.ragged.cross_hashed([tf.ragged.constant([[3, 4], [5]], tf.int64), a],
+                                           num_buckets=50)
+    return flat + [ragged.flat_values, ragged.row_splits, ragged_hashed.flat_values]
+
+
+def _json_example(tf):
+    text = ('{"features": {"feature": {"a": {"int64List": {"value": ["3", "-4"]}}, '
+            '"b": {"floatList": {"value": [1.5]}}, "c": {"bytesList": {"value": ["eHk="]}}}}}')
+    parsed = tf.io.parse_example(tf.io.decode_json_example([text, text]), {
+        "a": tf.io.FixedLenFeature([2], tf.int64), "b": tf.io.FixedLenFeature([1], tf.float32),
+        "c": tf.io.FixedLenFeature([], tf.string)})
+    return [parsed["a"], parsed["b"], tf.strings.length(parsed["c"])]
+
+
+CASES.update({
+    "sobol_sample": lambda tf: tf.math.sobol_sample(12, 9),
+    "sobol_sample skip float64": lambda tf: tf.math.sobol_sample(3, 4, skip=100,
+                                                                 dtype=tf.float64),
+    "crosses": _crosses,
+    "decode_json_example": _json_example,
+    "as_string": lambda tf: tf.strings.length(tf.as_string([1.5, -2.0], precision=2)),
+})

@@ -16,6 +16,8 @@ def plain(v):
     if isinstance(v, (list, tuple)):
         return [plain(x) for x in v]
     a = np.asarray(v)
+    if a.dtype == object:
+        return {"dtype": "string", "shape": list(a.shape), "data": [b.hex() for b in a.ravel()]}
     out = {"dtype": v.dtype.name, "shape": list(a.shape),
            "data": [None if x != x else x for x in np.real(a).astype(np.float64).ravel().tolist()]}
     if np.iscomplexobj(a):

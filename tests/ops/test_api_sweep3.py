@@ -23,6 +23,9 @@ def _check(got, want, name):
         return
     assert got.dtype.name == want["dtype"], name
     assert list(got.shape) == want["shape"], name
+    if want["dtype"] == "string":
+        assert [b.hex() for b in np.asarray(got.numpy(), object).ravel()] == want["data"], name
+        return
     data = np.array([np.nan if v is None else v for v in want["data"]], np.float64)
     tol = 2e-5 if want["dtype"] in ("float32", "complex64") else 1e-9
     value = np.asarray(got.numpy()).ravel()
@@ -405,3 +408,44 @@ def test_sample_distorted_bounding_box_covers_a_box_and_repeats_with_its_seed():
     assert crop.shape == (h, w, 3)
     begin, size, _ = tf.image.sample_distorted_bounding_box([40, 60, 3], box, seed=3)
     assert np.all(size.numpy()[:2] > 0)
+
+
+def test_index_shuffle_is_a_seeded_bijection():
+    for n in (1, 2, 7, 64, 1000):
+        p = tf.random.experimental.index_shuffle(tf.range(n, dtype=tf.int64), [4, 2], n - 1)
+        assert sorted(p.numpy().tolist()) == list(range(n))
+    a = tf.random.experimental.index_shuffle(tf.range(50, dtype=tf.int64), [4, 2], 49).numpy()
+    b = tf.random.experimental.index_shuffle(tf.range(50, dtype=tf.int64), [4, 3], 49).numpy()
+    assert a.tolist() != b.tolist() and a.tolist() != list(range(50))
+    one = tf.random_index_shuffle(tf.constant(7, tf.int64), [4, 2, 0], 49)
+    assert one.dtype == tf.int64 and int(one.numpy()) == a[7]
+    x = tf.reshape(tf.range(12), [6, 2])
+    shuffled = tf.random.experimental.stateless_shuffle(x, [1, 9]).numpy()
+    assert sorted(shuffled[:, 0].tolist()) == list(range(0, 12, 2))
+    np.testing.assert_array_equal(shuffled[:, 1], shuffled[:, 0] + 1)
+    traced = tf.function(lambda t: tf.random.experimental.stateless_shuffle(t, [1, 9]))(x)
+    np.testing.assert_array_equal(traced.numpy(), shuffled)
+
+
+def test_register_tensor_conversion_function_and_aliases():
+    class Meters:
+        def __init__(self, v):
+            self.v = v
+
+    def convert(value, dtype=None, name=None, as_ref=False):
+        return tf.constant(value.v, dtype or tf.float32)
+
+    from tapeflow.framework import constant as constant_mod
+
+    before = list(constant_mod._conversions)
+    try:
+        tf.register_tensor_conversion_function(Meters, convert)
+        assert tf.add(Meters(2.0), tf.constant(1.0)).numpy() == 3.0
+        assert tf.convert_to_tensor(Meters([1.0, 2.0]), tf.float64).dtype == tf.float64
+        with pytest.raises(TypeError):
+            tf.register_tensor_conversion_function(float, convert)
+    finally:
+        constant_mod._conversions[:] = before
+    assert tf.config.experimental_functions_run_eagerly() is False
+    assert tf.AggregationMethod.DEFAULT == tf.AggregationMethod.ADD_N
+    assert tf.dtypes.cast is tf.cast

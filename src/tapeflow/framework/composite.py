@@ -155,9 +155,13 @@ def _make_wrapper(api: Callable) -> Callable:
 
 
 def _public_modules() -> list:
-    """tapeflow's namespace modules (tf, tf.math, tf.nn ...) that hold exported names."""
+    """tapeflow's namespace modules (tf, tf.math, tf.nn ... and tf.dtypes, a framework module)
+    that hold exported names."""
+    from tapeflow._api import _MODULE_NAMESPACES
+
+    real = set(_MODULE_NAMESPACES.values())
     return [m for name, m in list(sys.modules.items())
-            if m is not None and (name == "tapeflow" or (
+            if m is not None and (name == "tapeflow" or name in real or (
                 name.startswith("tapeflow.") and getattr(m, "__file__", None) is None))]
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from tapeflow._api import export
 from tapeflow.framework import dtypes as _dtypes
 from tapeflow.framework import errors
 from tapeflow.framework.context import name_output
@@ -110,6 +111,10 @@ def convert_to_tensor(value: Any, dtype: Any = None, dtype_hint: Any = None,
             raise ValueError(f"Tensor conversion requested dtype {dtype.name} for variable with "
                              f"dtype {t.dtype.name}")
         return t
+    if _conversions:
+        converted = _registered_conversion(value, dtype, name)
+        if converted is not None:
+            return converted
     if isinstance(value, np.ndarray):
         arr = value if dtype is None else value.astype(dtype._np, copy=False)
         if arr.dtype.kind in "US":
@@ -131,6 +136,36 @@ def convert_to_tensor(value: Any, dtype: Any = None, dtype_hint: Any = None,
                 inferred = hint
         dtype = inferred
     return _maybe_symbolic(wrap(_to_array(value, dtype, _op_name)))
+
+
+# tf.register_tensor_conversion_function: (priority, order, base types, function), sorted
+_conversions: list = []
+
+
+@export("register_tensor_conversion_function")
+def register_tensor_conversion_function(base_type: Any, conversion_func: Any,
+                                        priority: int = 100) -> None:
+    """Make convert_to_tensor (and so every op) accept instances of base_type (a type or a
+    tuple of types): conversion_func(value, dtype=None, name=None, as_ref=False) returns a
+    tensor, or NotImplemented to let the next function (lower priority values first) try."""
+    types = base_type if isinstance(base_type, tuple) else (base_type,)
+    if any(not isinstance(t, type) for t in types):
+        raise TypeError(f"base_type must be a type or a tuple of types, got {base_type!r}")
+    if any(issubclass(t, (str, bytes, int, float, complex, np.ndarray, np.generic, list, tuple))
+           for t in types):
+        raise TypeError(f"Cannot register conversions for Python numbers, strings, lists or "
+                        f"NumPy arrays: {base_type!r}")
+    _conversions.append((int(priority), len(_conversions), types, conversion_func))
+    _conversions.sort(key=lambda c: (c[0], c[1]))
+
+
+def _registered_conversion(value: Any, dtype: Any, name: str | None) -> Tensor | None:
+    for _, _, types, fn in _conversions:
+        if isinstance(value, types):
+            out = fn(value, dtype=dtype, name=name, as_ref=False)
+            if out is not NotImplemented:
+                return out if isinstance(out, Tensor) else convert_to_tensor(out, dtype)
+    return None
 
 
 # a list holding symbolic tensors becomes their stack: an op, installed by the op library

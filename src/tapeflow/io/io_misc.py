@@ -94,3 +94,25 @@ def write_graph(graph_or_graph_def: Any, logdir: str, name: str, as_text: bool =
         f.write(data)
     os.replace(tmp, path)
     return path
+
+
+@op("DecodeJSONExample", shape=lambda x: x)
+def _decode_json_example(data):
+    from google.protobuf import json_format
+
+    from tapeflow.io.example_pb import Example
+
+    out = np.empty(data.shape, dtype=object)
+    for i, text in np.ndenumerate(data):
+        try:
+            out[i] = json_format.Parse(text, Example()).SerializeToString()
+        except json_format.ParseError as e:
+            raise errors.InvalidArgumentError(
+                f"decode_json_example: not a JSON tf.train.Example: {e}") from None
+    return out
+
+
+@export("io.decode_json_example")
+def decode_json_example(json_examples: Any, name: str | None = None) -> Any:
+    """tf.train.Example protos written as JSON (protobuf's JSON mapping) -> serialized bytes."""
+    return apply(_decode_json_example, convert_to_tensor(json_examples, _dtypes.string))

@@ -48,6 +48,7 @@ from tapeflow.ops import (
     signal_extras,
     signal_nd,
     signal_ops,
+    sobol,
     special_functions,
     special_math_ops,
     state_ops,

@@ -293,3 +293,64 @@ def stateless_parameterized_truncated_normal(shape: Any, seed: Any, means: Any =
     params = [convert_to_tensor(p, dtype) for p in (means, stddevs, minvals, maxvals)]
     return apply(_param_truncated, _seed_tensor(seed), *params, shape=_static_shape(shape),
                  dtype=dtype)
+
+
+def _feistel(index: np.ndarray, key: tuple, max_index: int, rounds: int) -> np.ndarray:
+    """A seeded bijection of [0, max_index]: a balanced Feistel network on the smallest even
+    number of bits covering it (Philox as the round function), cycle-walked into range."""
+    n = int(max_index) + 1
+    bits = max(2, int(np.ceil(np.log2(max(n, 2)))))
+    bits += bits % 2
+    half = bits // 2
+    mask = np.uint64((1 << half) - 1)
+    x = index.astype(np.uint64).copy()
+    todo = np.ones(x.shape, bool)
+    while todo.any():
+        left, right = x[todo] >> np.uint64(half), x[todo] & mask
+        for r in range(rounds):
+            counters = np.zeros((left.size, 4), np.uint32)
+            counters[:, 0] = right.astype(np.uint32)
+            counters[:, 1] = r
+            f = philox.philox(counters, key)[:, 0].astype(np.uint64) & mask
+            left, right = right, left ^ f
+        x[todo] = (left << np.uint64(half)) | right
+        todo = x >= np.uint64(n)
+    return x
+
+
+@op("RandomIndexShuffle", shape=lambda index, seed, max_index, *, rounds: index)
+def _index_shuffle(index, seed, max_index, *, rounds):
+    """Not TF's bijection: a reproducible one of its own, from the same arguments."""
+    words = np.asarray(seed).reshape(-1).astype(np.int64)
+    key, _ = philox.key_counter_from_seed((int(words[0]), int(words[1:].sum())))
+    out = _feistel(np.asarray(index), key, int(max_index), int(rounds))
+    return out.astype(index.dtype)
+
+
+@export("random_index_shuffle")
+def random_index_shuffle(index: Any, seed: Any, max_index: Any, rounds: int = 4,
+                         name: str | None = None) -> Tensor:
+    """The position of `index` under a seeded permutation of [0, max_index] (a bijection:
+    distinct indices map to distinct positions; not TF's permutation)."""
+    i = convert_to_tensor(index)
+    return apply(_index_shuffle, i, convert_to_tensor(seed), convert_to_tensor(max_index, i.dtype),
+                 rounds=int(rounds))
+
+
+@export("random.experimental.index_shuffle")
+def index_shuffle(index: Any, seed: Any, max_index: Any) -> Tensor:
+    """random_index_shuffle with TF's [2]- or [3]-element seed."""
+    return random_index_shuffle(index, seed, max_index)
+
+
+@export("random.experimental.stateless_shuffle")
+def stateless_shuffle(value: Any, seed: Any, alg: Any = "auto_select",
+                      name: str | None = None) -> Tensor:
+    """`value` permuted along its first dimension, the permutation a function of the seed."""
+    from tapeflow.ops import array_ops, creation_ops, gather_ops
+
+    _check_alg(alg)
+    x = convert_to_tensor(value)
+    n = array_ops.shape(x, out_type=_dtypes.int64)[0]
+    positions = index_shuffle(creation_ops.range_(n, dtype=_dtypes.int64), seed, n - 1)
+    return gather_ops.gather(x, positions)

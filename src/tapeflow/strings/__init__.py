@@ -39,6 +39,11 @@ __all__ = ["as_string", "bytes_split", "format", "join", "length", "lower", "ngr
            "unicode_split_with_offsets", "unicode_transcode", "unsorted_segment_join", "upper"]
 
 from tapeflow.ops import lookup_ops as _lookup_ops  # noqa: E402
+from tapeflow.strings import cross as _cross  # noqa: E402, F401  (tf.sparse/ragged.cross)
 from tapeflow.strings import hashing as _hashing  # noqa: E402
 
 _lookup_ops.fingerprint64 = _hashing.fingerprint64  # hash-table OOV buckets (ops/, below)
+
+from tapeflow._api import export as _export  # noqa: E402
+
+_export("as_string")(as_string)  # tf.as_string is tf.strings.as_string
