@@ -18,13 +18,20 @@ def rt3(tf):
     return tf.ragged.constant(ROWS3, ragged_rank=1)
 
 
+def _plain(v):
+    """Nested lists with bytes as str (JSON has no bytes)."""
+    if isinstance(v, list):
+        return [_plain(e) for e in v]
+    return v.decode() if isinstance(v, bytes) else v
+
+
 def as_json(tf, x):
     if isinstance(x, (list, tuple)):
         return [as_json(tf, v) for v in x]
     if isinstance(x, dict):
         return {k: as_json(tf, v) for k, v in x.items()}
     if isinstance(x, tf.RaggedTensor):
-        return {"ragged": x.to_list()}
+        return {"ragged": _plain(x.to_list())}
     if isinstance(x, tf.SparseTensor):
         return {"indices": x.indices.numpy().tolist(), "values": x.values.numpy().tolist(),
                 "dense_shape": x.dense_shape.numpy().tolist()}
@@ -82,6 +89,31 @@ CASES = {
     "unsorted_segment_prod": lambda tf: tf.math.unsorted_segment_prod(rt2(tf), [0, 0, 1, 0],
                                                                       2),
     "segment_sum": lambda tf: tf.math.segment_sum(rt2(tf), [0, 0, 1, 1]),
+    # more of TF's ragged dispatch
+    "newaxis": lambda tf: rt2(tf)[:, tf.newaxis],
+    "newaxis_inner": lambda tf: rt3(tf)[1:, :, None],
+    "one_hot": lambda tf: tf.one_hot(tf.ragged.constant(IDS), 4),
+    "bincount_rows": lambda tf: tf.math.bincount(tf.ragged.constant(IDS), axis=-1),
+    "bincount_rows_binary_minlength": lambda tf: tf.math.bincount(
+        tf.ragged.constant(IDS), axis=-1, minlength=6, binary_output=True),
+    "bincount_all": lambda tf: tf.math.bincount(tf.ragged.constant(IDS)),
+    "clip_by_value": lambda tf: tf.clip_by_value(rt2(tf), -1.0, 1.0),
+    "gather_nested_indices": lambda tf: tf.gather(rt2(tf), [[0, 1], [2, 0]]),
+    "gather_nd": lambda tf: tf.gather_nd(rt2(tf), [[0, 1], [2, 0]]),
+    "gather_nd_rows": lambda tf: tf.gather_nd(rt3(tf), [[0, 2], [2, 1]]),
+    "dynamic_partition": lambda tf: tf.dynamic_partition(rt2(tf), [0, 1, 0, 1], 2),
+    "stack_dynamic_partitions": lambda tf: tf.ragged.stack_dynamic_partitions(
+        tf.constant([1, 2, 3, 4]), tf.constant([0, 1, 0, 2]), 4),
+    "stack_axis_1": lambda tf: tf.ragged.stack([tf.ragged.constant(IDS),
+                                                tf.ragged.constant(IDS) * 2], axis=1),
+    "reduce_variance_rows": lambda tf: tf.math.reduce_variance(rt2(tf), axis=1),
+    "reduce_std_rows": lambda tf: tf.math.reduce_std(rt2(tf), axis=-1),
+    "reduce_logsumexp_rows": lambda tf: tf.reduce_logsumexp(rt2(tf), axis=1),
+    "cross": lambda tf: tf.ragged.cross([tf.ragged.constant([["a", "b"], ["c"], []]),
+                                         tf.constant([["x"], ["y"], ["z"]])]),
+    "cross_ints_traced": lambda tf: _f(tf, lambda a, b: tf.ragged.cross([a, b]),
+                                       tf.ragged.constant([[1, 2], [3], [4]], tf.int64),
+                                       tf.ragged.constant([[7], [8, 9], []], tf.int64)),
     # where, conversions, higher-order functions
     "where_coordinates": lambda tf: tf.where(rt2(tf) > 0.0),
     "to_sparse_traced": lambda tf: _f(tf, lambda x: x.to_sparse(), rt3(tf)),

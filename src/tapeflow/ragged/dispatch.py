@@ -19,6 +19,7 @@ from tapeflow.framework.dispatch import apply
 from tapeflow.framework.tensor import EagerTensor, Tensor
 from tapeflow.ops import (
     array_ops,
+    creation_ops,
     gather_ops,
     indexing_ops,
     math_ops,
@@ -222,8 +223,15 @@ def _concat_rows(rts: list) -> RaggedTensor:
 
 
 def stack(values: list, axis: int = 0) -> RaggedTensor:
+    if axis == 1:  # row b of the result holds row b of every input, in input order
+        rts = [as_ragged(v) for v in values]
+        n = math_ops.cast(rts[0].nrows(), _dtypes.int64)
+        order = array_ops.reshape(array_ops.transpose(array_ops.reshape(
+            creation_ops.range_(0, n * len(rts), dtype=_dtypes.int64), [len(rts), -1])), [-1])
+        return RaggedTensor.from_uniform_row_length(take_rows(_concat_rows(rts), order),
+                                                    len(rts))
     if axis != 0:
-        raise NotImplementedError("tf.ragged.stack on an axis other than 0")
+        raise NotImplementedError("tf.ragged.stack on an axis other than 0 or 1")
     if not any(isinstance(v, RaggedTensor) for v in values):  # dense rows of any length
         dense = [v if isinstance(v, Tensor) else convert_to_tensor(v) for v in values]
         lengths = array_ops.stack([array_ops.shape(v, out_type=_dtypes.int64)[0] for v in dense])
@@ -260,9 +268,13 @@ def gather(params: Any, indices: Any, validate_indices: Any = None, axis: Any = 
         return params[idx]
     flat = array_ops.reshape(idx, [-1])
     out = take_rows(params, flat)
-    if idx.shape.rank == 1:
-        return out
-    raise NotImplementedError("tf.gather of a RaggedTensor with indices of rank > 1")
+    dims = idx.shape.as_list()
+    if any(d is None for d in dims[1:]):
+        raise NotImplementedError("tf.gather of a RaggedTensor with indices of rank > 1 "
+                                  "whose inner dims are not known")
+    for d in reversed(dims[1:]):  # the index shape as uniform outer dims
+        out = RaggedTensor.from_uniform_row_length(out, d)
+    return out
 
 
 def boolean_mask(data: Any, mask: Any, name: str | None = None) -> Any:

@@ -91,6 +91,17 @@ def getitem(rt: RaggedTensor, key: Any) -> Any:
         key = key[:at] + (slice(None),) * max(fill, 0) + key[at + 1:]
         if not key:
             return rt
+    if any(k is None for k in key):  # tf.newaxis: index without it, then insert the dims
+        result = getitem(rt, tuple(k for k in key if k is not None))
+        kept = 0  # output dims so far (an integer index drops its dim)
+        for k in key:
+            if k is None:
+                import tapeflow  # the public expand_dims: its ragged dispatch
+
+                result = tapeflow.expand_dims(result, kept)
+            if k is None or isinstance(k, slice):
+                kept += 1
+        return result
     first, rest = key[0], key[1:]
     if isinstance(first, slice):
         rows = rt if first == slice(None) else _row_range(rt, first)
