@@ -25,7 +25,9 @@ SETTINGS = {"SGD": {}, "SGD_momentum": {"momentum": 0.9},
             "RMSprop_centered": {"momentum": 0.5, "centered": True}, "Adagrad": {},
             "Adagrad_initial": {"initial_accumulator_value": 0.5, "epsilon": 1e-3},
             "Adamax": {}, "Nadam": {}, "Adadelta": {}, "Ftrl": {}, "Ftrl_all": FTRL_ALL}
-CASES = dict(SETTINGS, **{"AdamW": {"weight_decay": 0.1}, "SGD_clipnorm": {"clipnorm": 1.0},
+CASES = dict(SETTINGS, **{"AdamW": {"weight_decay": 0.1}, "Lion": {},
+                          "Lion_betas": {"beta_1": 0.5, "beta_2": 0.8},
+                          "SGD_clipnorm": {"clipnorm": 1.0},
                           "Adam_global_clipnorm": {"global_clipnorm": 1.0},
                           "SGD_clipvalue": {"clipvalue": 0.7}})
 CASES.update({f"legacy.{name}": kwargs for name, kwargs in SETTINGS.items()})

@@ -1,5 +1,5 @@
-"""``tf.keras.optimizers``: SGD, Adam, AdamW, RMSprop, Adagrad, Adadelta, Adamax, Nadam, Ftrl with
-Keras 2 update rules, and schedules.
+"""``tf.keras.optimizers``: SGD, Adam, AdamW, RMSprop, Adagrad, Adadelta, Adamax, Nadam, Ftrl,
+Lion with Keras 2 update rules, and schedules.
 
 ``tf.keras.optimizers.legacy`` (legacy.py) holds subclasses with the Keras 2 (optimizer_v2)
 differences: Adagrad's epsilon outside the root, Nadam's momentum schedule, and TF's sparse
@@ -17,13 +17,14 @@ from tapeflow.keras.optimizers.adam import Adam
 from tapeflow.keras.optimizers.adamax import Adamax
 from tapeflow.keras.optimizers.adamw import AdamW
 from tapeflow.keras.optimizers.ftrl import Ftrl
+from tapeflow.keras.optimizers.lion import Lion
 from tapeflow.keras.optimizers.nadam import Nadam
 from tapeflow.keras.optimizers.optimizer import Optimizer
 from tapeflow.keras.optimizers.rmsprop import RMSprop
 from tapeflow.keras.optimizers.sgd import SGD
 
 _BY_NAME = {"sgd": SGD, "adam": Adam, "adamw": AdamW, "rmsprop": RMSprop, "adagrad": Adagrad,
-            "adadelta": Adadelta, "adamax": Adamax, "nadam": Nadam, "ftrl": Ftrl}
+            "adadelta": Adadelta, "adamax": Adamax, "nadam": Nadam, "ftrl": Ftrl, "lion": Lion}
 
 
 
@@ -59,4 +60,4 @@ def get(identifier: Any) -> Optimizer:
 
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax",
-           "Nadam", "Ftrl", "schedules", "legacy", "get", "serialize", "deserialize"]
+           "Nadam", "Ftrl", "Lion", "schedules", "legacy", "get", "serialize", "deserialize"]
