@@ -27,7 +27,7 @@ def test_eager_apply_gradients_matches_tf(name):
 
 
 @pytest.mark.parametrize("name", ["momentum", "adam", "rmsprop_centered", "ftrl_regularized",
-                                  "adadelta", "proximal_adagrad"])
+                                  "adadelta", "proximal_adagrad", "adagrad_da_regularized"])
 def test_graph_minimize_on_embedding_lookup_matches_tf(name):
     _close(run_graph(tf, name), REF[f"graph_{name}"])
 
@@ -71,3 +71,15 @@ def test_untouched_rows_keep_value_and_slots():
     # row 1 had a gradient only in the first step: no momentum carried, no decay
     np.testing.assert_array_equal(table.numpy()[1], row1[0])
     np.testing.assert_array_equal(opt.get_slot(table, "momentum").numpy()[1], row1[1])
+
+
+def test_global_step_helpers():
+    v1 = tf.compat.v1
+    with tf.Graph().as_default() as g:
+        assert v1.train.get_global_step() is None
+        step = v1.train.get_or_create_global_step()
+        assert v1.train.get_or_create_global_step() is step
+        assert v1.get_collection(v1.GraphKeys.GLOBAL_STEP) == [step]
+        assert step.dtype == tf.int64 and not step.trainable
+        with pytest.raises(ValueError, match="already exists"):
+            v1.train.create_global_step(g)

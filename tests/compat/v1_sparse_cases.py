@@ -36,6 +36,12 @@ CASES = {  # name: (class in tf.compat.v1.train, kwargs, slot names)
                                                       "l1_regularization_strength": 0.05,
                                                       "l2_regularization_strength": 0.1},
                          ["accumulator"]),
+    "adagrad_da": ("AdagradDAOptimizer", {"learning_rate": 0.1},
+                   ["gradient_accumulator", "gradient_squared_accumulator"]),
+    "adagrad_da_regularized": ("AdagradDAOptimizer", {"learning_rate": 0.1,
+                                                      "l1_regularization_strength": 0.05,
+                                                      "l2_regularization_strength": 0.1},
+                               ["gradient_accumulator", "gradient_squared_accumulator"]),
     "proximal_gradient_descent": ("ProximalGradientDescentOptimizer",
                                   {"learning_rate": 0.1, "l1_regularization_strength": 0.05,
                                    "l2_regularization_strength": 0.1}, []),
@@ -46,6 +52,9 @@ def run(tf, name):
     """Apply the steps with the case's optimizer; the variable and slots after each step."""
     cls, kwargs, slots = CASES[name]
     var = tf.Variable(START)
+    step = tf.Variable(0, dtype=tf.int64)  # the global step (AdagradDA reads it)
+    if cls == "AdagradDAOptimizer":
+        kwargs = dict(kwargs, global_step=step)
     opt = getattr(tf.compat.v1.train, cls)(**kwargs)
     trace = []
     for values, indices in STEPS:
@@ -54,7 +63,7 @@ def run(tf, name):
         else:
             grad = tf.IndexedSlices(tf.constant(values), tf.constant(indices),
                                     tf.constant(START.shape))
-        opt.apply_gradients([(grad, var)])
+        opt.apply_gradients([(grad, var)], global_step=step)
         trace.append({"var": var.numpy().tolist(),
                       **{s: opt.get_slot(var, s).numpy().tolist() for s in slots}})
     return trace
@@ -73,7 +82,10 @@ def run_graph(tf, name):
         table = v1.get_variable("table", initializer=START)
         ids = v1.placeholder(tf.int32, [None, 2])
         loss = tf.reduce_sum(tf.square(tf.nn.embedding_lookup(table, ids) - 0.5))
-        train_op = getattr(v1.train, cls)(**kwargs).minimize(loss)
+        step = v1.train.get_or_create_global_step()
+        if cls == "AdagradDAOptimizer":
+            kwargs = dict(kwargs, global_step=step)
+        train_op = getattr(v1.train, cls)(**kwargs).minimize(loss, global_step=step)
         with v1.Session() as sess:
             sess.run(v1.global_variables_initializer())
             for fed in GRAPH_STEPS:

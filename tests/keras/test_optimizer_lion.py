@@ -5,7 +5,7 @@ test_sparse_gradients.py (the Lion cases)."""
 
 import numpy as np
 import pytest
-from optimizer_cases import A, B, X0
+from optimizer_cases import X0, A, B
 
 import tapeflow as tf
 

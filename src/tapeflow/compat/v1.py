@@ -43,6 +43,7 @@ AUTO_REUSE = "AUTO_REUSE"
 
 
 class GraphKeys:
+    GLOBAL_STEP = "global_step"
     GLOBAL_VARIABLES = "variables"
     TRAINABLE_VARIABLES = "trainable_variables"
     REGULARIZATION_LOSSES = "regularization_losses"
@@ -477,6 +478,42 @@ class train(metaclass=_FallbackToTrain):  # noqa: N801 - a namespace, as tf.comp
 
 for _cls in v1_train.OPTIMIZERS:
     setattr(train, _cls.__name__, _cls)
+
+
+def _global_step_holder(graph: Any = None) -> Any:
+    if graph is not None:
+        return graph
+    return get_default_graph() if _state.graph is not None else _eager_store
+
+
+def get_global_step(graph: Any = None) -> Variable | None:
+    """The graph's global step variable (the collection ``GLOBAL_STEP``), or None."""
+    holder = _global_step_holder(graph)
+    found = holder.get_collection(GraphKeys.GLOBAL_STEP) if isinstance(holder, Graph) else \
+        holder.__dict__.get("_v1_global_step", [])
+    return found[0] if found else None
+
+
+def create_global_step(graph: Any = None) -> Variable:
+    """A new int64 step counter at 0, non-trainable, named ``global_step``."""
+    if get_global_step(graph) is not None:
+        raise ValueError('"global_step" already exists.')
+    holder = _global_step_holder(graph)
+    step = Variable(np.int64(0), trainable=False, name="global_step")
+    if isinstance(holder, Graph):
+        holder.add_to_collection(GraphKeys.GLOBAL_STEP, step)
+    else:
+        holder._v1_global_step = [step]
+    return step
+
+
+def get_or_create_global_step(graph: Any = None) -> Variable:
+    step = get_global_step(graph)
+    return step if step is not None else create_global_step(graph)
+
+
+for _fn in (get_global_step, create_global_step, get_or_create_global_step):
+    setattr(train, _fn.__name__, staticmethod(_fn))
 
 
 # --- losses -----------------------------------------------------------------------------------

@@ -343,6 +343,44 @@ class ProximalGradientDescentOptimizer(Optimizer):
         return _prox(var - grad * self._lr, self._lr, self._l1, self._l2), {}
 
 
+class AdagradDAOptimizer(Optimizer):
+    """Adagrad dual averaging: the variable is recomputed from the sums of the gradients and
+    of their squares at the step ``global_step + 1`` (TF's ApplyAdagradDA)."""
+
+    _SLOTS = ("gradient_accumulator", "gradient_squared_accumulator")
+    _SPARSE_ROWS = True
+
+    def __init__(self, learning_rate: Any, global_step: Any,
+                 initial_gradient_squared_accumulator_value: float = 0.1,
+                 l1_regularization_strength: float = 0.0,
+                 l2_regularization_strength: float = 0.0, use_locking: bool = False,
+                 name: str = "AdagradDA"):
+        if initial_gradient_squared_accumulator_value <= 0.0:
+            raise ValueError(f"initial_gradient_squared_accumulator_value must be positive: "
+                             f"{initial_gradient_squared_accumulator_value}")
+        super().__init__(learning_rate, use_locking, name)
+        self._global_step, self._initial = global_step, initial_gradient_squared_accumulator_value
+        self._l1, self._l2 = l1_regularization_strength, l2_regularization_strength
+        self._step: Any = None
+
+    def _slot_initial(self, name: str) -> float:
+        return self._initial if name == "gradient_squared_accumulator" else 0.0
+
+    def _prepare(self) -> None:
+        step = self._global_step.read_value() if hasattr(self._global_step, "read_value") \
+            else self._global_step
+        self._step = math_ops.cast(step, "float64") + 1.0
+
+    def _rule(self, grad, var, slots):
+        acc = slots["gradient_accumulator"] + grad
+        squares = slots["gradient_squared_accumulator"] + grad * grad
+        step = math_ops.cast(self._step, var.dtype)
+        shrunk = math_ops.sign(acc) * math_ops.maximum(math_ops.abs(acc) - self._l1 * step,
+                                                       0.0) if self._l1 > 0 else acc
+        new_var = -shrunk * self._lr / (self._l2 * step * self._lr + math_ops.sqrt(squares))
+        return new_var, {"gradient_accumulator": acc, "gradient_squared_accumulator": squares}
+
+
 OPTIMIZERS = (GradientDescentOptimizer, MomentumOptimizer, AdamOptimizer, AdagradOptimizer,
               RMSPropOptimizer, FtrlOptimizer, AdadeltaOptimizer, ProximalAdagradOptimizer,
-              ProximalGradientDescentOptimizer)
+              ProximalGradientDescentOptimizer, AdagradDAOptimizer)
