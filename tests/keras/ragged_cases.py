@@ -209,3 +209,17 @@ def ragged_keras_tensor_ops(tf, keras):
 
 
 CASES.update(ragged_keras_tensor_ops=ragged_keras_tensor_ops)
+
+
+def multi_head_attention(tf, keras):
+    """Ragged query/value as tf-keras takes them: padded (padding not masked), ragged out."""
+    layer = keras.layers.MultiHeadAttention(num_heads=2, key_dim=2)
+    query = _seq(tf)
+    value = tf.ragged.constant([[[1.0, 0.0], [0.5, 0.5]], [[0.2, -0.3], [1.0, 1.0], [0.0, 2.0]],
+                                [[-1.0, 1.0]]], ragged_rank=1)
+    layer(query, value)
+    seed_weights(layer, 7)
+    return [out(tf, layer(query, value)), out(tf, layer(query, query))]
+
+
+CASES.update(multi_head_attention=multi_head_attention)

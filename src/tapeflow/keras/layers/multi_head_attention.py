@@ -208,6 +208,9 @@ class MultiHeadAttention(Layer):
     def call(self, query: Any, value: Any, key: Any = None, attention_mask: Any = None,
              return_attention_scores: bool = False, training: Any = None,
              use_causal_mask: bool = False):
+        if any(isinstance(t, tf.RaggedTensor) for t in (query, value, key)):
+            return self._call_ragged(query, value, key, attention_mask,
+                                     return_attention_scores, training, use_causal_mask)
         attention_mask = _with_padding_masks(attention_mask, query, value, key)
         query = tf.convert_to_tensor(query)
         value = _like(value, query)
@@ -227,6 +230,30 @@ class MultiHeadAttention(Layer):
         dropped = self._dropout_layer(scores, training=training)
         out = self._output_dense(tf.einsum(self._combine_equation, dropped, v))
         return (out, scores) if return_attention_scores else out
+
+    def _call_ragged(self, query: Any, value: Any, key: Any, attention_mask: Any,
+                     return_attention_scores: bool, training: Any,
+                     use_causal_mask: bool) -> Any:
+        """As tf-keras: ragged inputs are padded with zeros (the padding is not masked out of
+        the attention) and a ragged query gives ragged outputs of its rows' lengths."""
+        key = value if key is None else key
+        lengths = query.row_lengths() if isinstance(query, tf.RaggedTensor) else None
+        if lengths is not None:
+            query = query.to_tensor()
+        if isinstance(key, tf.RaggedTensor) and isinstance(value, tf.RaggedTensor):
+            bound = tf.maximum(key.bounding_shape(), value.bounding_shape())
+            key, value = key.to_tensor(shape=bound), value.to_tensor(shape=bound)
+        elif isinstance(key, tf.RaggedTensor):
+            key = key.to_tensor(shape=tf.shape(value))
+        elif isinstance(value, tf.RaggedTensor):
+            value = value.to_tensor(shape=tf.shape(key))
+        out = self.call(query, value, key, attention_mask, return_attention_scores, training,
+                        use_causal_mask)
+        if lengths is None:
+            return out
+        if return_attention_scores:
+            return tf.RaggedTensor.from_tensor(out[0], lengths=lengths), out[1]
+        return tf.RaggedTensor.from_tensor(out, lengths=lengths)
 
     def _attention_mask(self, query: Any, value: Any, attention_mask: Any,
                         use_causal_mask: bool) -> Any:
