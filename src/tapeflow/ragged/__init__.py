@@ -15,11 +15,10 @@ from tapeflow.ragged.api import (
     stack,
 )
 from tapeflow.ragged.array_dispatch import stack_dynamic_partitions
-from tapeflow.ragged.cross import cross
 from tapeflow.ragged.dynamic_shape import DynamicRaggedShape, RowPartition
 from tapeflow.ragged.tensor import RaggedTensor, RaggedTensorSpec
 
 __all__ = ["DynamicRaggedShape", "RaggedTensor", "RaggedTensorSpec", "RowPartition",
-           "boolean_mask", "constant", "cross", "map_flat_values", "range",
+           "boolean_mask", "constant", "map_flat_values", "range",
            "row_splits_to_segment_ids", "segment_ids_to_row_splits", "stack",
            "stack_dynamic_partitions"]
