@@ -605,3 +605,19 @@ CASES.update({
     "decode_json_example": _json_example,
     "as_string": lambda tf: tf.strings.length(tf.as_string([1.5, -2.0], precision=2)),
 })
+
+FRAC = np.random.RandomState(14).randn(2, 7, 9, 2)
+
+
+def fractional(kind, pseudo_random, overlapping):
+    def case(tf):
+        fn = getattr(tf.nn, f"fractional_{kind}_pool")
+        return list(fn(tf.constant(FRAC), [1.0, 1.5, 1.7, 1.0], pseudo_random=pseudo_random,
+                       overlapping=overlapping, seed=5))
+    return case
+
+
+# random region sequences: TF's outputs with TF's sequences, checked by pooling the same
+# regions (test_api_sweep3.py); not run through the generic comparison
+TF_ONLY = {f"fractional {kind} {p} {o}": fractional(kind, p, o)
+           for kind in ("max", "avg") for p in (False, True) for o in (False, True)}

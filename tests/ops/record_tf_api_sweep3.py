@@ -26,7 +26,7 @@ def plain(v):
 
 
 out = {}
-for name, case in cases.CASES.items():
+for name, case in {**cases.CASES, **cases.TF_ONLY}.items():
     try:
         out[name] = plain(case(tf))
     except Exception as e:  # noqa: BLE001 - recorded: tapeflow must fail the same way

@@ -449,3 +449,38 @@ def test_register_tensor_conversion_function_and_aliases():
     assert tf.config.experimental_functions_run_eagerly() is False
     assert tf.AggregationMethod.DEFAULT == tf.AggregationMethod.ADD_N
     assert tf.dtypes.cast is tf.cast
+
+
+@pytest.mark.parametrize("name", sorted(cases.TF_ONLY))
+def test_fractional_pool_regions_match_tensorflow(name):
+    from tapeflow.ops.fractional_pool import pool_regions
+
+    out, rows, cols = RECORDED[name]
+    kind, overlapping = name.split()[1], name.endswith("True")
+    rows = np.array(rows["data"], np.int64)
+    cols = np.array(cols["data"], np.int64)
+    got = pool_regions(tf.constant(cases.FRAC), rows, cols, overlapping, kind)
+    _check(got, out, name)
+    # our own draws: a valid partition of the same sizes
+    ours = cases.TF_ONLY[name](tf)
+    r = ours[1].numpy()
+    assert r[0] == 0 and r[-1] == 7 and len(r) == len(rows) and set(np.diff(r)) <= {1, 2}
+    assert ours[0].shape == got.shape
+
+
+def test_fractional_pool_gradient_finite_differences():
+    from tapeflow.ops.fractional_pool import pool_regions
+
+    rows, cols = np.array([0, 2, 3, 5, 7]), np.array([0, 2, 4, 5, 7, 9])
+    x0 = np.random.RandomState(15).randn(1, 7, 9, 2)
+    w = np.random.RandomState(16).randn(1, 4, 5, 2)
+    for kind in ("max", "avg"):
+        def loss(x, kind=kind):
+            return tf.reduce_sum(pool_regions(tf.constant(x), rows, cols, True, kind) * w)
+
+        x = tf.constant(x0)
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = tf.reduce_sum(pool_regions(x, rows, cols, True, kind) * w)
+        numeric = _numeric_grad(lambda v: float(loss(v).numpy()), x0)
+        np.testing.assert_allclose(tape.gradient(y, x).numpy(), numeric, atol=1e-6)

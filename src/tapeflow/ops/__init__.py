@@ -15,6 +15,7 @@ from tapeflow.ops import (
     conv_ops,
     creation_ops,
     debug_ops,
+    fractional_pool,
     fused_matmul,
     fused_ops,
     gather_ops,
