@@ -138,16 +138,26 @@ def test_gradient_inside_a_compiled_training_step():
     assert _clusters(jitted, x)
 
 
-def test_set_jit_makes_it_the_default():
+def test_set_jit_applies_to_calls_after_it():
+    """set_jit is read when a function runs, as TF's auto-clustering: a function traced
+    before it is recompiled (not retraced), one with its own jit_compile keeps it."""
     x = tf.constant(rng.standard_normal((2, 3)))
     before = tf.config.optimizer.get_jit()
-    tf.config.optimizer.set_jit(True)
+    tf.config.optimizer.set_jit(False)
+    f = tf.function(lambda x: tf.sigmoid(x) * 2.0 + 1.0)
+    fixed = tf.function(lambda x: tf.sigmoid(x) * 2.0 + 1.0, jit_compile=False)
+    want = f(x).numpy()
+    fixed(x)
+    assert not _clusters(f, x)
     try:
-        f = tf.function(lambda x: tf.sigmoid(x) * 2.0 + 1.0)
+        tf.config.optimizer.set_jit(True)
+        np.testing.assert_allclose(f(x).numpy(), want, rtol=1e-12)
+        assert _clusters(f, x) and not _clusters(fixed, x)
+        assert f.experimental_get_tracing_count() == 1
+        assert _clusters(tf.function(lambda x: tf.sigmoid(x) * 2.0 + 1.0), x)
     finally:
         tf.config.optimizer.set_jit(before)
-    assert _clusters(f, x)
-    assert not _clusters(tf.function(lambda x: tf.sigmoid(x) * 2.0 + 1.0), x)
+    assert not _clusters(f, x)
 
 
 def test_numpy_path_without_numba(monkeypatch):

@@ -61,6 +61,19 @@ class FuncGraph(Graph):
 # tf.summary.trace_on records the graphs traced while it is on
 trace_observers: list[Callable[[Any, list], None]] = []
 
+# traced functions without a jit_compile of their own: tf.config.optimizer.set_jit recompiles
+# their graphs (nothing is checked per call, and nothing is retraced)
+_follows_set_jit: Any = weakref.WeakSet()
+
+
+def _on_set_jit(enabled: bool) -> None:
+    for fn in list(_follows_set_jit):
+        for concrete in fn._concretes:
+            concrete._compile(enabled)
+
+
+config.jit_changed_hooks.append(_on_set_jit)
+
 
 class ConcreteFunction:
     """One traced graph, optimized and compiled; callable with tensors matching its inputs."""
@@ -69,19 +82,24 @@ class ConcreteFunction:
                  optimized: bool = True, input_paths: list[str] | None = None,
                  jit_compile: bool = False):
         self.traced_graph = graph
-        if optimized:
-            self.graph, self._reports = optimize(graph, jit=jit_compile)
-        else:
-            self.graph, self._reports = graph, []
+        self._optimized = optimized
         self.name = name
         self.structured_outputs = structured_outputs
+        self._compile(jit_compile)
         self.input_paths = input_paths or [t.node.attrs["name"] for t in graph.inputs]
-        self._exe = compile_graph(self.graph, name=name)
+        self._single = isinstance(structured_outputs, int)
+        self._pack = _make_packer(structured_outputs)
+
+    def _compile(self, jit_compile: bool) -> None:
+        """Optimize (with or without jit clusters) and generate the code that runs the graph."""
+        if self._optimized:
+            self.graph, self._reports = optimize(self.traced_graph, jit=jit_compile)
+        else:
+            self.graph, self._reports = self.traced_graph, []
+        self._exe = compile_graph(self.graph, name=self.name)
         self._fn = self._exe.fn
         self._grad = None
-        self._single = isinstance(structured_outputs, int)
         self._variables = None
-        self._pack = _make_packer(structured_outputs)
 
     # --- introspection ------------------------------------------------------------------
     @property
@@ -400,7 +418,7 @@ class Function:
         self._input_signature = None if input_signature is None else list(input_signature)
         self._autograph = autograph
         self._reduce_retracing = reduce_retracing
-        self._jit_compile = jit_compile if jit_compile is not None else config.get_jit()
+        self._jit_compile = jit_compile  # None: follow tf.config.optimizer.set_jit when called
         self._cache: dict = {}
         self._fast: dict = {}
         self._relaxed: list = []
@@ -579,8 +597,11 @@ class Function:
                 structure = _collect_outputs(g, result)
         finally:
             _state.tapes = saved_tapes
+        jit = config.get_jit() if self._jit_compile is None else self._jit_compile
+        if self._jit_compile is None:
+            _follows_set_jit.add(self)
         concrete = ConcreteFunction(g, structure, self._name, input_paths=paths,
-                                    jit_compile=bool(self._jit_compile))
+                                    jit_compile=bool(jit))
         self._concretes.append(concrete)
         return concrete
 
@@ -670,9 +691,11 @@ def function(func: Callable | None = None, input_signature: Any = None, autograp
     """``tf.function``: decorator or call; traces per input signature, runs compiled graphs."""
     relax = bool(reduce_retracing or experimental_relax_shapes)
 
+    jit = jit_compile if jit_compile is not None else experimental_compile  # False stays False
+
     def decorate(f: Callable) -> Function:
         return Function(f, name=name, input_signature=input_signature, autograph=autograph,
-                        reduce_retracing=relax, jit_compile=jit_compile or experimental_compile)
+                        reduce_retracing=relax, jit_compile=jit)
 
     return decorate if func is None else decorate(func)
 
