@@ -45,6 +45,7 @@ from tapeflow import (
     sysconfig,
     train,
 )
+from tapeflow import elementwise_dispatch as _elementwise_dispatch  # tf.experimental.dispatch_*
 from tapeflow import testing_api as _testing_api  # tf.test
 from tapeflow.framework import config as _config  # tf.config devices, tf.device
 from tapeflow.framework import dtypes, errors, nest
