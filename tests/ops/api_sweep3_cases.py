@@ -621,3 +621,27 @@ def fractional(kind, pseudo_random, overlapping):
 # regions (test_api_sweep3.py); not run through the generic comparison
 TF_ONLY = {f"fractional {kind} {p} {o}": fractional(kind, p, o)
            for kind in ("max", "avg") for p in (False, True) for o in (False, True)}
+
+
+def space_to_batch_conv(padding, rate):
+    def case(tf):
+        x = tf.constant(IMG)
+        w = tf.constant(FILT)
+        with tf.GradientTape() as tape:
+            tape.watch([x, w])
+            y = tf.nn.with_space_to_batch(
+                x, rate, padding,
+                lambda inp, n, pad: tf.nn.convolution(inp, w, padding=pad), filter_shape=[3, 2])
+            total = tf.reduce_sum(y * tf.cast(tf.reshape(tf.range(tf.size(y)), tf.shape(y)),
+                                              tf.float64) * 0.01)
+        return [y] + tape.gradient(total, [x, w])
+    return case
+
+
+CASES.update({
+    "with_space_to_batch same": space_to_batch_conv("SAME", [2, 2]),
+    "with_space_to_batch valid": space_to_batch_conv("VALID", [2, 1]),
+    "with_space_to_batch pool": lambda tf: tf.nn.with_space_to_batch(
+        tf.constant(IMG), [1, 2], "VALID",
+        lambda inp, n, pad: tf.nn.pool(inp, [2, 2], "MAX", padding=pad)),
+})

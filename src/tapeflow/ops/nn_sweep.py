@@ -324,3 +324,40 @@ def batch_norm_with_global_normalization(input: Any, mean: Any, variance: Any, b
     return normalization_ops.batch_normalization(
         input, mean, variance, beta, gamma if scale_after_normalization else None,
         variance_epsilon)
+
+
+@export("nn.with_space_to_batch")
+def with_space_to_batch(input: Any, dilation_rate: Any, padding: str, op: Any,  # noqa: A002
+                        filter_shape: Any = None, spatial_dims: Any = None,
+                        data_format: str | None = None) -> Any:
+    """op(converted, num_spatial_dims, padding) on the input rearranged by space_to_batch so
+    that a dilated window becomes a dense one (then batch_to_space back): TF's recipe for
+    atrous convolution and pooling. With 'SAME', filter_shape gives the padding."""
+    from tapeflow.ops import root_extras
+
+    x = _tensor(input)
+    rate = _sizes(dilation_rate)
+    n = len(rate)
+    if spatial_dims is None:
+        first = 2 if data_format is not None and data_format.startswith("NC") else 1
+        spatial_dims = list(range(first, first + n))
+    spatial_dims = [int(d) for d in spatial_dims]
+    if spatial_dims != list(range(spatial_dims[0], spatial_dims[0] + n)) or spatial_dims[0] != 1:
+        raise NotImplementedError("with_space_to_batch: the spatial dims must be 1..N "
+                                  "(channels-last)")
+    if all(r == 1 for r in rate):
+        return op(x, n, padding)
+    if padding == "SAME":
+        if filter_shape is None:
+            raise ValueError("with_space_to_batch: filter_shape must be given for 'SAME'")
+        effective = [(int(k) - 1) * r + 1 for k, r in zip(_sizes(filter_shape), rate)]
+        extra = [e - 1 for e in effective]
+        base = [[e // 2, e - e // 2] for e in extra]
+    elif padding == "VALID":
+        base = [[0, 0]] * n
+    else:
+        raise ValueError(f"padding must be 'SAME' or 'VALID', got {padding!r}")
+    shape = [int(x.shape[d]) for d in spatial_dims]
+    paddings, crops = root_extras.required_space_to_batch_paddings(shape, rate, base)
+    converted = root_extras.space_to_batch_nd(x, rate, paddings)
+    return root_extras.batch_to_space(op(converted, n, "VALID"), rate, crops)
