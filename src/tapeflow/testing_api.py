@@ -302,3 +302,25 @@ def disable_with_predicate(pred: Callable, skip_message: str) -> Callable:
         return wrapper
     return decorate
 
+
+
+@export("test.assert_equal_graph_def")
+def assert_equal_graph_def(expected: Any, actual: Any) -> None:
+    """Raise AssertionError unless two GraphDefs hold the same nodes (compared by name, in any
+    order: op, inputs, device and attributes) and the same function library."""
+    from tapeflow.summary.graph_def import as_graph_def
+
+    expected, actual = as_graph_def(expected), as_graph_def(actual)
+    want = {n.name: n for n in expected.node}
+    got = {n.name: n for n in actual.node}
+    problems = []
+    if set(want) != set(got):
+        problems.append(f"only expected: {sorted(set(want) - set(got))}; "
+                        f"only actual: {sorted(set(got) - set(want))}")
+    for name in sorted(set(want) & set(got)):
+        if want[name] != got[name]:
+            problems.append(f"node {name!r} differs:\nexpected:\n{want[name]}actual:\n{got[name]}")
+    if expected.library != actual.library:
+        problems.append("the function libraries differ")
+    if problems:
+        raise AssertionError("GraphDefs differ: " + "\n".join(problems))

@@ -46,3 +46,4 @@ def test_unary_and_binary_handlers_then_unregister():
         tf.abs(x)
     with pytest.raises(ValueError, match="not registered"):
         tf.experimental.unregister_dispatch_for(unary)
+
