@@ -51,6 +51,7 @@ from tapeflow.framework import config as _config  # tf.config devices, tf.device
 from tapeflow.framework import dtypes, errors, nest
 from tapeflow.framework import extension_type as _extension_type  # tf.experimental
 from tapeflow.framework import threads as _threads
+from tapeflow.framework import variable_creator as _variable_creator  # tf.variable_creator_scope
 from tapeflow.framework.constant import constant, convert_to_tensor
 from tapeflow.framework.context import executing_eagerly, name_scope
 from tapeflow.framework.dtypes import (

@@ -55,6 +55,8 @@ class Variable:
                  dtype: Any = None, import_scope: Any = None, constraint: Any = None,
                  synchronization: Any = None, aggregation: Any = None, shape: Any = None,
                  experimental_enable_variable_lifting: bool = True):
+        if getattr(self, "_made_by_creator", False):  # a creator returned a finished Variable
+            return
         if initial_value is None:
             raise ValueError("initial_value must be specified.")
         self._trainable = bool(trainable)
