@@ -3,7 +3,8 @@
 A creator is called as creator(next_creator, **kwargs) with the constructor's keyword
 arguments; it may change them, call next_creator(**kwargs) (the next scope out, finally the
 plain constructor) or return another object. The innermost scope runs first, as in TF.
-Implemented as one entry of variable.creators, active only while a scope is open."""
+Implemented as one entry of variable.creators, present only while a scope is open (other
+threads' scopes: their own stacks)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from tapeflow._api import export
 from tapeflow.framework import variable as _variable
 
 _local = threading.local()
+_open = {"scopes": 0}  # open scopes in all threads
+_lock = threading.Lock()
 
 
 def _stack() -> list:
@@ -54,8 +57,6 @@ def _creator(args: tuple, kwargs: dict) -> Any:
     return made
 
 
-_variable.creators.append(_creator)
-
 
 @export("variable_creator_scope")
 @contextlib.contextmanager
@@ -64,7 +65,15 @@ def variable_creator_scope(variable_creator: Callable) -> Iterator[None]:
     **kwargs)."""
     stack = _stack()
     stack.append(variable_creator)
+    with _lock:
+        _open["scopes"] += 1
+        if _open["scopes"] == 1:  # registered only while some scope is open
+            _variable.creators.append(_creator)
     try:
         yield
     finally:
         stack.pop()
+        with _lock:
+            _open["scopes"] -= 1
+            if _open["scopes"] == 0:
+                _variable.creators.remove(_creator)
