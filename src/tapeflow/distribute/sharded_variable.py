@@ -79,10 +79,6 @@ class ShardedVariable:
     def trainable(self) -> bool:
         return self._variables[0].trainable
 
-    @property
-    def _unique_id(self) -> int:
-        return self._variables[0]._unique_id
-
     def __iter__(self):
         return iter(self._variables)
 
