@@ -223,3 +223,23 @@ def multi_head_attention(tf, keras):
 
 
 CASES.update(multi_head_attention=multi_head_attention)
+
+
+def sparse_input_model(tf, keras):
+    """keras.Input(sparse=True) into Dense (sparse times kernel): call, predict in batches,
+    fit on a SparseTensor (SGD, unshuffled) and the weights after."""
+    x = keras.Input(shape=(5,), sparse=True)
+    dense = keras.layers.Dense(2)
+    model = keras.Model(x, dense(x))
+    seed_weights(model, 8)
+    st = tf.SparseTensor([[0, 1], [0, 4], [2, 0], [3, 3]], [1.0, 2.0, 3.0, -1.0], [4, 5])
+    called = out(tf, model(st))
+    model.compile(keras.optimizers.SGD(0.05), "mse")
+    history = model.fit(st, np.ones((4, 2), np.float32), batch_size=2, epochs=2, shuffle=False,
+                        verbose=0)
+    return {"call": called, "predict": out(tf, model.predict(st, batch_size=3, verbose=0)),
+            "loss": history.history["loss"], "weights": [out(tf, w)
+                                                         for w in model.get_weights()]}
+
+
+CASES.update(sparse_input_model=sparse_input_model)

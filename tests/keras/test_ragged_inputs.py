@@ -20,7 +20,8 @@ def _close(got, want, path="result"):
         assert isinstance(got, dict), f"{path}: expected a RaggedTensor, got {got!r}"
         assert got["splits"] == want["splits"], f"{path}: row splits differ"
         _close(got["values"], want["values"], path + ".values")
-    elif isinstance(want, list) and want and isinstance(want[0], dict):
+    elif isinstance(want, list) and want and isinstance(want[0], (dict, list)) and (
+            isinstance(want[0], dict) or len({np.shape(w) for w in want}) > 1):
         assert len(got) == len(want), path
         for i, (g, w) in enumerate(zip(got, want)):
             _close(g, w, f"{path}[{i}]")
@@ -123,3 +124,17 @@ def test_shuffled_fit_on_ragged_arrays_runs():
     history = model.fit(x, np.ones((9, 1), np.float32), batch_size=4, epochs=2, verbose=0,
                         validation_split=0.25)
     assert len(history.history["val_loss"]) == 2
+
+
+def test_sparse_input_model_saves_and_loads(tmp_path):
+    x = keras.Input(shape=(5,), sparse=True)
+    assert x.type_spec == tf.SparseTensorSpec([None, 5], tf.float32)
+    model = keras.Model(x, keras.layers.Dense(2)(x))
+    st = tf.SparseTensor([[0, 1], [2, 0]], [1.0, 3.0], [3, 5])
+    path = str(tmp_path / "sparse.keras")
+    model.save(path)
+    loaded = keras.models.load_model(path)
+    assert isinstance(loaded.inputs[0].type_spec, tf.SparseTensorSpec)
+    np.testing.assert_allclose(loaded.predict(st, verbose=0), model.predict(st, verbose=0))
+    with pytest.raises(ValueError, match="both sparse and ragged"):
+        keras.Input(shape=(5,), sparse=True, ragged=True)

@@ -74,7 +74,7 @@ def _to_arrays(structure: Any) -> Any:
 def _num_samples(structure: Any) -> int:
     """The common sample count of (x, y, sample_weight); a clear error naming them otherwise."""
     parts = structure if isinstance(structure, tuple) and len(structure) == 3 else (structure,)
-    counts = [[len(a) for a in nest.flatten(p) if a is not None] for p in parts]
+    counts = [[_length(a) for a in nest.flatten(p) if a is not None] for p in parts]
     sizes = {n for c in counts for n in c}
     if len(sizes) != 1:
         named = ", ".join(f"{name} sizes: {c if len(c) > 1 else c[0]}"
@@ -84,12 +84,42 @@ def _num_samples(structure: Any) -> int:
     return sizes.pop()
 
 
+def _sparse_rows(st: Any, rows: np.ndarray) -> Any:
+    """The rows `rows` of an eager SparseTensor, in that order, as a new SparseTensor."""
+    from tapeflow.sparse.tensor import SparseTensor
+
+    index, values = st.indices.numpy(), st.values.numpy()
+    position = np.full(int(st.shape[0]), -1, np.int64)
+    position[rows] = np.arange(len(rows))
+    new_row = position[index[:, 0]]
+    keep = np.flatnonzero(new_row >= 0)
+    keep = keep[np.lexsort((keep, new_row[keep]))]  # by new row, entries in their order
+    new_index = index[keep].copy()
+    new_index[:, 0] = new_row[keep]
+    shape = np.asarray([len(rows)] + st.shape.as_list()[1:], np.int64)
+    return SparseTensor(convert_to_tensor(new_index), convert_to_tensor(values[keep]),
+                        convert_to_tensor(shape))
+
+
+def _length(a: Any) -> int:
+    """The number of samples of an array, a RaggedTensor or a SparseTensor."""
+    shape = getattr(a, "shape", None)
+    if isinstance(a, CompositeTensor) and shape is not None and shape[0] is not None:
+        return int(shape[0])
+    return len(a)
+
+
 def _tensor(a: Any) -> Any:
     return a if isinstance(a, CompositeTensor) else convert_to_tensor(a)
 
 
 def _rows(a: Any, index: Any) -> Any:
-    """Samples `index` (a slice or an index array) of an array or a RaggedTensor."""
+    """Samples `index` (a slice or an index array) of an array, a RaggedTensor or a
+    SparseTensor."""
+    from tapeflow.sparse.tensor import SparseTensor
+
+    if isinstance(a, SparseTensor):
+        return _sparse_rows(a, np.arange(a.shape[0])[index])
     if isinstance(a, CompositeTensor) and not isinstance(index, slice):
         import tapeflow  # the public gather: its composite dispatch
 

@@ -19,7 +19,12 @@ from tapeflow.framework.tensor import wrap
 from tapeflow.keras import backend
 from tapeflow.keras.engine import structures
 from tapeflow.keras.engine.input_layer import InputLayer
-from tapeflow.keras.engine.keras_tensor import KerasTensor, Node, RaggedKerasTensor
+from tapeflow.keras.engine.keras_tensor import (
+    KerasTensor,
+    Node,
+    RaggedKerasTensor,
+    SparseKerasTensor,
+)
 from tapeflow.keras.engine.training import Model
 
 # (batch size, size of any other unknown dim) for the two probe runs
@@ -43,9 +48,22 @@ def _ragged_zeros(kt: RaggedKerasTensor, batch: int, other: int) -> Any:
     return RaggedTensor.from_nested_row_splits(flat, [wrap(s) for s in splits], validate=False)
 
 
+def _sparse_zeros(kt: SparseKerasTensor, batch: int, other: int) -> Any:
+    """A SparseTensor for a symbolic sparse input: one zero entry per row, at index 0."""
+    from tapeflow.sparse.tensor import SparseTensor
+
+    dims = [batch] + [other if d is None else d for d in kt.shape.as_list()[1:]]
+    index = np.zeros((batch, len(dims)), np.int64)
+    index[:, 0] = np.arange(batch)
+    return SparseTensor(wrap(index), wrap(np.zeros(batch, kt.dtype._np)),
+                        wrap(np.asarray(dims, np.int64)))
+
+
 def _zeros(kt: KerasTensor, batch: int, other: int, fill: int = 0) -> Any:
     if isinstance(kt, RaggedKerasTensor):
         return _ragged_zeros(kt, batch, other)
+    if isinstance(kt, SparseKerasTensor):
+        return _sparse_zeros(kt, batch, other)
     dims = kt.shape.as_list() if kt.shape.rank is not None else [None]
     shape = [(batch if i == 0 else other) if d is None else d for i, d in enumerate(dims)]
     out = wrap(np.full(shape, fill, dtype=kt.dtype._np))
@@ -117,7 +135,12 @@ def _mask_spec(a: Any, b: Any, unknown: bool) -> Any:
 
 
 def _ragged_spec(a: Any) -> Any:
-    """(ragged_rank, row_splits_dtype) of a ragged probe output, or None."""
+    """(ragged_rank, row_splits_dtype) of a ragged probe output, "sparse" for a SparseTensor,
+    else None."""
+    from tapeflow.sparse.tensor import SparseTensor
+
+    if isinstance(a, SparseTensor):
+        return "sparse"
     rank = getattr(a, "ragged_rank", None)
     return None if rank is None or isinstance(a, KerasTensor) else (rank, a.row_splits_dtype)
 
@@ -142,8 +165,13 @@ def symbolic_call(layer: Any, inputs: Any, args: tuple, kwargs: dict) -> Any:
     structure, specs = _output_specs(layer, inputs, args, kwargs)
     flat = []
     for shape, dtype, mask, ragged in specs:
-        kt = KerasTensor(shape, dtype) if ragged is None else RaggedKerasTensor(
-            shape, dtype, ragged_rank=ragged[0], row_splits_dtype=ragged[1])
+        if ragged is None:
+            kt = KerasTensor(shape, dtype)
+        elif ragged == "sparse":
+            kt = SparseKerasTensor(shape, dtype)
+        else:
+            kt = RaggedKerasTensor(shape, dtype, ragged_rank=ragged[0],
+                                   row_splits_dtype=ragged[1])
         if mask is not None:  # what `_keras_mask` the real output will carry
             kt._keras_mask = KerasTensor(*mask)
         flat.append(kt)

@@ -10,7 +10,13 @@ from tapeflow.keras.engine import (  # noqa: F401  (ops on KerasTensors record l
     ragged_ops,
 )
 from tapeflow.keras.engine.base_layer import Layer
-from tapeflow.keras.engine.keras_tensor import KerasTensor, Node, RaggedKerasTensor
+from tapeflow.keras.engine.keras_tensor import (
+    KerasTensor,
+    Node,
+    RaggedKerasTensor,
+    SparseKerasTensor,
+)
+from tapeflow.sparse.tensor import SparseTensorSpec
 
 
 class InputLayer(Layer):
@@ -21,8 +27,9 @@ class InputLayer(Layer):
                  ragged: bool | None = None, type_spec: Any = None, **kwargs: Any):
         batch_input_shape = kwargs.pop("batch_input_shape", None)
         spec_rank = getattr(type_spec, "ragged_rank", None)
-        if sparse:
-            raise NotImplementedError("InputLayer: sparse inputs are not supported")
+        if sparse and ragged:
+            raise ValueError("Cannot set both sparse and ragged to True in a Keras input.")
+        sparse = bool(sparse) or isinstance(type_spec, SparseTensorSpec)
         if type_spec is not None:  # tf.keras.Input(type_spec=tf.RaggedTensorSpec(...))
             batch_input_shape = tuple(type_spec.shape.as_list())
             dtype = dtype or type_spec.dtype
@@ -44,8 +51,12 @@ class InputLayer(Layer):
         self._ragged_rank = (spec_rank if spec_rank is not None else max(
             (i for i, d in enumerate(self._batch_input_shape) if d is None and i > 0),
             default=0)) if ragged else 0
-        if self._ragged_rank:
-            tensor: KerasTensor = RaggedKerasTensor(self._batch_input_shape, self._dtype,
+        self._sparse = sparse
+        if sparse:
+            tensor: KerasTensor = SparseKerasTensor(self._batch_input_shape, self._dtype,
+                                                    name=name)
+        elif self._ragged_rank:
+            tensor = RaggedKerasTensor(self._batch_input_shape, self._dtype,
                                                     name=name, ragged_rank=self._ragged_rank)
         else:
             tensor = KerasTensor(self._batch_input_shape, self._dtype, name=name)
@@ -54,7 +65,7 @@ class InputLayer(Layer):
 
     def get_config(self) -> dict:
         return {"batch_input_shape": self._batch_input_shape, "dtype": self.dtype,
-                "sparse": False, "ragged": bool(self._ragged_rank), "name": self._name}
+                "sparse": self._sparse, "ragged": bool(self._ragged_rank), "name": self._name}
 
     @property
     def output_shape(self) -> list:

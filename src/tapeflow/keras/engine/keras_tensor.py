@@ -110,6 +110,25 @@ class RaggedKerasTensor(KerasTensor, CompositeTensor):
         return f"<KerasTensor: type_spec={self.type_spec!r}{created}>"
 
 
+class SparseKerasTensor(KerasTensor, CompositeTensor):
+    """A symbolic SparseTensor (``tf.keras.Input(shape, sparse=True)``): its ``type_spec`` is
+    a ``SparseTensorSpec``."""
+
+    @property
+    def type_spec(self) -> Any:
+        from tapeflow.sparse.tensor import SparseTensorSpec
+
+        return SparseTensorSpec(self._shape, self._dtype)
+
+    _type_spec = type_spec
+
+    def __repr__(self) -> str:
+        created = ""
+        if self._keras_history is not None:
+            created = f" (created by layer '{self._keras_history[0].name}')"
+        return f"<KerasTensor: type_spec={self.type_spec!r}{created}>"
+
+
 def is_keras_tensor(x: Any) -> bool:
     """True for symbolic functional-API tensors."""
     return isinstance(x, KerasTensor)

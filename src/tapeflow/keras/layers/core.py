@@ -68,6 +68,9 @@ class Dense(KernelAndBias, Layer):
                                   f"dimension is non-ragged. Received: inputs.shape="
                                   f"{inputs.shape}.")
             return inputs.with_flat_values(self.call(inputs.flat_values))
+        if isinstance(inputs, tf.SparseTensor):  # a sparse batch times the kernel, as Keras
+            out = tf.sparse.sparse_dense_matmul(inputs, self.kernel)
+            return self.activation(out + self.bias if self.use_bias else out)
         x = tf.convert_to_tensor(inputs)
         shape = static_shape(x)
         width = self.kernel.shape[0]
