@@ -15,13 +15,16 @@ last value to the first. Outputs are stored sample-major ([samples..., alphas...
   otherwise Hormann's transformed rejection with a = -0.059 + 0.02483 b, b = 0.931 + 2.53
   sqrt(rate).
 
-Each output's scalar arithmetic runs in Python floats (C doubles and libm, as the kernels); the
-first blocks of every output are drawn in one vectorized Philox call.
+All outputs run the rejection loops in lockstep, vectorized: each keeps its own block counter
+and its two-value uniform and normal buffers, and only the outputs still looking draw again.
+Transcendental functions go through the C library (Python's math module element by element)
+so the doubles are the kernels' own, not NumPy's vectorized approximations.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -30,21 +33,15 @@ from tapeflow.ops import philox
 _PER_OUTPUT = 256
 
 
-class _Blocks:
-    """The Philox blocks of every output: the first `prefetch` drawn up front, more on demand."""
+def _libm(fn) -> Any:
+    """A C-library function over float64 arrays (NumPy's SIMD versions may differ by an ulp)."""
+    vectorized = np.frompyfunc(fn, 1, 1)
+    return lambda x: np.asarray(vectorized(np.asarray(x, np.float64)), np.float64)
 
-    def __init__(self, key: tuple, counter: tuple, n_outputs: int, prefetch: int):
-        self.key, self.counter, self.prefetch = key, counter, prefetch
-        offsets = (np.arange(n_outputs, dtype=np.uint64)[:, None] * np.uint64(_PER_OUTPUT)
-                   + np.arange(prefetch, dtype=np.uint64)[None, :]).reshape(-1)
-        self.words = philox.philox(_counters(counter, offsets), key).reshape(
-            n_outputs, prefetch, 4)
 
-    def block(self, output: int, j: int) -> np.ndarray:
-        if j < self.prefetch:
-            return self.words[output, j]
-        offset = np.asarray([output * _PER_OUTPUT + j], np.uint64)
-        return philox.philox(_counters(self.counter, offset), self.key)[0]
+_log, _log1p, _sin, _cos, _exp, _lgamma = (_libm(f) for f in (
+    math.log, math.log1p, math.sin, math.cos, math.exp, math.lgamma))
+_pow = np.frompyfunc(math.pow, 2, 1)
 
 
 def _counters(counter: tuple, offsets: np.ndarray) -> np.ndarray:
@@ -57,110 +54,131 @@ def _counters(counter: tuple, offsets: np.ndarray) -> np.ndarray:
     return np.stack([lo & low, lo >> shift, hi & low, hi >> shift], axis=1).astype(np.uint32)
 
 
-class _Draws:
-    """One output's stream of doubles: uniform() and normal() each take a Philox block when
-    their two values are used up and hand them out last first (TF's UNIFORM / NORMAL)."""
+class _Streams:
+    """Every output's Philox stream (block 256 i + j for its j-th call) and the values left
+    over from its last uniform and normal calls (TF's UNIFORM / NORMAL: two per call, handed
+    out last first)."""
 
-    __slots__ = ("blocks", "output", "next_block", "uniforms", "normals")
+    def __init__(self, key: tuple, counter: tuple, n: int):
+        self.key, self.counter = key, counter
+        self.next = np.zeros(n, np.uint64)
+        self.uniforms, self.u_left = np.zeros((n, 2)), np.zeros(n, np.int64)
+        self.normals, self.n_left = np.zeros((n, 2)), np.zeros(n, np.int64)
 
-    def __init__(self, blocks: _Blocks, output: int):
-        self.blocks, self.output, self.next_block = blocks, output, 0
-        self.uniforms: list = []
-        self.normals: list = []
+    def _words(self, idx: np.ndarray) -> np.ndarray:
+        offsets = idx.astype(np.uint64) * np.uint64(_PER_OUTPUT) + self.next[idx]
+        self.next[idx] += np.uint64(1)
+        return philox.philox(_counters(self.counter, offsets), self.key)
 
-    def _words(self) -> np.ndarray:
-        w = self.blocks.block(self.output, self.next_block)
-        self.next_block += 1
-        return w
+    def uniform(self, idx: np.ndarray) -> np.ndarray:
+        need = idx[self.u_left[idx] == 0]
+        if need.size:
+            words = self._words(need).reshape(-1)
+            self.uniforms[need] = philox.uniform_float(words, np.float64).reshape(-1, 2)
+            self.u_left[need] = 2
+        self.u_left[idx] -= 1
+        return self.uniforms[idx, self.u_left[idx]]
 
-    def uniform(self) -> float:
-        if not self.uniforms:
-            self.uniforms = philox.uniform_float(self._words(), np.float64).tolist()
-        return self.uniforms.pop()
-
-    def normal(self) -> float:
-        if not self.normals:
-            u1, u2 = philox.uniform_float(self._words(), np.float64).tolist()
-            u1 = max(u1, 1.0e-7)
-            v1 = 2.0 * math.pi * u2
-            r = math.sqrt(-2.0 * math.log(u1))
-            self.normals = [math.sin(v1) * r, math.cos(v1) * r]
-        return self.normals.pop()
-
-
-def _gamma_one(draws: _Draws, alpha: float) -> float:
-    if alpha == 1.0:
-        return -math.log1p(-draws.uniform())
-    small = alpha < 1.0
-    d = alpha + (2.0 / 3 if small else -1.0 / 3)
-    c = 1.0 / 3 / math.sqrt(d)
-    while True:
-        x = draws.normal()
-        v = 1.0 + c * x
-        if v <= 0:
-            continue
-        v = v * v * v
-        u = draws.uniform()
-        if u < 1 - 0.0331 * (x * x) * (x * x) or math.log(u) < 0.5 * x * x + d * (
-                1 - v + math.log(v)):
-            res = d * v
-            if small:
-                res *= math.pow(draws.uniform(), 1 / alpha)
-            return res
+    def normal(self, idx: np.ndarray) -> np.ndarray:
+        need = idx[self.n_left[idx] == 0]
+        if need.size:
+            u = philox.uniform_float(self._words(need).reshape(-1), np.float64).reshape(-1, 2)
+            u1 = np.maximum(u[:, 0], 1.0e-7)
+            v1 = 2.0 * math.pi * u[:, 1]
+            r = np.sqrt(-2.0 * _log(u1))
+            self.normals[need] = np.stack([_sin(v1) * r, _cos(v1) * r], axis=1)
+            self.n_left[need] = 2
+        self.n_left[idx] -= 1
+        return self.normals[idx, self.n_left[idx]]
 
 
-def _poisson_one(draws: _Draws, rate: float, highest: float) -> float:
-    if rate < 10.0:
-        limit, prod, x = math.exp(-rate), 1.0, 0.0
-        while True:
-            prod *= draws.uniform()
-            if prod <= limit and x <= highest:
-                return x
-            x += 1
-    log_rate = math.log(rate)
-    b = 0.931 + 2.53 * math.sqrt(rate)
-    a = -0.059 + 0.02483 * b
-    inv_alpha = 1.1239 + 1.1328 / (b - 3.4)
-    while True:
-        u = draws.uniform() - 0.5
-        v = draws.uniform()
-        u_shifted = 0.5 - abs(u)
-        k = math.floor((2 * a / u_shifted + b) * u + rate + 0.43)
-        if k > highest:
-            continue
-        if u_shifted >= 0.07 and v <= 0.9277 - 3.6224 / (b - 2):
-            return k
-        if k < 0 or (u_shifted < 0.013 and v > u_shifted):
-            continue
-        s = math.log(v * inv_alpha / (a / (u_shifted * u_shifted) + b))
-        t = -rate + k * log_rate - math.lgamma(k + 1)
-        if s <= t:
-            return k
+def _per_output(params: np.ndarray, samples: int) -> np.ndarray:
+    """Output i = p * samples + s takes parameter p."""
+    return np.repeat(params.astype(np.float64).reshape(-1), samples)
 
 
-def _run(params: np.ndarray, samples: int, key: tuple, counter: tuple, one, prefetch: int
-         ) -> np.ndarray:
-    """[samples, params.size] float64: output (p, s) from draws at p * samples + s."""
-    flat = params.astype(np.float64).reshape(-1).tolist()
-    blocks = _Blocks(key, counter, len(flat) * samples, prefetch)
-    out = np.empty((samples, len(flat)))
-    for p, value in enumerate(flat):
-        for s in range(samples):
-            out[s, p] = one(_Draws(blocks, p * samples + s), value)
-    return out
+def _sample_major(out: np.ndarray, params: np.ndarray, samples: int) -> np.ndarray:
+    """[samples, *params.shape] from the outputs in parameter-major order."""
+    return out.reshape(params.size, samples).T.reshape((samples,) + params.shape)
 
 
 def gamma(alpha: np.ndarray, samples: int, key: tuple, counter: tuple) -> np.ndarray:
     """Unit-rate Gamma(alpha) samples [samples, *alpha.shape] (float64) as TF draws them."""
-    return _run(alpha, samples, key, counter, _gamma_one, 2).reshape(
-        (samples,) + alpha.shape)
+    a = _per_output(alpha, samples)
+    streams = _Streams(key, counter, a.size)
+    out = np.empty(a.size)
+    one = np.flatnonzero(a == 1.0)
+    if one.size:
+        out[one] = -_log1p(-streams.uniform(one))
+    small = a < 1.0
+    d = a + np.where(small, 2.0 / 3, -1.0 / 3)
+    c = 1.0 / 3 / np.sqrt(d)
+    active = np.flatnonzero(a != 1.0)
+    while active.size:
+        x = streams.normal(active)
+        v = 1.0 + c[active] * x
+        positive = v > 0
+        cand, x, v = active[positive], x[positive], v[positive]
+        v = v * v * v
+        u = streams.uniform(cand)
+        squeeze = u < 1 - 0.0331 * (x * x) * (x * x)
+        accept = squeeze.copy()
+        rest = ~squeeze
+        if rest.any():
+            dc = d[cand[rest]]
+            accept[rest] = _log(u[rest]) < 0.5 * x[rest] * x[rest] + dc * (
+                1 - v[rest] + _log(v[rest]))
+        done = cand[accept]
+        res = d[done] * v[accept]
+        boost = small[done]
+        if boost.any():
+            b = streams.uniform(done[boost])
+            res[boost] *= np.asarray(_pow(b, 1 / a[done[boost]]), np.float64)
+        out[done] = res
+        active = np.concatenate([active[~positive], cand[~accept]])
+    return _sample_major(out, alpha, samples)
 
 
 def poisson(rate: np.ndarray, samples: int, key: tuple, counter: tuple,
             highest: float) -> np.ndarray:
     """Poisson(rate) samples [samples, *rate.shape] (float64; `highest`: the output dtype's
     largest value, above which a draw is retried) as TF draws them."""
-    small = rate[rate < 10.0]
-    prefetch = 2 if small.size == 0 else int(min(16, 2 + (small.max() + 4) // 2))
-    one = lambda draws, r: _poisson_one(draws, r, highest)  # noqa: E731
-    return _run(rate, samples, key, counter, one, prefetch).reshape((samples,) + rate.shape)
+    r = _per_output(rate, samples)
+    streams = _Streams(key, counter, r.size)
+    out = np.empty(r.size)
+    # Knuth below rate 10: multiply uniforms until the product reaches exp(-rate)
+    active = np.flatnonzero(r < 10.0)
+    limit = _exp(-r)
+    prod, count = np.ones(r.size), np.zeros(r.size)
+    while active.size:
+        prod[active] *= streams.uniform(active)
+        stop = (prod[active] <= limit[active]) & (count[active] <= highest)
+        out[active[stop]] = count[active[stop]]
+        active = active[~stop]
+        count[active] += 1
+    # Hormann's transformed rejection from rate 10
+    big = np.flatnonzero(r >= 10.0)
+    log_rate = _log(r[big]) if big.size else np.zeros(0)
+    b = 0.931 + 2.53 * np.sqrt(r[big])
+    a = -0.059 + 0.02483 * b
+    inv_alpha = 1.1239 + 1.1328 / (b - 3.4)
+    slot = np.arange(big.size)
+    while slot.size:
+        idx = big[slot]
+        u = streams.uniform(idx) - 0.5
+        v = streams.uniform(idx)
+        u_shifted = 0.5 - np.abs(u)
+        k = np.floor((2 * a[slot] / u_shifted + b[slot]) * u + r[idx] + 0.43)
+        fine = k <= highest
+        quick = fine & (u_shifted >= 0.07) & (v <= 0.9277 - 3.6224 / (b[slot] - 2))
+        test = fine & ~quick & ~((k < 0) | ((u_shifted < 0.013) & (v > u_shifted)))
+        accept = quick.copy()
+        if test.any():
+            t_slot = slot[test]
+            s = _log(v[test] * inv_alpha[t_slot] / (a[t_slot] / (u_shifted[test] * u_shifted[test])
+                                                    + b[t_slot]))
+            t = -r[idx[test]] + k[test] * log_rate[t_slot] - _lgamma(k[test] + 1)
+            accept[test] = s <= t
+        out[idx[accept]] = k[accept]
+        slot = slot[~accept]
+    return _sample_major(out, rate, samples)
