@@ -83,3 +83,24 @@ def test_global_step_helpers():
         assert step.dtype == tf.int64 and not step.trainable
         with pytest.raises(ValueError, match="already exists"):
             v1.train.create_global_step(g)
+
+
+@pytest.mark.parametrize("name", ["AdamOptimizer", "RMSPropOptimizer", "FtrlOptimizer"])
+def test_traced_sparse_steps_equal_eager_ones(name):
+    """Slots and Adam's beta powers created on the first traced call; lookups' IndexedSlices
+    gradients applied inside tf.function give the eager numbers."""
+    def train(traced):
+        v = tf.Variable(START)
+        opt = getattr(tf.compat.v1.train, name)(0.1)
+
+        def step():
+            with tf.GradientTape() as tape:
+                loss = _lookup_loss(v, [[0, 2]])
+            opt.apply_gradients([(tape.gradient(loss, v), v)])
+
+        step = tf.function(step) if traced else step
+        for _ in range(3):
+            step()
+        return v.numpy()
+
+    np.testing.assert_allclose(train(True), train(False), rtol=1e-6)
