@@ -5,7 +5,8 @@ Eagerly they are Python loops and choices. Traced, the loops become one ``tf.whi
 TensorArrays (so the leading dim may be known only at run time, and gradients flow through the
 loop), and the choices nested ``tf.cond`` nodes. Ragged or sparse per-element results cannot live
 in a TensorArray; with a static leading dim such loops are unrolled instead (as many nodes as
-elements), otherwise they raise.
+elements); with a run-time one, ragged elements and 1-D ragged-row results (concatenated in
+the loop, lengths in a TensorArray) work, other composites raise.
 """
 
 from __future__ import annotations
@@ -112,10 +113,19 @@ def map_fn(fn: Callable, elems: Any, dtype: Any = None, parallel_iterations: Any
         stacked = [_stack([cast_to(leaf[j], specs[j]) for leaf in leaves], specs[j])
                    for j in range(len(leaves[0]))]
         return nest.pack_sequence_as(results[0], stacked)
-    if composite_out or any(isinstance(x, CompositeTensor) for x in flat):
-        raise NotImplementedError("tf.map_fn with ragged/sparse elements or results inside "
-                                  "tf.function needs a static number of elements")
+    if any(isinstance(x, CompositeTensor) and not hasattr(x, "row_splits") for x in flat) or (
+            composite_out and not all(_ragged_row_spec(sp) or not _is_composite_spec(sp)
+                                      for sp in nest.flatten(signature))):
+        raise NotImplementedError("tf.map_fn with sparse elements, or results other than dense "
+                                  "tensors and 1-D ragged rows (RaggedTensorSpec([None], "
+                                  "ragged_rank=0)), inside tf.function needs a static number "
+                                  "of elements")
     return _map_loop(call, n, signature)
+
+
+def _ragged_row_spec(spec: Any) -> bool:
+    """A per-element result spec of a 1-D row of any length (the result is ragged)."""
+    return getattr(spec, "ragged_rank", None) == 0 and spec.shape.rank == 1
 
 
 def cast_to(value: Any, spec: Any) -> Any:
@@ -130,22 +140,50 @@ def cast_to(value: Any, spec: Any) -> Any:
 
 
 def _map_loop(call: Callable, n: Any, signature: Any) -> Any:
-    """The traced form: a while_loop writing each result to a TensorArray."""
+    """The traced form: a while_loop writing each result to a TensorArray. A result declared
+    a 1-D ragged row (RaggedTensorSpec([None], ragged_rank=0)) is concatenated onto a growing
+    values tensor, with its length in a TensorArray; the rows become one RaggedTensor."""
     first = call(0 if isinstance(n, int) else convert_to_tensor(0))
     leaves = nest.flatten(first)
     specs = _specs_from(signature, first)
     leaves = [cast_to(v, s) for v, s in zip(leaves, specs)]
-    arrays = [control_flow.TensorArray(t.dtype, size=n, element_shape=t.shape).write(0, t)
-              for t in leaves]
+    rows = [_ragged_row_spec(s) for s in specs]
+    state: list = []
+    for t, row in zip(leaves, rows):
+        if row:  # (values so far, lengths)
+            lengths = control_flow.TensorArray(_dtypes.int64, size=n, element_shape=[])
+            state += [t, lengths.write(0, array_ops.size(t, out_type=_dtypes.int64))]
+        else:
+            state.append(control_flow.TensorArray(t.dtype, size=n, element_shape=t.shape)
+                         .write(0, t))
 
-    def body(i: Any, *tas: Any) -> Any:
+    def body(i: Any, *carried: Any) -> Any:
         out = [cast_to(v, s) for v, s in zip(nest.flatten(call(i)), specs)]
-        return (i + 1,) + tuple(ta.write(i, v) for ta, v in zip(tas, out))
+        new, k = [], 0
+        for v, row in zip(out, rows):
+            if row:
+                new += [array_ops.concat([carried[k], v], 0),
+                        carried[k + 1].write(i, array_ops.size(v, out_type=_dtypes.int64))]
+                k += 2
+            else:
+                new.append(carried[k].write(i, v))
+                k += 1
+        return (i + 1, *new)
 
-    limit = n if isinstance(n, Tensor) else convert_to_tensor(n)
-    result = control_flow.while_loop(lambda i, *tas: math_ops.less(i, limit), body,
-                              [convert_to_tensor(1)] + arrays)
-    stacked = [ta.stack() for ta in result[1:]]
+    limit = math_ops.cast(n, _dtypes.int32) if isinstance(n, Tensor) else convert_to_tensor(n)
+    result = control_flow.while_loop(lambda i, *c: math_ops.less(i, limit), body,
+                                     [convert_to_tensor(1)] + state)
+    stacked, k = [], 1
+    for row in rows:
+        if row:
+            from tapeflow.ragged.tensor import RaggedTensor
+
+            stacked.append(RaggedTensor.from_row_lengths(result[k], result[k + 1].stack(),
+                                                         validate=False))
+            k += 2
+        else:
+            stacked.append(result[k].stack())
+            k += 1
     return nest.pack_sequence_as(first, stacked)
 
 

@@ -128,6 +128,15 @@ CASES = {
         lambda r: r[::-1] * 2, x,
         fn_output_signature=tf.RaggedTensorSpec([None], tf.int32, 0)),
         tf.ragged.constant(IDS)),
+    "map_fn_ragged_run_time_rows": lambda tf: tf.function(
+        lambda x: tf.map_fn(lambda r: r[::-1] * 2, x,
+                            fn_output_signature=tf.RaggedTensorSpec([None], tf.int32, 0)),
+        input_signature=[tf.RaggedTensorSpec([None, None], tf.int32, 1)])(
+        tf.ragged.constant(IDS)),
+    "map_fn_rows_from_dense": lambda tf: tf.function(
+        lambda n: tf.map_fn(lambda k: tf.range(k), n,
+                            fn_output_signature=tf.RaggedTensorSpec([None], tf.int64, 0)),
+        input_signature=[tf.TensorSpec([None], tf.int64)])(tf.constant([3, 0, 2], tf.int64)),
     "map_fn_dense_out": lambda tf: _f(tf, lambda x: tf.map_fn(
         tf.reduce_sum, x, fn_output_signature=tf.float32), rt2(tf)),
     "dataset_map_ragged_batch": lambda tf: list(

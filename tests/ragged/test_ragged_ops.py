@@ -93,3 +93,21 @@ def test_ragged_batch_keeps_static_shape_components_dense():
     assert isinstance(spec[0], tf.RaggedTensorSpec) and isinstance(spec[1], tf.TensorSpec)
     batches = list(ds)
     assert batches[1][0].to_list() == [[5, 6]] and batches[1][1].shape == (1, 1)
+
+
+def test_map_fn_over_run_time_rows_has_gradients():
+    """A traced map_fn over a ragged batch of unknown size: rows concatenated in a
+    while_loop; the gradient reaches the flat values."""
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.float64),
+                                  tf.TensorSpec([None], tf.int64)])
+    def grad(flat, splits):
+        with tf.GradientTape() as tape:
+            tape.watch(flat)
+            rt = tf.RaggedTensor.from_row_splits(flat, splits)
+            out = tf.map_fn(lambda r: r * r, rt, fn_output_signature=tf.RaggedTensorSpec(
+                [None], tf.float64, 0))
+            loss = tf.reduce_sum(out.flat_values * tf.range(6, dtype=tf.float64))
+        return tape.gradient(loss, flat)
+
+    np.testing.assert_allclose(grad(tf.constant(FLAT), tf.constant(SPLITS)).numpy(),
+                               2 * FLAT * np.arange(6))
