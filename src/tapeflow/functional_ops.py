@@ -445,3 +445,68 @@ class AggregationMethod:
 
 
 export("AggregationMethod")(AggregationMethod)
+
+
+class CGState(tuple):
+    """(i, x, r, p, gamma) of conjugate_gradient, with TF's field names."""
+
+    __slots__ = ()
+    _fields = ("i", "x", "r", "p", "gamma")
+
+    def __new__(cls, i: Any, x: Any, r: Any, p: Any, gamma: Any) -> CGState:
+        return tuple.__new__(cls, (i, x, r, p, gamma))
+
+    i = property(lambda self: self[0])
+    x = property(lambda self: self[1])
+    r = property(lambda self: self[2])
+    p = property(lambda self: self[3])
+    gamma = property(lambda self: self[4])
+
+
+@export("linalg.experimental.conjugate_gradient")
+def conjugate_gradient(operator: Any, rhs: Any, preconditioner: Any = None, x: Any = None,
+                       tol: float = 1e-5, max_iter: int = 20,
+                       name: str = "conjugate_gradient") -> CGState:
+    """Solve A x = rhs for a self-adjoint positive definite LinearOperator A by (optionally
+    preconditioned) conjugate gradients: stop after max_iter steps or when every residual's
+    norm is at most tol times the starting one (TF's loop, a while_loop when traced)."""
+    from tapeflow.ops import complex_ops, reduce_ops
+
+    if not (operator.is_self_adjoint and operator.is_positive_definite):
+        raise ValueError("Expected a self-adjoint, positive definite operator.")
+    rhs = convert_to_tensor(rhs)
+
+    def dot(a: Any, b: Any) -> Any:  # a^H b over the last axis
+        return reduce_ops.reduce_sum((complex_ops.conj(a) if a.dtype.is_complex else a) * b,
+                                     axis=-1)
+
+    def norm(v: Any) -> Any:
+        return math_ops.sqrt(reduce_ops.reduce_sum(math_ops.square(math_ops.abs(v)), axis=-1))
+
+    r0 = rhs * array_ops.ones(array_ops.concat(
+        [operator.batch_shape_tensor(), array_ops.shape(rhs)[-1:]], 0), rhs.dtype) \
+        if operator.batch_shape.rank else rhs
+    limit = tol * norm(r0)
+    if x is None:
+        x = array_ops.zeros_like(r0)
+    else:
+        x = convert_to_tensor(x, rhs.dtype)
+        r0 = rhs - operator.matvec(x)
+    p0 = r0 if preconditioner is None else preconditioner.matvec(r0)
+    state = (convert_to_tensor(np.int32(0)), x, r0, p0, dot(r0, p0))
+
+    def keep_going(i: Any, x: Any, r: Any, p: Any, gamma: Any) -> Any:
+        return math_ops.logical_and(i < max_iter, reduce_ops.reduce_any(norm(r) > limit))
+
+    def step(i: Any, x: Any, r: Any, p: Any, gamma: Any) -> tuple:
+        z = operator.matvec(p)
+        alpha = gamma / dot(p, z)
+        x = x + alpha[..., None] * p
+        r = r - alpha[..., None] * z
+        q = r if preconditioner is None else preconditioner.matvec(r)
+        new_gamma = dot(r, q)
+        beta = new_gamma / gamma
+        return i + 1, x, r, q + beta[..., None] * p, new_gamma
+
+    state = control_flow.while_loop(keep_going, step, state)
+    return CGState(*state)

@@ -645,3 +645,29 @@ CASES.update({
         tf.constant(IMG), [1, 2], "VALID",
         lambda inp, n, pad: tf.nn.pool(inp, [2, 2], "MAX", padding=pad)),
 })
+
+SPD = np.array([[4.0, 1.0, 0.5, 0.0], [1.0, 3.0, 0.2, 0.1], [0.5, 0.2, 2.0, 0.3],
+                [0.0, 0.1, 0.3, 1.5]])
+
+
+def conjugate_gradient(preconditioned, batch=False, max_iter=20, x0=None):
+    def case(tf):
+        m = np.stack([SPD, SPD * 2.0 + np.eye(4)]) if batch else SPD
+        op = tf.linalg.LinearOperatorFullMatrix(m, is_self_adjoint=True,
+                                                is_positive_definite=True)
+        pre = tf.linalg.LinearOperatorDiag(tf.constant(1.0 / np.diag(SPD)),
+                                           is_positive_definite=True) if preconditioned else None
+        s = tf.linalg.experimental.conjugate_gradient(
+            op, tf.constant([1.0, 2.0, 3.0, -1.0], tf.float64), preconditioner=pre,
+            x=None if x0 is None else tf.constant(x0, tf.float64), max_iter=max_iter)
+        return [s.i, s.x, s.r, s.p, s.gamma]
+    return case
+
+
+CASES.update({
+    "conjugate_gradient": conjugate_gradient(False),
+    "conjugate_gradient preconditioned": conjugate_gradient(True),
+    "conjugate_gradient batch": conjugate_gradient(False, batch=True),
+    "conjugate_gradient two steps from x": conjugate_gradient(False, max_iter=2,
+                                                              x0=[0.1, 0.2, 0.3, 0.4]),
+})

@@ -484,3 +484,17 @@ def test_fractional_pool_gradient_finite_differences():
             y = tf.reduce_sum(pool_regions(x, rows, cols, True, kind) * w)
         numeric = _numeric_grad(lambda v: float(loss(v).numpy()), x0)
         np.testing.assert_allclose(tape.gradient(y, x).numpy(), numeric, atol=1e-6)
+
+
+def test_conjugate_gradient_traced_equals_eager():
+    op = tf.linalg.LinearOperatorFullMatrix(cases.SPD, is_self_adjoint=True,
+                                            is_positive_definite=True)
+    rhs = tf.constant([1.0, 2.0, 3.0, -1.0], tf.float64)
+    eager = tf.linalg.experimental.conjugate_gradient(op, rhs)
+    traced = tf.function(lambda b: tf.linalg.experimental.conjugate_gradient(op, b).x)(rhs)
+    np.testing.assert_allclose(traced.numpy(), eager.x.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(eager.x.numpy(), np.linalg.solve(cases.SPD, rhs.numpy()),
+                               rtol=1e-8)
+    with pytest.raises(ValueError, match="positive definite"):
+        tf.linalg.experimental.conjugate_gradient(tf.linalg.LinearOperatorFullMatrix(
+            cases.SPD), rhs)
