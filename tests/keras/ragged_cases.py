@@ -243,3 +243,18 @@ def sparse_input_model(tf, keras):
 
 
 CASES.update(sparse_input_model=sparse_input_model)
+
+
+def lookup_encodings(tf, keras):
+    """StringLookup / IntegerLookup multi_hot, count and tf_idf of ragged rows."""
+    words = tf.ragged.constant([["the", "cat", "the"], ["dog", "fish"], []])
+    out_ = [keras.layers.StringLookup(vocabulary=VOCAB, output_mode=mode)(words)
+            for mode in ("multi_hot", "count")]
+    out_.append(keras.layers.StringLookup(vocabulary=VOCAB, output_mode="tf_idf",
+                                          idf_weights=[0.5, 1.0, 2.0, 1.5])(words))
+    out_.append(keras.layers.IntegerLookup(vocabulary=[5, 7], output_mode="count")(
+        tf.ragged.constant([[5, 7, 7], [9]], dtype=tf.int64)))
+    return [out(tf, o) for o in out_]
+
+
+CASES.update(lookup_encodings=lookup_encodings)

@@ -134,8 +134,10 @@ class IndexLookup(PreprocessingLayer):
         return table.lookup(tf.cast(ids, tf.int64))
 
     def call(self, inputs: Any) -> Any:
-        if isinstance(inputs, tf.RaggedTensor) and (self.invert or self.output_mode == "int"):
-            return inputs.with_flat_values(self.call(inputs.flat_values))  # id per token
+        if isinstance(inputs, tf.RaggedTensor):
+            if self.invert or self.output_mode == "int":
+                return inputs.with_flat_values(self.call(inputs.flat_values))  # id per token
+            return self._encode_rows(inputs)
         x = tf.convert_to_tensor(inputs)
         if self.invert:
             return self._tokens(x)
@@ -164,6 +166,19 @@ class IndexLookup(PreprocessingLayer):
         if ids.shape.rank == 1:
             ids = tf.expand_dims(ids, -1)
         counts = tf.reduce_sum(tf.one_hot(ids, self._depth(), dtype=self.compute_dtype), axis=-2)
+        return self._encode_counts(counts)
+
+    def _encode_rows(self, inputs: Any) -> Any:
+        """multi_hot / count / tf_idf of each ragged row: [rows, depth], as Keras."""
+        if self.output_mode == "one_hot":
+            raise layer_error(f"{type(self).__name__} {self.name!r}: output_mode 'one_hot' "
+                              f"needs dense inputs, got a RaggedTensor of shape {inputs.shape}")
+        flat = inputs.flat_values
+        if flat.dtype != self._key_dtype:
+            flat = tf.cast(flat, self._key_dtype)
+        columns = tf.one_hot(self._columns(self._ids(flat)), self._depth(),
+                             dtype=self.compute_dtype)
+        counts = tf.math.unsorted_segment_sum(columns, inputs.value_rowids(), inputs.nrows())
         return self._encode_counts(counts)
 
     def _encode_counts(self, counts: Any) -> Any:
