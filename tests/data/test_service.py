@@ -21,12 +21,29 @@ service = tf.data.experimental.service
 def test_processing_mode_and_unsupported_arguments_are_named():
     with pytest.raises(errors.InvalidArgumentError, match="processing_mode"):
         service.distribute("epochs", "grpc://localhost:1")
-    with pytest.raises(errors.UnimplementedError, match="FILE"):
-        service.distribute(service.ShardingPolicy.FILE, "grpc://localhost:1")
-    with pytest.raises(errors.UnimplementedError, match="consumer_index"):
+    with pytest.raises(ValueError, match="both consumer_index and num_consumers"):
+        service.distribute("parallel_epochs", "grpc://localhost:1", consumer_index=0)
+    with pytest.raises(ValueError, match="job_name must be set"):
         service.distribute("parallel_epochs", "grpc://localhost:1", consumer_index=0,
                            num_consumers=2)
-    assert service.distribute(service.ShardingPolicy.DYNAMIC, "localhost:1") is not None
+    with pytest.raises(ValueError, match=r"consumer_index must be in \[0, num_consumers=2\)"):
+        service.distribute("parallel_epochs", "localhost:1", job_name="j", consumer_index=2,
+                           num_consumers=2)
+    with pytest.raises(errors.InvalidArgumentError, match="must be infinite"):
+        tf.data.Dataset.range(4).apply(service.distribute(
+            "parallel_epochs", "localhost:1", job_name="j", consumer_index=0, num_consumers=2))
+    cache = service.CrossTrainerCache(trainer_id="a")
+    with pytest.raises(ValueError, match="trainer_id must not be empty"):
+        service.CrossTrainerCache(trainer_id="")
+    with pytest.raises(ValueError, match="needs a job_name"):
+        service.distribute("parallel_epochs", "localhost:1", cross_trainer_cache=cache)
+    with pytest.raises(errors.InvalidArgumentError, match="needs ShardingPolicy.OFF"):
+        service.distribute("distributed_epoch", "localhost:1", job_name="j",
+                           cross_trainer_cache=cache)
+    for policy in service.ShardingPolicy:
+        assert service.distribute(policy, "localhost:1") is not None
+    with pytest.raises(ValueError, match="fault_tolerant_mode=True needs a work_dir"):
+        service.DispatchServer(service.DispatcherConfig(fault_tolerant_mode=True))
 
 
 def test_distributed_epoch_refuses_pipelines_it_cannot_split_or_replay():
@@ -142,6 +159,189 @@ def test_worker_errors_reach_the_trainer(cluster):
     ds = tf.data.Dataset.range(8).map(check)
     with pytest.raises(errors.InvalidArgumentError, match="too big"):
         list(ds.apply(service.distribute("parallel_epochs", dispatcher.target)))
+
+
+def test_sliding_window_of_a_cross_trainer_cache():
+    """Trainers read every element of the window from their own position; one that falls
+    behind the window continues at its oldest element; a trainer id's consumers share it."""
+    cloudpickle = pytest.importorskip("ray.cloudpickle")
+    from tapeflow.data.service import worker
+
+    ds = tf.data.Dataset.range(1000)
+    run = worker._StreamRun(cloudpickle.dumps(ds), int(service.ShardingPolicy.OFF), 0, 0, None,
+                            cache_bytes=40 * 8)          # forty int64 scalars
+    try:
+        def read(trainer, n):
+            return [int(x) for x in run.fetch_shared(trainer, n)[0]]
+
+        assert read("a", 4) == [0, 1, 2, 3]
+        assert read("b", 3) == [0, 1, 2]                  # the same elements again
+        assert read("a", 3) == [4, 5, 6]
+        assert read("b", 2) == [3, 4]
+        assert read("a", 100)[-1] == 106                  # the window slides past b
+        late = read("b", 2)
+        assert late[0] >= 107 - 40                        # b continues at the oldest kept
+        assert read("c", 1)[0] >= late[0]                 # a new trainer starts there too
+    finally:
+        run.close()
+
+
+def test_journal_ignores_a_torn_tail_and_names_damage(tmp_path):
+    from tapeflow.data.service.journal import Journal
+
+    journal = Journal(str(tmp_path))
+    journal.append({"op": "worker", "id": 0, "address": "localhost:1"})
+    journal.close()
+    with open(journal.path, "ab") as f:
+        f.write(b'{"op": "wor')                          # the writer died mid-record
+    assert Journal(str(tmp_path)).records() == [{"op": "worker", "id": 0,
+                                                 "address": "localhost:1"}]
+    again = Journal(str(tmp_path))
+    again.append({"op": "dead", "id": 0})                 # appends after cutting the tail
+    again.close()
+    assert [r["op"] for r in Journal(str(tmp_path)).records()] == ["worker", "dead"]
+    with open(journal.path, "ab") as f:
+        f.write(b"garbage\n")
+    with pytest.raises(errors.DataLossError, match=r"dispatcher_journal.jsonl: line 3"):
+        Journal(str(tmp_path)).records()
+
+
+def test_static_sharding_policies(cluster, tmp_path):
+    """A dispatcher with a fixed worker list: worker i runs shard i of 2 under FILE, DATA,
+    FILE_OR_DATA and HINT, so the trainer gets each element once (OFF: once per worker)."""
+    from tapeflow.data.service.config import free_port
+
+    ports = [f"localhost:{free_port()}" for _ in range(2)]
+    dispatcher = service.DispatchServer(service.DispatcherConfig(worker_addresses=ports))
+    address = dispatcher.target.split("://")[1]
+    workers = [service.WorkerServer(service.WorkerConfig(dispatcher_address=address,
+                                                         worker_address=port))
+               for port in ports]
+    try:
+        files = []
+        for k in range(4):
+            path = str(tmp_path / f"{k}.tfrecord")
+            with tf.io.TFRecordWriter(path) as w:
+                for j in range(5):
+                    w.write(f"{k}-{j}".encode())
+            files.append(path)
+        records = tf.data.TFRecordDataset(files).map(lambda r: r)
+        everything = sorted(f"{k}-{j}" for k in range(4) for j in range(5))
+
+        def run(ds, policy):
+            return sorted(x.numpy().decode() if x.dtype == tf.string else int(x)
+                          for x in ds.apply(service.distribute(policy, dispatcher.target)))
+
+        policy = service.ShardingPolicy
+        assert run(records, policy.FILE) == everything
+        assert run(records, policy.FILE_OR_DATA) == everything
+        assert run(records, policy.OFF) == sorted(everything * 2)
+        numbers = tf.data.Dataset.range(30).map(lambda x: x * 2)
+        assert run(numbers, policy.DATA) == list(range(0, 60, 2))
+        assert run(numbers, policy.FILE_OR_DATA) == list(range(0, 60, 2))   # no files: DATA
+        hinted = tf.data.Dataset.range(30).shard(tf.data.experimental.SHARD_HINT,
+                                                 tf.data.experimental.SHARD_HINT)
+        assert run(hinted, policy.HINT) == list(range(30))
+        with pytest.raises(errors.InvalidArgumentError, match="placeholder"):
+            list(hinted)
+        with pytest.raises(errors.InvalidArgumentError, match="ShardingPolicy.FILE"):
+            run(numbers, policy.FILE)
+        with pytest.raises(errors.FailedPreconditionError, match="worker_addresses"):
+            list(numbers.apply(service.distribute(policy.DATA, cluster[0].target)))
+    finally:
+        for w in workers:
+            w.stop()
+        dispatcher.stop()
+
+
+def test_coordinated_reads_take_rounds_from_one_worker(cluster):
+    """Two consumers with consumer_index 0 and 1: round r comes from worker r mod 2, and
+    consumer c gets element c of the round's pair."""
+    dispatcher, _ = cluster
+
+    def worker_pid(x):
+        return np.int64(os.getpid())
+
+    ds = tf.data.Dataset.range(10**6).repeat().map(
+        lambda x: (x, tf.numpy_function(worker_pid, [x], tf.int64)))
+    readers = [iter(ds.apply(service.distribute(
+        "parallel_epochs", dispatcher.target, job_name="coordinated", consumer_index=c,
+        num_consumers=2, max_outstanding_requests=2))) for c in range(2)]
+    got = [[tuple(int(v) for v in next(it)) for _ in range(8)] for it in readers]
+    for c in range(2):
+        assert [x for x, _ in got[c]] == [k // 2 * 2 + c for k in range(8)]
+    pids = [[p for _, p in got[c]] for c in range(2)]
+    assert pids[0] == pids[1]                                    # same worker each round
+    assert pids[0][0] != pids[0][1] and pids[0][0] == pids[0][2]  # alternating workers
+
+
+def test_cross_trainer_cache_shares_elements_between_trainers(cluster):
+    """Trainers a and b share one job: b reads the elements a's reads made (same random
+    draws), not a recomputation; a second consumer of trainer a splits with the first."""
+    dispatcher, _ = cluster
+
+    def worker_pid(x):
+        return np.int64(os.getpid())
+
+    ds = tf.data.Dataset.range(10**6).repeat().map(
+        lambda x: (x, tf.numpy_function(worker_pid, [x], tf.int64), tf.random.uniform([])))
+
+    def reader(trainer):
+        return iter(ds.apply(service.distribute(
+            "parallel_epochs", dispatcher.target, job_name="shared-cache",
+            cross_trainer_cache=service.CrossTrainerCache(trainer), max_outstanding_requests=2)))
+
+    a, b, a2 = reader("a"), reader("b"), reader("a")
+    seen_a = {(int(x), int(p)): float(r) for x, p, r in (next(a) for _ in range(12))}
+    seen_b = {(int(x), int(p)): float(r) for x, p, r in (next(b) for _ in range(12))}
+    common = seen_a.keys() & seen_b.keys()
+    assert len(common) >= 6
+    assert all(seen_a[k] == seen_b[k] for k in common)
+    seen_a2 = {(int(x), int(p)) for x, p, _ in (next(a2) for _ in range(6))}
+    assert not seen_a2 & seen_a.keys()                 # same trainer id: split, not shared
+
+
+def test_fault_tolerant_dispatcher_resumes_its_jobs(cluster, tmp_path):
+    """The dispatcher is killed mid-epoch and started again on the same work_dir: the
+    trainer's job continues from the journal and every element arrives exactly once."""
+    import time
+
+    from tapeflow.data.service.config import free_port
+
+    config = service.DispatcherConfig(port=free_port(), fault_tolerant_mode=True,
+                                      work_dir=str(tmp_path / "ft"))
+    dispatcher = service.DispatchServer(config)
+    address = dispatcher.target.split("://")[1]
+    workers = [service.WorkerServer(service.WorkerConfig(dispatcher_address=address))
+               for _ in range(2)]
+    restarted = None
+    try:
+        def slow(x):
+            time.sleep(0.002)
+            return x
+
+        n = 400
+        ds = (tf.data.Dataset.range(n).shuffle(32)
+              .map(lambda x: tf.numpy_function(slow, [x], tf.int64)).batch(4))
+        it = iter(ds.apply(service.distribute("distributed_epoch", dispatcher.target)))
+        got = [next(it).numpy() for _ in range(15)]
+        os.kill(dispatcher._pid(), signal.SIGKILL)
+        restarted = service.DispatchServer(config)      # takes over the dead one's address
+        with pytest.raises(ValueError, match="already running"):
+            service.DispatchServer(config)               # a live one keeps it
+        got += [b.numpy() for b in it]
+        values = np.concatenate(got)
+        assert sorted(values.tolist()) == list(range(n))
+        assert restarted._num_workers() == 2
+    finally:
+        for w in workers:
+            w.stop()
+        for d in (dispatcher, restarted):
+            if d is not None:
+                try:
+                    d.stop()
+                except Exception:  # noqa: BLE001 - already dead
+                    pass
 
 
 def test_distributed_epoch_exactly_once_when_a_worker_is_killed(cluster):

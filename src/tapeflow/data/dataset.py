@@ -319,8 +319,11 @@ class Dataset:
         return ConcatenateDataset(self, dataset)
 
     def shard(self, num_shards: int, index: int, name: str | None = None) -> Dataset:
-        """Every `num_shards`-th element starting at `index`."""
-        from tapeflow.data.transforms import ShardDataset
+        """Every `num_shards`-th element starting at `index`. `shard(SHARD_HINT, SHARD_HINT)`
+        is a placeholder the tf.data service fills in under `ShardingPolicy.HINT`."""
+        from tapeflow.data.transforms import SHARD_HINT, ShardDataset
+        if int(num_shards) == SHARD_HINT and int(index) == SHARD_HINT:
+            return ShardDataset(self, SHARD_HINT, SHARD_HINT)
         num_shards = positive(num_shards, "num_shards")
         index = int(index)
         if not 0 <= index < num_shards:

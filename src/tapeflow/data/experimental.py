@@ -14,6 +14,7 @@ from tapeflow.data.options import OptimizationOptions as OptimizationOptions
 from tapeflow.data.options import ThreadingOptions as ThreadingOptions
 from tapeflow.data.readers import CsvDataset, make_csv_dataset
 from tapeflow.data.save_load import snapshot
+from tapeflow.data.transforms import SHARD_HINT
 
 
 def save(dataset: Dataset, path: str, compression: str | None = None,
@@ -46,4 +47,4 @@ def choose_from_datasets(datasets: list, choice_dataset: Dataset,
 __all__ = ["AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "AutotuneOptions",
            "OptimizationOptions", "ThreadingOptions", "CsvDataset", "make_csv_dataset",
            "cardinality", "sample_from_datasets", "choose_from_datasets", "save", "load",
-           "service", "snapshot"]
+           "service", "snapshot", "SHARD_HINT"]

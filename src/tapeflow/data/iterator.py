@@ -21,14 +21,16 @@ from tapeflow.framework import errors
 class IterContext:
     """What every stage of one iterator shares: options, the autotuner and the record of the
     random draws its stages make (see iterator_state.py). `splits` is set on a data-service
-    worker in `distributed_epoch` mode: where the pipeline's source takes its splits from."""
+    worker in `distributed_epoch` mode: where the pipeline's source takes its splits from;
+    `shard_hint` (num_shards, index) on a worker under `ShardingPolicy.HINT`."""
 
-    __slots__ = ("options", "tuner", "draws", "splits")
+    __slots__ = ("options", "tuner", "draws", "splits", "shard_hint")
 
     def __init__(self, options: Options, draws: iterator_state.Draws | None = None,
-                 splits: Any = None):
+                 splits: Any = None, shard_hint: tuple[int, int] | None = None):
         self.options = options
         self.splits = splits
+        self.shard_hint = shard_hint
         self.tuner = Tuner(options.autotune.cpu_budget, options.autotune.ram_budget,
                            options.threading.private_threadpool_size)
         self.draws = draws

@@ -168,24 +168,36 @@ class ConcatenateDataset(Dataset):
         return a + b
 
 
+SHARD_HINT = -1   # tf.data.experimental.SHARD_HINT
+
+
 class ShardDataset(_Unary):
     def __init__(self, input_dataset: Dataset, num_shards: int, index: int):
         super().__init__(input_dataset)
         self._num_shards, self._index = num_shards, index
 
     def _iterate(self, ctx: Any) -> Iterator[Any]:
+        num_shards, index = self._num_shards, self._index
+        if num_shards == SHARD_HINT:
+            hint = getattr(ctx, "shard_hint", None)
+            if hint is None:
+                raise errors.InvalidArgumentError(
+                    "shard(SHARD_HINT, SHARD_HINT) is a placeholder: it runs only on a tf.data "
+                    "service worker under ShardingPolicy.HINT, which replaces it with "
+                    "shard(num_workers, worker_index)")
+            num_shards, index = hint
         source = self._inputs[0]._iterate(ctx)
         try:
             for i, element in enumerate(source):
-                if i % self._num_shards == self._index:
+                if i % num_shards == index:
                     yield element
         finally:
             source.close()
 
     def _cardinality(self) -> int:
         n = self._inputs[0]._cardinality()
-        if n < 0:
-            return n
+        if n < 0 or self._num_shards == SHARD_HINT:
+            return n if n < 0 else UNKNOWN
         return n // self._num_shards + (1 if self._index < n % self._num_shards else 0)
 
 

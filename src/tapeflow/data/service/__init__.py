@@ -7,8 +7,13 @@ dies (dispatcher.py). Importing this module does not import Ray; the first serve
 """
 
 from tapeflow.data.service.client import distribute, from_dataset_id, register_dataset
-from tapeflow.data.service.config import DispatcherConfig, ShardingPolicy, WorkerConfig
+from tapeflow.data.service.config import (
+    CrossTrainerCache,
+    DispatcherConfig,
+    ShardingPolicy,
+    WorkerConfig,
+)
 from tapeflow.data.service.servers import DispatchServer, WorkerServer
 
-__all__ = ["DispatchServer", "DispatcherConfig", "ShardingPolicy", "WorkerConfig",
-           "WorkerServer", "distribute", "from_dataset_id", "register_dataset"]
+__all__ = ["CrossTrainerCache", "DispatchServer", "DispatcherConfig", "ShardingPolicy",
+           "WorkerConfig", "WorkerServer", "distribute", "from_dataset_id", "register_dataset"]

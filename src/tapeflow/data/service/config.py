@@ -12,7 +12,10 @@ from tapeflow.framework import errors
 class ShardingPolicy(enum.IntEnum):
     """How a job divides the dataset among workers. OFF is `parallel_epochs` (every worker
     produces the whole dataset); DYNAMIC is `distributed_epoch` (workers take splits of the
-    source from the dispatcher, each split once). The static policies are not built."""
+    source from the dispatcher, each split once). The static policies give the worker at
+    position i of `DispatcherConfig.worker_addresses` shard i of n: FILE shards the files its
+    readers read, DATA the elements, FILE_OR_DATA files when it can, HINT replaces each
+    `shard(SHARD_HINT, SHARD_HINT)` of the pipeline (see sharding.py)."""
 
     OFF = 0
     DYNAMIC = 1
@@ -24,8 +27,10 @@ class ShardingPolicy(enum.IntEnum):
 
 class DispatcherConfig(NamedTuple):
     """`tf.data.experimental.service.DispatcherConfig`. `port` (0: pick a free one) and
-    `protocol` make the address; the rest is accepted for compatibility (the dispatcher is a
-    Ray actor: it lives as long as the process that made it, with no journal in `work_dir`)."""
+    `protocol` make the address. `worker_addresses` fixes the workers of static sharding.
+    With `fault_tolerant_mode`, the dispatcher journals its state in `work_dir`, and a
+    dispatcher started again with the same config (port, work_dir) resumes its jobs where the
+    lost one left them (journal.py). The other fields are accepted for compatibility."""
 
     port: int = 0
     protocol: str | None = None
@@ -80,6 +85,25 @@ def split_target(service: Any) -> tuple[str, str]:
     return DEFAULT_PROTOCOL, service
 
 
+class CrossTrainerCache:
+    """`tf.data.experimental.service.CrossTrainerCache`: trainers that name one job with
+    different `trainer_id`s share what its workers produce (a sliding window of elements kept
+    on each worker), instead of splitting it; consumers with the same id split it."""
+
+    def __init__(self, trainer_id: Any):
+        if hasattr(trainer_id, "numpy"):
+            trainer_id = trainer_id.numpy()
+        if isinstance(trainer_id, bytes):
+            trainer_id = trainer_id.decode()
+        if not trainer_id:
+            raise ValueError("tf.data service CrossTrainerCache: trainer_id must not be empty")
+        self.trainer_id = str(trainer_id)
+
+
+STATIC_POLICIES = (ShardingPolicy.FILE, ShardingPolicy.DATA, ShardingPolicy.FILE_OR_DATA,
+                   ShardingPolicy.HINT)
+
+
 def sharding_policy(processing_mode: Any) -> ShardingPolicy:
     """The policy of a `processing_mode` argument (a name or a ShardingPolicy)."""
     if isinstance(processing_mode, ShardingPolicy):
@@ -92,9 +116,4 @@ def sharding_policy(processing_mode: Any) -> ShardingPolicy:
         raise errors.InvalidArgumentError(
             f"processing_mode must be 'parallel_epochs', 'distributed_epoch' or a "
             f"ShardingPolicy, got {processing_mode!r}\n{errors.user_line()}")
-    if policy not in (ShardingPolicy.OFF, ShardingPolicy.DYNAMIC):
-        raise errors.UnimplementedError(
-            None, None, f"tf.data service: ShardingPolicy.{policy.name} (static sharding) is "
-            f"not available in tapeflow; use ShardingPolicy.OFF ('parallel_epochs') or "
-            f"ShardingPolicy.DYNAMIC ('distributed_epoch')")
     return policy

@@ -1,9 +1,11 @@
 """The dispatcher (a Ray actor): registered datasets, data workers, jobs, streams and splits.
 
 A job runs one dataset for its consumers (trainers). It has one *stream* per data worker alive
-when it started: the dataset's elements as one worker produces them, numbered 0, 1, 2...
+when it started (under static sharding: per worker of `DispatcherConfig.worker_addresses`, in
+that order): the dataset's elements as one worker produces them, numbered 0, 1, 2...
 In `parallel_epochs` every stream is the whole dataset; in `distributed_epoch` each stream's
-source reads the splits the dispatcher hands it (`split`), each split to one stream only.
+source reads the splits the dispatcher hands it (`split`), each split to one stream only; under
+a static policy stream i runs shard i of n.
 
 Exactly once, with workers that die: consumers *claim* a range of a stream's positions here
 before fetching it from the worker, and acknowledge it with their next claim. Which split a
@@ -12,6 +14,15 @@ splits and its seed, so when a worker dies its streams move to a live worker tha
 them: it recomputes the elements before the lowest unacknowledged claim without keeping
 them, and serves the claims from there. Every position is claimed by one consumer once, and
 that consumer fetches it until it arrives, so each element is delivered exactly once.
+
+Coordinated reads (`num_consumers`): round r is read from stream r mod S, consumer c taking
+its element c of the round's `num_consumers`; consumers report the first round they have not
+received, which is what a replay keeps. Cross-trainer cache jobs read a sliding window on each
+worker without claims (worker.py).
+
+Every state change is one record applied by `_apply`; with a journal (fault-tolerant mode) it
+is written there first, and a new dispatcher on the same work_dir replays them (journal.py).
+Claims carry (client, sequence number), so a claim retried after a restart gets its answer.
 """
 
 from __future__ import annotations
@@ -23,7 +34,9 @@ from typing import Any
 
 import numpy as np
 
-from tapeflow.data.service import splits
+from tapeflow.data.service import cluster, splits
+from tapeflow.data.service.config import STATIC_POLICIES, ShardingPolicy
+from tapeflow.data.service.journal import Journal
 from tapeflow.framework import errors
 
 _PING_TIMEOUT_S = 10.0
@@ -43,30 +56,103 @@ class _Stream:
 class _Job:
     key: str
     dataset_id: str
-    dynamic: bool
+    policy: int
     seed: int
     streams: dict = field(default_factory=dict)     # stream id -> _Stream
     next_split: dict = field(default_factory=dict)  # pass -> next split index to hand out
     num_splits: int = 0
     split_size: int = 1
     source_size: int = 0
-    consumers: int = 0
+    clients: set = field(default_factory=set)       # consumers reading it now
+    num_consumers: int | None = None                # coordinated reads
+    rounds: dict = field(default_factory=dict)      # consumer -> first round not received
+    cache: bool = False                             # cross-trainer cache
+    requests: dict = field(default_factory=dict)    # (client, stream) -> last claim answered
+
+    @property
+    def dynamic(self) -> bool:
+        return self.policy == ShardingPolicy.DYNAMIC
 
 
 class Dispatcher:
     """Body of the dispatcher actor (threaded: calls from workers and trainers interleave)."""
 
-    def __init__(self, address: str):
+    def __init__(self, address: str, worker_addresses: list | None = None,
+                 work_dir: str | None = None):
         self._address = address
-        self._lock = threading.Lock()
+        self._worker_addresses = None if worker_addresses is None else list(worker_addresses)
+        self._lock = threading.RLock()
         self._datasets: dict[str, dict] = {}
         self._next_dataset = 1000
-        self._workers: dict[int, list] = {}         # id -> [handle, address, alive]
+        self._workers: dict[int, list] = {}         # id -> [handle or None, address, alive]
         self._jobs: dict[str, _Job] = {}
-        self._next_job = 0
+        self._journal = None if work_dir is None else Journal(work_dir)
+        if self._journal is not None:
+            for record in self._journal.records():
+                self._apply(record)
 
     def pid(self) -> int:
         return os.getpid()
+
+    # ---- the state, one record at a time ---------------------------------------------------
+    def _log(self, record: dict) -> None:
+        """Journal (when fault tolerant) and apply one state change; caller holds the lock."""
+        if self._journal is not None:
+            self._journal.append(record)
+        self._apply(record)
+
+    def _apply(self, r: dict) -> None:
+        op = r["op"]
+        if op == "dataset":
+            self._datasets[r["id"]] = {"payload": None, "spec": None,
+                                       "fingerprint": r["fingerprint"],
+                                       "source_size": r["source_size"]}
+            if r["id"].isdigit():
+                self._next_dataset = max(self._next_dataset, int(r["id"]) + 1)
+        elif op == "worker":
+            self._workers[r["id"]] = [None, r["address"], True]
+        elif op == "dead":
+            self._workers[r["id"]][2] = False
+        elif op == "job":
+            job = _Job(r["key"], r["dataset"], r["policy"], r["seed"],
+                       source_size=r["source_size"], split_size=r["split_size"],
+                       num_splits=r["num_splits"], num_consumers=r["num_consumers"],
+                       cache=r["cache"], clients={r["client"]})
+            job.streams = {sid: _Stream(wid) for sid, wid in r["streams"]}
+            self._jobs[r["key"]] = job
+        elif op == "join":
+            self._jobs[r["key"]].clients.add(r["client"])
+        elif op == "release":
+            job = self._jobs.get(r["key"])
+            if job is not None:
+                job.clients.discard(r["client"])
+                if not job.clients:
+                    del self._jobs[r["key"]]
+        elif op == "claim":
+            job = self._jobs[r["key"]]
+            stream = job.streams[r["sid"]]
+            if r["ack"] is not None:
+                stream.unacked.pop(r["ack"], None)
+            if r["end"] is not None:
+                stream.end = r["end"] if stream.end is None else min(stream.end, r["end"])
+            if r["start"] is not None:
+                stream.next_claim = r["start"] + r["count"]
+                stream.unacked[r["start"]] = r["count"]
+            job.requests[(r["client"], r["sid"])] = (r["seq"], r["start"], r["count"])
+        elif op == "split":
+            job = self._jobs[r["key"]]
+            job.streams[r["sid"]].splits.setdefault(r["pass"], []).append(r["split"])
+            job.next_split[r["pass"]] = r["split"] + 1
+        elif op == "move":
+            stream = self._jobs[r["key"]].streams[r["sid"]]
+            stream.worker = r["worker"]
+            stream.version += 1
+        elif op == "round":
+            rounds = self._jobs[r["key"]].rounds
+            rounds[r["consumer"]] = max(rounds.get(r["consumer"], 0), r["done"])
+        else:
+            raise errors.DataLossError(f"tf.data service dispatcher journal: unknown record "
+                                       f"{op!r}")
 
     # ---- datasets and workers ------------------------------------------------------------
     def register_dataset(self, payload: bytes, spec: Any, fingerprint: str,
@@ -76,18 +162,23 @@ class Dispatcher:
             if dataset_id is None:
                 for key, entry in self._datasets.items():
                     if entry["fingerprint"] == fingerprint:
-                        return key
-                dataset_id = str(self._next_dataset)
-                self._next_dataset += 1
-            elif dataset_id in self._datasets:
-                return dataset_id
-            self._datasets[dataset_id] = {"payload": payload, "spec": spec,
-                                          "fingerprint": fingerprint,
-                                          "source_size": source_size}
+                        dataset_id = key
+                        break
+                else:
+                    dataset_id = str(self._next_dataset)
+            if dataset_id not in self._datasets:
+                self._log({"op": "dataset", "id": dataset_id, "fingerprint": fingerprint,
+                           "source_size": source_size})
+            entry = self._datasets[dataset_id]
+            if entry["payload"] is None:   # new, or known from the journal only
+                entry["payload"], entry["spec"] = payload, spec
             return dataset_id
 
     def element_spec(self, dataset_id: str) -> Any:
-        return self._dataset(dataset_id)["spec"]
+        entry = self._dataset(dataset_id)
+        if entry["spec"] is None:
+            entry["spec"] = self._ask_workers("element_spec", dataset_id)
+        return entry["spec"]
 
     def _dataset(self, dataset_id: str) -> dict:
         entry = self._datasets.get(dataset_id)
@@ -96,105 +187,212 @@ class Dispatcher:
                                        f"registered with the dispatcher at {self._address}")
         return entry
 
+    def _payload(self, dataset_id: str) -> bytes:
+        entry = self._dataset(dataset_id)
+        if entry["payload"] is None:
+            entry["payload"] = self._ask_workers("payload", dataset_id)
+        return entry["payload"]
+
+    def _ask_workers(self, what: str, dataset_id: str) -> Any:
+        """A restarted dispatcher has no pipelines (the journal holds no code): the workers
+        running the dataset's streams give them back."""
+        import ray
+
+        for wid in self._live():
+            try:
+                got = ray.get(getattr(self._handle(wid), what).remote(dataset_id),
+                              timeout=_PING_TIMEOUT_S)
+            except Exception:  # noqa: BLE001 - that worker cannot answer: ask the next
+                continue
+            if got is not None:
+                return got
+        raise errors.UnavailableError(
+            f"tf.data service: the dispatcher restarted and no data worker runs dataset "
+            f"{dataset_id} any more; register it again")
+
     def add_worker(self, handle: Any, address: str) -> int:
         with self._lock:
             wid = len(self._workers)
-            self._workers[wid] = [handle, address, True]
+            self._log({"op": "worker", "id": wid, "address": address})
+            self._workers[wid][0] = handle
             return wid
+
+    def _handle(self, wid: int) -> Any:
+        """A worker's actor handle (looked up by address after a dispatcher restart)."""
+        worker = self._workers[wid]
+        if worker[0] is None:
+            worker[0] = cluster.lookup("worker", worker[1], timeout_s=1.0)
+        return worker[0]
+
+    def _live(self) -> list:
+        with self._lock:
+            return [wid for wid, w in self._workers.items() if w[2]]
 
     def _check_workers(self) -> None:
         """Mark the workers that do not answer a ping as dead (before starting a job)."""
         import ray
 
-        with self._lock:
-            alive = [(wid, w[0]) for wid, w in self._workers.items() if w[2]]
-        pings = [(wid, handle.ping.remote()) for wid, handle in alive]
+        pings = []
+        for wid in self._live():
+            try:
+                pings.append((wid, self._handle(wid).ping.remote()))
+            except errors.NotFoundError:
+                pings.append((wid, None))
         for wid, ref in pings:
             try:
+                if ref is None:
+                    raise errors.NotFoundError("gone")
                 ray.get(ref, timeout=_PING_TIMEOUT_S)
             except Exception:  # noqa: BLE001 - dead, unreachable or hung: not used
                 with self._lock:
-                    self._workers[wid][2] = False
+                    if self._workers[wid][2]:
+                        self._log({"op": "dead", "id": wid})
 
     def num_workers(self) -> int:
-        with self._lock:
-            return sum(1 for w in self._workers.values() if w[2])
+        return len(self._live())
 
     # ---- jobs ------------------------------------------------------------------------------
-    def open_job(self, dataset_id: str, dynamic: bool,
-                 job_name: str | None) -> tuple[str, list] | None:
+    def open_job(self, dataset_id: str, policy: int, job_name: str | None, client: str,
+                 num_consumers: int | None = None,
+                 cache: bool = False) -> tuple[str, list] | None:
         """Join the job named `job_name` or start a new one: (job key, [stream ids]); None
-        while no worker is alive to run it."""
+        while the workers it needs are not (all) registered."""
         self._check_workers()
+        policy = ShardingPolicy(policy)
         with self._lock:
             entry = self._dataset(dataset_id)
-            if dynamic and entry["source_size"] < 0:
+            if policy is ShardingPolicy.DYNAMIC and entry["source_size"] < 0:
                 raise errors.InvalidArgumentError(
                     f"tf.data service distributed_epoch: dataset {dataset_id} has no source "
                     f"that can be split (from_tensor_slices or range)")
-            if job_name is not None and job_name in self._jobs:
-                job = self._jobs[job_name]
-                job.consumers += 1
-                return job.key, list(job.streams)
-            live = [wid for wid, w in self._workers.items() if w[2]]
+            key = job_name if job_name is not None else f"job-{client}"
+            job = self._jobs.get(key)
+            if job is not None:
+                if client not in job.clients:
+                    self._log({"op": "join", "key": key, "client": client})
+                return key, list(job.streams)
+            live = self._static_workers(policy) if policy in STATIC_POLICIES else self._live()
             if not live:
                 return None
-            key = job_name if job_name is not None else f"job-{self._next_job}"
-            self._next_job += 1
-            n = entry["source_size"] if dynamic else 0
+            n = entry["source_size"] if policy is ShardingPolicy.DYNAMIC else 0
             size = splits.split_size(n, len(live))
-            job = _Job(key, dataset_id, dynamic, int(np.random.default_rng().integers(1 << 62)),
-                       source_size=n, split_size=size, num_splits=-(-n // size), consumers=1)
-            for sid, wid in enumerate(live):
-                job.streams[sid] = _Stream(wid)
-            self._jobs[key] = job
-            starts = [(self._workers[s.worker][0], sid) for sid, s in job.streams.items()]
-            payload = entry["payload"]
+            self._log({"op": "job", "key": key, "dataset": dataset_id, "policy": int(policy),
+                       "seed": int(np.random.default_rng().integers(1 << 62)),
+                       "source_size": n, "split_size": size, "num_splits": -(-n // size),
+                       "num_consumers": num_consumers, "cache": bool(cache), "client": client,
+                       "streams": list(enumerate(live))})
+            job = self._jobs[key]
+        starts = [(self._handle(s.worker), sid) for sid, s in job.streams.items()]
+        payload = self._payload(dataset_id)
         import ray
 
-        ray.get([handle.open_stream.remote(key, sid, payload, dynamic, self._seed(job, sid), 0)
+        ray.get([handle.open_stream.remote(key, sid, payload, int(policy), self._seed(job, sid),
+                                           0, dataset_id, len(starts), job.cache)
                  for handle, sid in starts])
         return key, list(job.streams)
+
+    def _static_workers(self, policy: ShardingPolicy) -> list:
+        """Worker ids in the order of `worker_addresses` ([] until all have registered)."""
+        if self._worker_addresses is None:
+            raise errors.FailedPreconditionError(
+                None, None, f"tf.data service: static sharding (ShardingPolicy.{policy.name}) "
+                f"needs the fixed list of workers in DispatcherConfig(worker_addresses=[...])")
+        live = self._live()
+        chosen = []
+        for pattern in self._worker_addresses:
+            match = [wid for wid in live if _address_matches(pattern, self._workers[wid][1])
+                     and wid not in chosen]
+            if not match:
+                return []
+            chosen.append(match[-1])   # the latest registration of a restarted worker
+        return chosen
 
     @staticmethod
     def _seed(job: _Job, sid: int) -> int:
         return hash((job.seed, sid)) & (2**62 - 1)
 
-    def release(self, key: str) -> None:
+    def _job(self, key: str) -> _Job:
+        job = self._jobs.get(key)
+        if job is None:
+            raise errors.NotFoundError(
+                f"tf.data service: the dispatcher at {self._address} has no job {key!r} (it "
+                f"was restarted without fault_tolerant_mode, or the job ended)")
+        return job
+
+    def release(self, key: str, client: str) -> None:
         """A consumer is done with the job; the last one ends it and frees the workers."""
         with self._lock:
             job = self._jobs.get(key)
-            if job is None:
+            if job is None or client not in job.clients:
                 return
-            job.consumers -= 1
-            if job.consumers > 0:
+            self._log({"op": "release", "key": key, "client": client})
+            if key in self._jobs:
                 return
-            del self._jobs[key]
-            handles = [w[0] for w in self._workers.values() if w[2]]
+            handles = []
+            for wid in self._live():
+                try:
+                    handles.append(self._handle(wid))
+                except errors.NotFoundError:
+                    continue
         for handle in handles:
             handle.close_job.remote(key)
 
     # ---- claims ----------------------------------------------------------------------------
-    def claim(self, key: str, sid: int, count: int, ack: int | None = None,
-              end: int | None = None) -> tuple | None:
+    def claim(self, key: str, sid: int, count: int, ack: int | None, end: int | None,
+              client: str, seq: int) -> tuple | None:
         """Confirm the consumer's previous claim on the stream (`ack`: its start; `end`: the
         stream's length if the fetch saw it) and claim the next `count` positions:
         (start, count, lowest unconfirmed start, worker handle, stream version), or None when
-        the stream has ended."""
+        the stream has ended. The same (client, seq) again gets the same claim."""
         with self._lock:
-            job = self._jobs[key]
+            job = self._job(key)
             stream = job.streams[sid]
-            if ack is not None:
-                stream.unacked.pop(ack, None)
-            if end is not None:
-                stream.end = end if stream.end is None else min(stream.end, end)
-            if stream.end is not None and stream.next_claim >= stream.end:
+            previous = job.requests.get((client, sid))
+            if previous is None or previous[0] != seq:
+                ends = [e for e in (stream.end, end) if e is not None]
+                start = None if ends and stream.next_claim >= min(ends) else stream.next_claim
+                self._log({"op": "claim", "key": key, "sid": sid, "ack": ack, "end": end,
+                           "start": start, "count": count, "client": client, "seq": seq})
+                previous = job.requests[(client, sid)]
+            _, start, count = previous
+            if start is None:
                 return None
-            start = stream.next_claim
-            stream.next_claim += count
-            stream.unacked[start] = count
-            return (start, count, min(stream.unacked), self._workers[stream.worker][0],
+            return (start, count, min(stream.unacked, default=start),
+                    self._handle(stream.worker), stream.version)
+
+    def worker_of(self, key: str, sid: int) -> tuple[Any, int]:
+        """(worker handle, version) of a stream (cross-trainer cache reads claim nothing)."""
+        with self._lock:
+            stream = self._job(key).streams[sid]
+            return self._handle(stream.worker), stream.version
+
+    def round(self, key: str, consumer: int, r: int, done: int) -> tuple | None:
+        """Coordinated reads: where consumer `consumer` reads round `r` (stream, position,
+        lowest position any consumer still needs there, worker handle, stream version), after
+        noting that it has received every round before `done`. None past the stream's end."""
+        with self._lock:
+            job = self._job(key)
+            if done > job.rounds.get(consumer, 0):
+                self._log({"op": "round", "key": key, "consumer": consumer, "done": done})
+            sid = r % len(job.streams)
+            stream = job.streams[sid]
+            position = r // len(job.streams) * job.num_consumers + consumer
+            if stream.end is not None and position >= stream.end:
+                return None
+            return (sid, position, self._coordinated_low(job, sid), self._handle(stream.worker),
                     stream.version)
+
+    @staticmethod
+    def _coordinated_low(job: _Job, sid: int) -> int:
+        """The lowest position of stream `sid` that some consumer has yet to receive."""
+        n_streams, n = len(job.streams), job.num_consumers
+        low = None
+        for c in range(n):
+            first = job.rounds.get(c, 0)
+            q = max(0, -(-(first - sid) // n_streams))   # its first round on this stream
+            pos = q * n + c
+            low = pos if low is None else min(low, pos)
+        return low or 0
 
     # ---- splits ----------------------------------------------------------------------------
     def split(self, key: str, sid: int, epoch: int, index: int) -> tuple[int, int] | None:
@@ -204,15 +402,15 @@ class Dispatcher:
             job = self._jobs.get(key)
             if job is None:
                 return None   # the job was released; its streams are being closed
-            record = job.streams[sid].splits.setdefault(epoch, [])
+            record = job.streams[sid].splits.get(epoch, [])
             if index < len(record):
                 split = record[index]
             else:
                 split = job.next_split.get(epoch, 0)
                 if split >= job.num_splits:
                     return None
-                job.next_split[epoch] = split + 1
-                record.append(split)
+                self._log({"op": "split", "key": key, "sid": sid, "pass": epoch,
+                           "split": split})
             start = split * job.split_size
             return start, min(start + job.split_size, job.source_size)
 
@@ -224,12 +422,13 @@ class Dispatcher:
 
         while True:
             with self._lock:
-                job = self._jobs[key]
+                job = self._job(key)
                 stream = job.streams[sid]
                 if stream.version != version:   # another consumer moved it already
-                    return self._workers[stream.worker][0], stream.version
-                self._workers[stream.worker][2] = False
-                live = [wid for wid, w in self._workers.items() if w[2]]
+                    return self._handle(stream.worker), stream.version
+                if self._workers[stream.worker][2]:
+                    self._log({"op": "dead", "id": stream.worker})
+                live = self._live()
                 if not live:
                     raise errors.UnavailableError(
                         f"tf.data service: the data worker running stream {sid} of {key} "
@@ -239,18 +438,36 @@ class Dispatcher:
                     if s.worker in load:
                         load[s.worker] += 1
                 wid = min(live, key=load.__getitem__)
-                handle = self._workers[wid][0]
-                resume = min([*stream.unacked, stream.next_claim])
-                payload = self._datasets[job.dataset_id]["payload"]
+                resume = self._resume_point(job, sid)
                 seed = self._seed(job, sid)
             try:
-                ray.get(handle.open_stream.remote(key, sid, payload, job.dynamic, seed, resume),
+                payload = self._payload(job.dataset_id)
+                handle = self._handle(wid)
+                ray.get(handle.open_stream.remote(key, sid, payload, job.policy, seed, resume,
+                                                  job.dataset_id, len(job.streams), job.cache),
                         timeout=_PING_TIMEOUT_S)
             except Exception:  # noqa: BLE001 - that worker is gone too: try the next one
                 with self._lock:
-                    self._workers[wid][2] = False
+                    if self._workers[wid][2]:
+                        self._log({"op": "dead", "id": wid})
                 continue
             with self._lock:
-                stream.worker = wid
-                stream.version += 1
+                self._log({"op": "move", "key": key, "sid": sid, "worker": wid})
                 return handle, stream.version
+
+    def _resume_point(self, job: _Job, sid: int) -> int:
+        """The first position of a replayed stream that a consumer may still fetch."""
+        if job.cache:
+            return 0
+        if job.num_consumers is not None:
+            return self._coordinated_low(job, sid)
+        stream = job.streams[sid]
+        return min([*stream.unacked, stream.next_claim])
+
+
+def _address_matches(pattern: str, address: str) -> bool:
+    """TensorFlow's worker_addresses forms: "host:port", "host", "host:%port%"."""
+    host = address.rsplit(":", 1)[0]
+    if pattern == address or pattern == host:
+        return True
+    return pattern.endswith(":%port%") and pattern[:-len(":%port%")] == host

@@ -20,6 +20,7 @@ from tapeflow.data.service.config import (
 )
 
 _ACTOR_OPTIONS = {"num_cpus": 0, "max_concurrency": 64, "max_restarts": 0}
+_ALIVE_TIMEOUT_S = 5.0
 
 
 class _ActorServer:
@@ -48,6 +49,9 @@ class DispatchServer(_ActorServer):
 
     def __init__(self, config: DispatcherConfig | None = None, start: bool = True):
         self._config = config or DispatcherConfig()
+        if self._config.fault_tolerant_mode and not self._config.work_dir:
+            raise ValueError("tf.data service DispatcherConfig: fault_tolerant_mode=True needs "
+                             "a work_dir for the dispatcher's journal")
         self._protocol = self._config.protocol or DEFAULT_PROTOCOL
         self._address = f"localhost:{self._config.port or free_port()}"
         self._actor: Any = None
@@ -61,10 +65,10 @@ class DispatchServer(_ActorServer):
         ray = cluster.ray_module()
         from tapeflow.data.service.dispatcher import Dispatcher
 
-        self._actor = ray.remote(Dispatcher).options(
-            name=cluster.actor_name("dispatcher", self._address), namespace=cluster.NAMESPACE,
-            scheduling_strategy=cluster.current_node_affinity(), **_ACTOR_OPTIONS,
-        ).remote(self._address)
+        self._actor = _create(ray, Dispatcher, "dispatcher", self._address, self._address,
+                              self._config.worker_addresses,
+                              self._config.work_dir if self._config.fault_tolerant_mode
+                              else None)
         ray.get(self._actor.pid.remote())
 
     @property
@@ -99,15 +103,33 @@ class WorkerServer(_ActorServer):
         from tapeflow.data.service.worker import DataWorker
 
         cluster.lookup("dispatcher", self._dispatcher_address)   # a clear error if absent
-        actor = ray.remote(DataWorker).options(
-            name=cluster.actor_name("worker", self._address), namespace=cluster.NAMESPACE,
-            scheduling_strategy=cluster.current_node_affinity(), **_ACTOR_OPTIONS,
-        ).remote(self._dispatcher_address, self._address)
+        actor = _create(ray, DataWorker, "worker", self._address, self._dispatcher_address,
+                        self._address)
         ray.get(actor.register.remote(actor))
         self._actor = actor
 
     def _num_tasks(self) -> int:
         return cluster.ray_module().get(self._actor.num_tasks.remote())
+
+
+def _create(ray: Any, cls: type, kind: str, address: str, *args: Any) -> Any:
+    """The named actor of a server. A server that died (killed, its machine lost) still
+    holds its name in Ray until its handle is killed: a new server at the same address (a
+    restarted dispatcher resuming from its journal) takes the name over; a live one keeps it
+    (ValueError: the address is in use)."""
+    name = cluster.actor_name(kind, address)
+    options = dict(name=name, namespace=cluster.NAMESPACE,
+                   scheduling_strategy=cluster.current_node_affinity(), **_ACTOR_OPTIONS)
+    try:
+        return ray.remote(cls).options(**options).remote(*args)
+    except ValueError:
+        old = ray.get_actor(name, namespace=cluster.NAMESPACE)
+        try:
+            ray.get(old.pid.remote(), timeout=_ALIVE_TIMEOUT_S)
+        except Exception:  # noqa: BLE001 - dead or hung: its name is free to take
+            ray.kill(old)
+            return ray.remote(cls).options(**options).remote(*args)
+        raise ValueError(f"tf.data service: a {kind} is already running at {address}") from None
 
 
 def _join(actor: Any) -> None:

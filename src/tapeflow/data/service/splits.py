@@ -17,6 +17,7 @@ another) asks the dispatcher for splits of its own pass number.
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -106,8 +107,9 @@ class SplitProvider:
     gets the same split (the dispatcher records what it handed to the stream), so a stream
     replayed on another worker reads exactly the splits the lost one read."""
 
-    def __init__(self, dispatcher: Any, job: str, stream: int):
-        self._dispatcher, self._job, self._stream = dispatcher, job, stream
+    def __init__(self, address: str, dispatcher: Any, job: str, stream: int):
+        self._address, self._dispatcher = address, dispatcher
+        self._job, self._stream = job, stream
         self._passes = itertools.count()
 
     def next_pass(self) -> int:
@@ -115,5 +117,14 @@ class SplitProvider:
 
     def get(self, epoch: int, index: int) -> tuple[int, int] | None:
         import ray
+        from ray.exceptions import RayActorError
 
-        return ray.get(self._dispatcher.split.remote(self._job, self._stream, epoch, index))
+        from tapeflow.data.service import cluster
+
+        while True:
+            try:
+                return ray.get(self._dispatcher.split.remote(self._job, self._stream, epoch,
+                                                             index))
+            except RayActorError:   # the dispatcher restarted (fault-tolerant mode): find it
+                time.sleep(0.1)
+                self._dispatcher = cluster.lookup("dispatcher", self._address)
