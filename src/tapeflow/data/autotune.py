@@ -6,9 +6,12 @@ adjusts the knobs marked AUTOTUNE within a CPU budget (cores) and a RAM budget (
 `report()` says what it chose, why, and which stage is the bottleneck.
 
 Rules, kept simple enough to state in one line each:
-- parallelism grows by one when the consumer had to wait and every worker was busy, as long as
-  parallelism x (CPU share of a call) stays within the CPU budget (so sleeping/I-O-bound work
-  may use more threads than cores, CPU-bound work may not);
+- a parallel map's parallelism follows its measured throughput (`ParallelismSearch`): while its
+  consumer waits on it, it tries one more worker for a measuring window and keeps it only if
+  elements/s rose by `GAIN`, else goes back (and waits longer before trying that step again);
+  while its consumer does not wait and its workers are mostly idle, it gives one back. Steps up
+  stay within the CPU budget: parallelism x (CPU share of a call) <= budget (so sleeping or
+  I/O-bound work may use more threads than cores, CPU-bound work may not);
 - a prefetch buffer grows by one each time its consumer finds it empty, while the bytes
   buffered by the whole pipeline stay within the RAM budget.
 """
@@ -128,14 +131,9 @@ class Tuner:
         share = max(stats.cpu_share, 1.0 / MAX_PARALLELISM)
         return max(1, min(int(self.cpu_budget / share), self.thread_cap, MAX_PARALLELISM))
 
-    def maybe_grow_parallelism(self, stats: StageStats, busy_workers: int) -> bool:
-        """Called when a consumer waited; True when one more worker should start."""
-        if not stats.parallelism_autotuned or busy_workers < stats.parallelism:
-            return False
-        if stats.parallelism >= self.parallelism_cap(stats):
-            return False
-        stats.parallelism += 1
-        return True
+    def parallelism_search(self, stats: StageStats) -> ParallelismSearch | None:
+        """The throughput search of an AUTOTUNE stage (None for a fixed parallelism)."""
+        return ParallelismSearch(stats, self) if stats.parallelism_autotuned else None
 
     def maybe_grow_buffer(self, stats: StageStats) -> bool:
         """Called when a consumer found a buffer empty; True when the buffer grew."""
@@ -164,6 +162,76 @@ class Tuner:
 
     def report(self) -> AutotuneReport:
         return AutotuneReport.build(self)
+
+
+GAIN = 1.10            # a step up is kept when it raised elements/s by 10% or more
+WINDOW_S = 0.05         # shortest measuring window ...
+WINDOW_ELEMENTS = 8     # ... and fewest elements in it
+WAITED = 0.05           # the consumer "waits" when it spent this share of a window waiting
+IDLE = 0.6              # give a worker back when the rest would be busy less than this
+
+
+class ParallelismSearch:
+    """Hill climbing on a parallel map's measured throughput, one worker at a time.
+
+    The consumer calls `observe()` each time it takes results; every window of at least
+    `WINDOW_S` and `WINDOW_ELEMENTS` it compares the elements/s of the window with the last
+    one. A step up is a trial: kept if the rate rose by `GAIN`, otherwise undone, and that step
+    is not tried again for twice as long as the last time (a step that keeps failing is tried
+    rarely; load changes can still make it pay later)."""
+
+    def __init__(self, stats: StageStats, tuner: Tuner):
+        self.stats, self.tuner = stats, tuner
+        self._window()
+        self.base_rate = 0.0
+        self.trial = False
+        self.retry_at: dict = {}      # parallelism -> time before which it is not tried again
+        self.backoff: dict = {}       # parallelism -> the last wait before retrying it
+
+    def _window(self) -> None:
+        s = self.stats
+        self.t0, self.n0 = time.perf_counter(), s.elements
+        self.wait0, self.busy0 = s.consumer_wait_s, s.busy_s
+
+    def observe(self) -> int | None:
+        """A new parallelism when the measurements call for one, else None."""
+        s, now = self.stats, time.perf_counter()
+        elapsed, n = now - self.t0, s.elements - self.n0
+        if elapsed < WINDOW_S or n < WINDOW_ELEMENTS:
+            return None
+        rate = n / elapsed
+        waited = (s.consumer_wait_s - self.wait0) / elapsed
+        busy = (s.busy_s - self.busy0) / (elapsed * s.parallelism)
+        self._window()
+        p = s.parallelism
+        if self.trial:
+            self.trial = False
+            if rate >= self.base_rate * GAIN:
+                self._note(f"parallelism {p - 1} -> {p}: {self.base_rate:.0f} -> {rate:.0f}/s, "
+                           f"kept")
+                return None
+            wait = 2 * self.backoff.get(p, 0.25)
+            self.backoff[p], self.retry_at[p] = wait, now + wait
+            self._note(f"parallelism {p - 1} -> {p}: {self.base_rate:.0f} -> {rate:.0f}/s, "
+                       f"undone")
+            return self._set(p - 1)
+        if (waited >= WAITED and p < self.tuner.parallelism_cap(s)
+                and now >= self.retry_at.get(p + 1, 0.0)):
+            self.base_rate, self.trial = rate, True
+            return self._set(p + 1)
+        if waited < WAITED / 5 and p > 1 and busy * p / (p - 1) < IDLE:
+            self._note(f"parallelism {p} -> {p - 1}: workers {busy:.0%} busy, consumer never "
+                       f"waited")
+            return self._set(p - 1)
+        return None
+
+    def _set(self, p: int) -> int:
+        self.stats.parallelism = p
+        return p
+
+    def _note(self, text: str) -> None:
+        notes = self.stats.notes
+        notes[:] = [n for n in notes if not n.startswith("parallelism ")] + [text]
 
 
 @dataclass

@@ -133,7 +133,7 @@ def run_threads(run: _MapRun, parallelism: int, deterministic: bool) -> Iterator
         for _ in range(parallelism):
             run.add_worker()
         while True:
-            chunk = run.take(deterministic, run.tuner)
+            chunk = run.take(deterministic)
             if chunk is None:
                 return
             yield from chunk.values
@@ -187,11 +187,26 @@ class _MapRun:
         self.end = False
         self.closed = False
         self.threads: list = []
+        self.alive: set = set()     # ids of running workers (those >= parallelism stop)
         self.bytes_out = 0          # bytes of all mapped elements so far (for the RAM budget)
+        self.search = tuner.parallelism_search(stats)
 
     def add_worker(self) -> None:
-        wid = len(self.threads)
+        """Start a worker with the lowest id not running (caller holds the lock, or no
+        worker runs yet)."""
+        wid = min(set(range(len(self.alive) + 1)) - self.alive)
+        self.alive.add(wid)
         self.threads.append(workers.start_thread(self._work, wid, name=f"map-{wid}"))
+
+    def _retune(self) -> None:
+        """Apply the throughput search's verdict (consumer side, lock held)."""
+        p = self.search.observe() if self.search is not None else None
+        if p is None:
+            return
+        self.stats.buffer_size = p
+        while len(self.alive) < p:
+            self.add_worker()
+        self.work_ready.notify_all()   # workers numbered p and up stop
 
     def _chunk_bytes(self) -> int:
         """Bytes a chunk of mapped elements is expected to hold (by the averages so far)."""
@@ -213,6 +228,13 @@ class _MapRun:
         return max(1, min(_MAX_CHUNK, int(_CHUNK_TARGET_S / per_element)))
 
     def _work(self, wid: int) -> None:
+        try:
+            self._work_loop(wid)
+        finally:
+            with self.work_ready:
+                self.alive.discard(wid)
+
+    def _work_loop(self, wid: int) -> None:
         cond, stats = self.work_ready, self.stats
         while True:
             with cond:
@@ -278,7 +300,7 @@ class _MapRun:
                 self.end = True
                 self.work_ready.notify_all()
 
-    def take(self, deterministic: bool, tuner: Any) -> _Chunk | None:
+    def take(self, deterministic: bool) -> _Chunk | None:
         """The next finished chunk (the oldest one if deterministic); None at the end."""
         with self.result_ready:
             waited = None
@@ -290,15 +312,13 @@ class _MapRun:
                     return None
                 if waited is None:
                     waited = time.perf_counter()
-                    if tuner.maybe_grow_parallelism(self.stats, self.busy):
-                        self.stats.buffer_size = self.stats.parallelism
-                        self.add_worker()
                 self.result_ready.wait()
             if waited is not None:
                 self.stats.consumer_wait_s += time.perf_counter() - waited
             self.chunks.popleft() if deterministic else self.chunks.remove(chunk)
             self.reserved -= 1
             self.stats.add_buffered(-len(chunk.values), -chunk.nbytes)
+            self._retune()
             self.work_ready.notify()
             return chunk
 
