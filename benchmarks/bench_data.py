@@ -22,6 +22,9 @@ import tapeflow.data as tfdata
 from tapeflow.datasets import load_mnist_5k
 from tapeflow.framework import dtypes
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from timing import spread, spread_text  # noqa: E402
+
 AUTOTUNE = tfdata.experimental.AUTOTUNE
 
 
@@ -235,7 +238,9 @@ def data_service(n: int = 600, rounds: int = 5) -> None:
     base = statistics.median(rates["service, 1 data worker"])
     for name, values in rates.items():
         rate = statistics.median(values)
-        print(f"  {name:<36}{rate:>9,.0f} elements/s   x{rate / base:.2f} of 1 worker")
+        lo, _, hi = spread(values)
+        print(f"  {name:<36}{rate:>9,.0f} elements/s (min {lo:,.0f}, p90 {hi:,.0f})   "
+              f"x{rate / base:.2f} of 1 worker")
     for s in reversed(servers):
         s.stop()
 
@@ -268,11 +273,14 @@ def main() -> None:
         ("parallel interleave", lambda: tfdata.Dataset.range(5).interleave(
             ArtificialDataset, num_parallel_calls=AUTOTUNE), 0.390, 0.7139, 0.592),
     ]
-    print(f"{'pipeline':<24}{'tapeflow':>10}{'ideal':>9}{'ratio':>8}{'seed TF':>9}{'TF here':>9}")
+    print(f"{'pipeline':<24}{'tapeflow':>10}{'ideal':>9}{'ratio':>8}{'seed TF':>9}{'TF here':>9}"
+          f"   tapeflow min/median/p90 s")
     for name, make, ideal, seed_tf, tf_here in cases:
-        t = median_of(lambda make=make: benchmark(make()))
+        runs = [benchmark(make()) for _ in range(5)]
+        t = statistics.median(runs)
         ratio = f"{t / ideal:.2f}" if ideal else "-"
-        print(f"{name:<24}{t:>9.3f}s{_s(ideal):>9}{ratio:>8}{_s(seed_tf):>9}{_s(tf_here):>9}")
+        print(f"{name:<24}{t:>9.3f}s{_s(ideal):>9}{ratio:>8}{_s(seed_tf):>9}{_s(tf_here):>9}"
+              f"   {spread_text(runs, digits=3)}")
 
     empty = tfdata.Dataset.from_generator(lambda: iter(()), output_types=dtypes.int64)
     n = 2000
@@ -283,8 +291,9 @@ def main() -> None:
             for _x in empty:
                 pass
         return (time.perf_counter() - start) / n
-    print(f"iterator start-up (empty from_generator epoch): {median_of(startup) * 1e3:.3f} ms "
-          f"(target < 2 ms; TF ~25 ms)")
+    runs = [startup() for _ in range(5)]
+    print(f"iterator start-up (empty from_generator epoch): {statistics.median(runs) * 1e3:.3f} ms "
+          f"(min/median/p90 {spread_text(runs, 1e3, 3)} ms; target < 2 ms; TF ~25 ms)")
 
     prefetched = tfdata.Dataset.range(0).prefetch(AUTOTUNE)
 

@@ -245,6 +245,11 @@ def main() -> None:
                 low, mid, high = spread(rates[n])
                 print(f"    {n} items/s min / median / p90: {low:,.0f} / {mid:,.0f} / {high:,.0f}",
                       flush=True)
+        if len(names) > 1 and all(rates[n] for n in names) and not errors:
+            low, mid, high = spread([a / b for a, b in zip(rates["tapeflow"],
+                                                           rates["tensorflow"])])
+            print(f"    paired rounds' ratio min / median / p90: {low:.2f} / {mid:.2f} / "
+                  f"{high:.2f}", flush=True)
         for n, e in errors.items():
             print(f"    {n}: {e}", flush=True)
     for w in workers.values():

@@ -77,3 +77,37 @@ def test_cpu_budget_caps_autotuned_parallelism():
     assert [int(v) for v in it] == list(range(60))
     stage = next(s for s in it.autotune_report().stages if s.name.startswith("ParallelMap"))
     assert stage.parallelism == 1 and np.isfinite(stage.cpu_share)
+
+
+def test_memory_cache_counts_against_the_ram_budget():
+    """A cache that would pass the budget keeps nothing (later passes recompute, and say so);
+    one that fits is counted in the report's bytes and not recomputed."""
+    calls = []
+
+    def counted(i):
+        calls.append(int(i))
+        return big(i)
+
+    def epochs(budget):
+        calls.clear()
+        options = tf.data.Options()
+        options.autotune.ram_budget = budget
+        ds = tf.data.Dataset.range(6).map(counted).cache().with_options(options)
+        firsts, reports = [], []
+        for _ in range(2):
+            it = iter(ds)
+            firsts.append([float(x.numpy()[0]) for x in it])
+            reports.append(it.autotune_report())
+        return firsts, reports, list(calls)
+
+    firsts, reports, calls_made = epochs(3 * MB)
+    assert firsts == [[float(i) for i in range(6)]] * 2
+    assert calls_made == list(range(6)) * 2                    # nothing was cached
+    cache = next(s for s in reports[0].stages if s.name == "Cache")
+    assert any("not cached" in n for n in cache.notes)
+    assert reports[0].peak_bytes <= 3 * MB
+
+    firsts, reports, calls_made = epochs(64 * MB)
+    assert firsts == [[float(i) for i in range(6)]] * 2
+    assert calls_made == list(range(6))                        # the second pass read the cache
+    assert 6 * MB <= reports[1].peak_bytes < 7 * MB            # the cache's bytes, reported

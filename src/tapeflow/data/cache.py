@@ -26,27 +26,55 @@ _MAGIC = b"TFLOWCACHE1\n"
 
 
 class MemoryCacheDataset(Dataset):
+    """The cache's bytes count against `options.autotune.ram_budget` with the pipeline's
+    buffers (the report shows them on a "Cache" line). A first pass whose elements would pass
+    the budget stops keeping them and leaves no cache (later passes recompute them, as after
+    an incomplete pass), and says so in the report."""
+
     def __init__(self, input_dataset: Dataset):
         self._inputs = (input_dataset,)
         self._cache: list | None = None
+        self._cache_bytes = 0
         self._lock = threading.Lock()
 
     def _iterate(self, ctx: Any) -> Iterator[Any]:
+        stats = ctx.tuner.stage("Cache")
+        try:
+            yield from self._cached_or_filled(ctx, stats)
+        finally:
+            stats.finish()
+
+    def _cached_or_filled(self, ctx: Any, stats: Any) -> Iterator[Any]:
         cached = self._cache
         if cached is not None:
+            stats.add_buffered(len(cached), self._cache_bytes)   # held while it is read
             yield from cached
             return
-        elements = []
+        elements: list | None = []
+        held = 0
         source = self._inputs[0]._iterate(ctx)
         try:
             for element in source:
-                elements.append(element)
+                if elements is not None:
+                    size = structure.nbytes(element)
+                    if ctx.tuner.admits(size):
+                        elements.append(element)
+                        held += size
+                        stats.add_buffered(1, size)
+                    else:
+                        stats.add_buffered(-len(elements), -held)
+                        stats.notes.append(
+                            f"not cached: the elements would pass the RAM budget after "
+                            f"{len(elements)} ({held / 2**20:.1f} MiB); later passes recompute "
+                            f"them")
+                        elements = None
                 yield element
         finally:
             source.close()
-        with self._lock:
-            if self._cache is None:
-                self._cache = elements
+        if elements is not None:
+            with self._lock:
+                if self._cache is None:
+                    self._cache, self._cache_bytes = elements, held
 
     def _compute_spec(self) -> Any:
         return self._inputs[0].element_spec
