@@ -44,6 +44,21 @@ def default_ram_budget() -> int:
     return max(available // 2, 64 << 20)
 
 
+def queued_s() -> float:
+    """Seconds the calling thread has spent runnable but waiting for a CPU (Linux's
+    schedstat; 0.0 where it is not available)."""
+    try:
+        fd = os.open("/proc/thread-self/schedstat", os.O_RDONLY)
+    except OSError:
+        return 0.0
+    try:
+        return int(os.read(fd, 128).split()[1]) * 1e-9
+    except (OSError, ValueError, IndexError):
+        return 0.0
+    finally:
+        os.close(fd)
+
+
 @dataclass
 class StageStats:
     """Measurements and knob values of one asynchronous stage of a running iterator."""
@@ -61,6 +76,7 @@ class StageStats:
     consumer_wait_s: float = 0.0
     busy_s: float = 0.0
     cpu_s: float = 0.0
+    queued_s: float = 0.0       # of busy_s, waiting for a CPU (Linux schedstat)
     started: float = field(default_factory=time.perf_counter)
     ended: float | None = None
     notes: list = field(default_factory=list)
@@ -85,14 +101,17 @@ class StageStats:
         if not any(n.startswith("RAM budget held") for n in self.notes):
             self.notes.append(note)
 
-    def record_call(self, wall_s: float, cpu_s: float) -> None:
+    def record_call(self, wall_s: float, cpu_s: float, queued_s: float = 0.0) -> None:
         self.busy_s += wall_s
         self.cpu_s += cpu_s
+        self.queued_s += queued_s
 
     @property
     def cpu_share(self) -> float:
-        """Fraction of a worker's busy time spent on a CPU (1.0 for pure compute)."""
-        return self.cpu_s / self.busy_s if self.busy_s > 0 else 1.0
+        """Fraction of a worker's busy time spent on a CPU (1.0 for pure compute), not
+        counting time it waited for a CPU (on a busy machine compute still counts as such)."""
+        running = max(self.busy_s - self.queued_s, self.cpu_s)
+        return self.cpu_s / running if running > 0 else 1.0
 
     @property
     def lifetime_s(self) -> float:

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from tapeflow.data import structure, workers
-from tapeflow.data.autotune import AUTOTUNE
+from tapeflow.data.autotune import AUTOTUNE, queued_s
 from tapeflow.data.dataset import Dataset, _EpochCounter
 from tapeflow.framework import errors
 from tapeflow.framework.context import state as _context
@@ -281,13 +281,14 @@ class _MapRun:
 
     def _run(self, chunk: _Chunk, elements: list, first: int) -> None:
         fn, stage, epoch = self.fn, self.stage, self.epoch
-        start, cpu = time.perf_counter(), time.thread_time()
+        start, cpu, queued = time.perf_counter(), time.thread_time(), queued_s()
         try:  # elements read before an input error are mapped and yielded before it
             for index, element in enumerate(elements, first):
                 chunk.values.append(call_user_fn(fn, element, seed_offset(stage, epoch, index)))
         except BaseException as e:  # noqa: BLE001 - surfaced at the consumer
             chunk.error = workers.annotate(e, f"map function {fn_name(fn)}")
-        self.stats.record_call(time.perf_counter() - start, time.thread_time() - cpu)
+        self.stats.record_call(time.perf_counter() - start, time.thread_time() - cpu,
+                               queued_s() - queued)
         chunk.nbytes = sum(structure.nbytes(v) for v in chunk.values)
         with self.result_ready:
             self.bytes_out += chunk.nbytes
