@@ -671,3 +671,23 @@ CASES.update({
     "conjugate_gradient two steps from x": conjugate_gradient(False, max_iter=2,
                                                               x0=[0.1, 0.2, 0.3, 0.4]),
 })
+
+# a lossy RGB and a lossless RGBA WebP (6 x 7), written by Pillow/libwebp
+WEBP_RGB = bytes.fromhex(
+    "5249464684000000574542505650382078000000d002009d012a0700060001402625b002747f040007b00793"
+    "303097a71c0b0000f97dba17618333e26b8913f3ffd1d9387916316c91bdc7ed91d7f4630e6d8badacd8507f"
+    "ffca943fb03a058dbe38cc933338afed20f21d54791beff7f672669c314097fca87c3e7a6ff1702fa3f2eca8"
+    "da67dfdcae000000")
+WEBP_RGBA = bytes.fromhex(
+    "5249464616010000574542505650384c090100002f064001104fe1340000a4c1dd3d39441a891fe87cc53764"
+    "7e70eb1e7572881b0b00504a7777b37100777140b3a318193bb6e6773cb70100904d6c67f7e8e4955c989b8c"
+    "c956db196e2c004029ddddcdc601dcc501cd8e6264ecd89adff102d5524d97128965ffec1c53f1199ee184c8"
+    "48009a20e5140e195841f2a7ffc277fe52b33d9bc377f8dce3bbfd225e727996ffeeeac2dbef86356813d333"
+    "7d449f28bd9db748ecc54f0ee764aff5588997a5a9982a1991afe77bf9111e602664c7ed7d2b0455788aa410"
+    "6aa29e8106f82648925571054cd4d4622d66b89b0ba6460a860100160dce36b25d44ffc33da7dfc1a5da2110"
+    "f3f1f53f508559a4712ef89d9a85759b8dbda4fa0600")
+CASES.update({
+    "decode_webp": lambda tf: tf.image.decode_webp(WEBP_RGB),
+    "decode_webp rgba": lambda tf: tf.io.decode_webp(WEBP_RGBA, channels=4),
+    "decode_webp wrong channels": lambda tf: tf.image.decode_webp(WEBP_RGBA, channels=3),
+})

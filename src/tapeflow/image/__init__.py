@@ -7,6 +7,7 @@ with a gradient), so it traces in `tf.function`, runs in `Dataset.map` and diffe
 
 from tapeflow.image import boxes as _boxes  # draw_bounding_boxes, combined NMS, crops
 from tapeflow.image import jpeg_and_crops as _jpeg_and_crops  # jpeg quality, glimpse
+from tapeflow.image import webp as _webp  # decode_webp
 from tapeflow.image.adjust import (
     adjust_brightness,
     adjust_contrast,
