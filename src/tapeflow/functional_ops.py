@@ -11,6 +11,7 @@ the loop, lengths in a TensorArray) work, other composites raise.
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -510,3 +511,17 @@ def conjugate_gradient(operator: Any, rhs: Any, preconditioner: Any = None, x: A
 
     state = control_flow.while_loop(keep_going, step, state)
     return CGState(*state)
+
+
+@export("experimental.async_scope")
+@contextlib.contextmanager
+def async_scope() -> Any:
+    """TF groups asynchronously executed ops here and reports their errors at the end of the
+    scope; tapeflow executes every op synchronously, so errors surface at the op, inside the
+    scope, and there is nothing left to wait for when it closes."""
+    yield
+
+
+@export("experimental.async_clear_error")
+def async_clear_error() -> None:
+    """Clear the error an asynchronous op left pending: synchronous execution leaves none."""

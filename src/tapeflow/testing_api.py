@@ -324,3 +324,9 @@ def assert_equal_graph_def(expected: Any, actual: Any) -> None:
         problems.append("the function libraries differ")
     if problems:
         raise AssertionError("GraphDefs differ: " + "\n".join(problems))
+
+
+@export("test.experimental.sync_devices")
+def sync_devices() -> None:
+    """Wait for every device's pending work: tapeflow's ops run synchronously on the CPU, so
+    there is none when this is called (TF: a no-op without GPUs)."""
