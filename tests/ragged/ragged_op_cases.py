@@ -89,6 +89,11 @@ CASES = {
     "unsorted_segment_prod": lambda tf: tf.math.unsorted_segment_prod(rt2(tf), [0, 0, 1, 0],
                                                                       2),
     "segment_sum": lambda tf: tf.math.segment_sum(rt2(tf), [0, 0, 1, 1]),
+    "reduce_keepdims_rows": lambda tf: tf.reduce_sum(rt2(tf), axis=1, keepdims=True),
+    "reduce_keepdims_inner": lambda tf: tf.reduce_max(rt3(tf), axis=-1, keepdims=True),
+    "reduce_keepdims_outer": lambda tf: tf.reduce_mean(rt2(tf), axis=0, keepdims=True),
+    "reduce_keepdims_ragged_axis": lambda tf: tf.reduce_sum(rt3(tf), axis=1, keepdims=True),
+    "reduce_keepdims_all": lambda tf: tf.reduce_sum(rt2(tf), keepdims=True),
     # more of TF's ragged dispatch
     "newaxis": lambda tf: rt2(tf)[:, tf.newaxis],
     "newaxis_inner": lambda tf: rt3(tf)[1:, :, None],

@@ -135,16 +135,20 @@ def _reduce_one(kind: str, rt: Any, axis: int) -> Any:
 
 
 def _reduce(kind: str, rt: RaggedTensor, axis: Any, keepdims: bool) -> Any:
-    if keepdims:
-        raise NotImplementedError("keepdims=True on a RaggedTensor")
-    if axis is None:
-        return _DENSE[kind](rt.flat_values)
     rank = rt.shape.rank
+    if axis is None:
+        total = _DENSE[kind](rt.flat_values)
+        return array_ops.reshape(total, [1] * rank) if keepdims else total
     axes = [axis] if isinstance(axis, int) else [int(a) for a in axis]
     axes = sorted({a + rank if a < 0 else a for a in axes}, reverse=True)
     out: Any = rt
     for a in axes:
         out = _reduce_one(kind, out, a)
+    if keepdims:  # the reduced dims back as size 1, in increasing order (TF's result)
+        import tapeflow  # the public expand_dims: its ragged dispatch
+
+        for a in sorted(axes):
+            out = tapeflow.expand_dims(out, a)
     return out
 
 
