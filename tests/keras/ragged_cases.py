@@ -258,3 +258,15 @@ def lookup_encodings(tf, keras):
 
 
 CASES.update(lookup_encodings=lookup_encodings)
+
+
+def masking_and_pooling(tf, keras):
+    """Masking of ragged steps, and the 1-D global poolings with keepdims."""
+    x = tf.ragged.constant([[[1.0, 2.0], [0.0, 0.0], [5.0, 6.0]], [[7.0, 8.0]],
+                            [[0.0, 0.0], [2.0, 1.0]]], ragged_rank=1)
+    return [out(tf, keras.layers.Masking(0.0)(x)),
+            out(tf, keras.layers.GlobalAveragePooling1D(keepdims=True)(x)),
+            out(tf, keras.layers.GlobalMaxPooling1D(keepdims=True)(x))]
+
+
+CASES.update(masking_and_pooling=masking_and_pooling)

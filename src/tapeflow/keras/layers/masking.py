@@ -21,11 +21,20 @@ class Masking(Layer):
         return tf.reduce_any(tf.not_equal(inputs, self.mask_value), axis=-1)
 
     def call(self, inputs: Any):
+        if _per_step(inputs):  # ragged steps: masked on the flat values, as Keras
+            return inputs.with_flat_values(self.call(inputs.flat_values))
         x = tf.convert_to_tensor(inputs)
         return x * tf.cast(tf.expand_dims(self._keep(x), -1), x.dtype)
 
     def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
+        if _per_step(inputs):
+            return inputs.with_flat_values(self._keep(inputs.flat_values))
         return self._keep(tf.convert_to_tensor(inputs))
 
     def get_config(self) -> dict:
         return {**super().get_config(), "mask_value": self.mask_value}
+
+
+def _per_step(inputs: Any) -> bool:
+    """A RaggedTensor whose steps have a feature axis (flat values [steps, features])."""
+    return isinstance(inputs, tf.RaggedTensor) and inputs.flat_values.shape.rank >= 2
