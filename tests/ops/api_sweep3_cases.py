@@ -691,3 +691,23 @@ CASES.update({
     "decode_webp rgba": lambda tf: tf.io.decode_webp(WEBP_RGBA, channels=4),
     "decode_webp wrong channels": lambda tf: tf.image.decode_webp(WEBP_RGBA, channels=3),
 })
+
+
+def _protos(tf):
+    tensors = [tf.constant([1.5, -2.0]), tf.constant(7.0), tf.constant([[1, 2], [3, 4]])]
+    data = tf.stack([tf.io.serialize_tensor(t) for t in tensors])
+    sizes, (dtype, shape, content, ints) = tf.io.decode_proto(
+        data, "tensorflow.TensorProto", ["dtype", "tensor_shape", "tensor_content", "float_val"],
+        [tf.int32, tf.string, tf.string, tf.float32])
+    encoded = tf.io.encode_proto(sizes, [dtype, shape, content, ints],
+                                 ["dtype", "tensor_shape", "tensor_content", "float_val"],
+                                 "tensorflow.TensorProto")
+    return [sizes, dtype, shape, content, ints, encoded,
+            tf.io.parse_tensor(encoded[2], tf.int32)]
+
+
+CASES.update({
+    "decode_proto encode_proto": _protos,
+    "decode_proto unknown field": lambda tf: tf.io.decode_proto(
+        [b""], "tensorflow.TensorProto", ["nope"], [tf.int32])[0],
+})

@@ -14,6 +14,7 @@ from tapeflow.image.decode import (
 )
 from tapeflow.io import gfile
 from tapeflow.io import io_misc as _io_misc  # decode_compressed, matching_files, ...
+from tapeflow.io import proto_codec as _proto_codec  # decode_proto, encode_proto
 from tapeflow.io import sparse_serialization as _sparse_serialization
 from tapeflow.io.csv_decode import decode_csv
 from tapeflow.io.decode import decode_base64, decode_raw, encode_base64

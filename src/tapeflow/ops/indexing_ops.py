@@ -128,7 +128,12 @@ def _strided_slice_rule(x, *, spec):
 
 @op("StridedSlice", shape=_strided_slice_rule, output="view")  # basic indexing: a view
 def _strided_slice(x, *, spec):
-    return x[_np_key(spec)]
+    out = x[_np_key(spec)]
+    if x.dtype == object and not isinstance(out, np.ndarray):
+        # one string element: kept as an object scalar (a fixed-width bytes array would drop
+        # its trailing NUL bytes)
+        out = np.array(out, dtype=object)
+    return out
 
 
 @op("StridedSliceGrad", shape=lambda g, like, *, spec: (like[0], g[1]))
