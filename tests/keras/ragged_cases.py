@@ -270,3 +270,17 @@ def masking_and_pooling(tf, keras):
 
 
 CASES.update(masking_and_pooling=masking_and_pooling)
+
+
+def dense_attention(tf, keras):
+    """Attention / AdditiveAttention on ragged query and value rows."""
+    x = tf.ragged.constant([[[1.0, 2.0], [0.0, 0.0], [5.0, 6.0]], [[7.0, 8.0]],
+                            [[0.0, 0.0], [2.0, 1.0]]], ragged_rank=1)
+    v = tf.ragged.constant([[[0.5, 1.0]], [[1.0, -1.0], [2.0, 0.5]], [[0.1, 0.2], [0.3, 0.4]]],
+                           ragged_rank=1)
+    return [out(tf, keras.layers.Attention()([x, x])),
+            out(tf, keras.layers.Attention()([x, v])),
+            out(tf, keras.layers.AdditiveAttention(use_scale=False)([x, v]))]
+
+
+CASES.update(dense_attention=dense_attention)

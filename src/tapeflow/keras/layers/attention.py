@@ -72,6 +72,9 @@ class _DenseAttention(Layer):
 
     def call(self, inputs: Any, mask: Any = None, training: Any = None,
              return_attention_scores: bool = False, use_causal_mask: bool = False):
+        if any(isinstance(t, tf.RaggedTensor) for t in inputs):
+            return self._call_ragged(inputs, mask, training, return_attention_scores,
+                                     use_causal_mask)
         self._check(inputs, mask)
         query = tf.convert_to_tensor(inputs[0])
         value = tf.convert_to_tensor(inputs[1])
@@ -94,6 +97,33 @@ class _DenseAttention(Layer):
         if query_mask is not None:
             result = result * tf.expand_dims(tf.cast(query_mask, result.dtype), -1)
         return (result, weights) if return_attention_scores else result
+
+    def _call_ragged(self, inputs: Any, mask: Any, training: Any,
+                     return_attention_scores: bool, use_causal_mask: bool) -> Any:
+        """Ragged query/value: each query row attends to its own value row only (padded, with
+        the row lengths as masks), and the output has the query's rows, as tf-keras gives."""
+        if mask is not None:
+            raise layer_error(f"{type(self).__name__} {self.name!r}: a mask cannot be given "
+                              f"with RaggedTensor inputs (their row lengths are the mask)")
+        dense, masks = [], []
+        for t in inputs:
+            if isinstance(t, tf.RaggedTensor):
+                x = t.to_tensor()
+                masks.append(tf.sequence_mask(t.row_lengths(), maxlen=tf.shape(x)[1]))
+                dense.append(x)
+            else:
+                x = tf.convert_to_tensor(t)
+                masks.append(tf.ones(tf.shape(x)[:2], tf.bool))
+                dense.append(x)
+        out = self.call(dense, mask=masks[:2], training=training,
+                        return_attention_scores=return_attention_scores,
+                        use_causal_mask=use_causal_mask)
+        if not isinstance(inputs[0], tf.RaggedTensor):
+            return out
+        lengths = inputs[0].row_lengths()
+        if return_attention_scores:
+            return tf.RaggedTensor.from_tensor(out[0], lengths=lengths), out[1]
+        return tf.RaggedTensor.from_tensor(out, lengths=lengths)
 
     def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
         """The output keeps the query's mask."""
