@@ -275,6 +275,33 @@ def test_coordinated_reads_take_rounds_from_one_worker(cluster):
     assert pids[0][0] != pids[0][1] and pids[0][0] == pids[0][2]  # alternating workers
 
 
+def test_coordinated_reads_survive_a_worker_death(cluster):
+    """A worker dies between rounds: its stream resumes on the other worker at the lowest
+    position a consumer still needs, and both consumers keep their sequences."""
+    from tapeflow.data.service.config import free_port
+
+    dispatcher = service.DispatchServer(service.DispatcherConfig(port=free_port()))
+    address = dispatcher.target.split("://")[1]
+    workers = [service.WorkerServer(service.WorkerConfig(dispatcher_address=address))
+               for _ in range(2)]
+    try:
+        ds = tf.data.Dataset.range(10**6).repeat()
+        readers = [iter(ds.apply(service.distribute(
+            "parallel_epochs", dispatcher.target, job_name="coordinated-kill",
+            consumer_index=c, num_consumers=2, max_outstanding_requests=2)))
+            for c in range(2)]
+        got = [[int(next(it)) for _ in range(6)] for it in readers]
+        os.kill(workers[1]._pid(), signal.SIGKILL)
+        for c, it in enumerate(readers):
+            got[c] += [int(next(it)) for _ in range(10)]
+        for c in range(2):
+            assert got[c] == [k // 2 * 2 + c for k in range(16)]
+    finally:
+        for w in workers:
+            w.stop()
+        dispatcher.stop()
+
+
 def test_cross_trainer_cache_shares_elements_between_trainers(cluster):
     """Trainers a and b share one job: b reads the elements a's reads made (same random
     draws), not a recomputation; a second consumer of trainer a splits with the first."""
