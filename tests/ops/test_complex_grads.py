@@ -38,3 +38,25 @@ def test_real_loss_gradient_is_d_re_plus_i_d_im(name):
     traced = tf.function(lambda z: tf.gradients(cases.CASES[name](tf, z), z)[0])
     np.testing.assert_allclose(traced(tf.constant(cases.Z)).numpy(), expected, rtol=1e-6,
                                atol=1e-7)
+
+
+def test_imag_of_a_real_tensor_is_zeros_with_no_gradient_path():
+    # TF 2.21 (recorded by hand): imag([1., -2.]) = [0., 0.] float32; d imag/dx is None and
+    # d(sum(3 * imag(x) + x))/dx = [1., 1.]
+    x0 = np.array([1.0, -2.0, 0.5])
+
+    def grads(x):
+        with tf.GradientTape(persistent=True) as tape:
+            tape.watch(x)
+            y = tf.math.imag(x)
+            z = tf.reduce_sum(tf.sin(x) * (3.0 * y + x))
+        return y, tape.gradient(y, x), tape.gradient(z, x)
+
+    for run in (grads, tf.function(grads)):
+        y, gy, gz = run(tf.constant(x0))
+        assert y.dtype == tf.float64
+        np.testing.assert_array_equal(y.numpy(), np.zeros(3))
+        assert gy is None
+        expected = (np.sin(x0 + 1e-6) * (x0 + 1e-6) - np.sin(x0 - 1e-6) * (x0 - 1e-6)) / 2e-6
+        np.testing.assert_allclose(gz.numpy(), expected, rtol=1e-6)
+    assert tf.math.imag(tf.constant([1, 2])).dtype == tf.int32

@@ -152,8 +152,9 @@ class Variable:
     def _as_tensor(self) -> Tensor:
         return self.read_value()
 
-    # read_value / value, assign, assign_add, assign_sub and initializer are ops: the op
-    # library installs them (ops/state_ops.py), as ops/operators.py installs the operators
+    # read_value / value, _read (the bare read node a graph makes of a variable input),
+    # assign, assign_add, assign_sub and initializer are ops: the op library installs them
+    # (ops/state_ops.py), as ops/operators.py installs the operators
 
     def numpy(self) -> np.ndarray:
         if self._value is None:

@@ -245,9 +245,9 @@ class Graph:
             return x if x.graph is self else self.capture(x)
         if isinstance(x, EagerTensor):
             return self.constant(x._value, x)
-        if isinstance(x, Variable):
+        if isinstance(x, Variable):  # the op taking it links the read to the variable on tapes
             with graph_scope(self):
-                return x.read_value()
+                return x._read()
 
         with graph_scope(self):
             t = convert_operand(x, hint, op_name)

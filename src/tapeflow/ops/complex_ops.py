@@ -11,7 +11,7 @@ from tapeflow._api import export
 from tapeflow.framework import backprop as _backprop
 from tapeflow.framework import dtypes as _dtypes
 from tapeflow.framework.dispatch import apply, op
-from tapeflow.ops.array_ops import _tensor
+from tapeflow.ops.array_ops import _tensor, zeros_like
 
 _REAL_OF = {np.dtype(np.complex64): _dtypes.float32, np.dtype(np.complex128): _dtypes.float64}
 
@@ -28,7 +28,7 @@ def _real(x):
 
 @op("Imag", shape=_real_spec)
 def _imag(x):
-    return np.imag(x).copy() if x.dtype.kind == "c" else np.zeros_like(x)
+    return np.imag(x).copy()
 
 
 @op("Conj", shape=lambda x: x)
@@ -71,7 +71,9 @@ def real(input: Any, name: str | None = None) -> Any:  # noqa: A002
 
 @export("math.imag", "imag")
 def imag(input: Any, name: str | None = None) -> Any:  # noqa: A002
-    return apply(_imag, _tensor(input))
+    """Of a real tensor: zeros, unconnected to it (as TensorFlow: no gradient flows)."""
+    x = _tensor(input)
+    return apply(_imag, x) if x.dtype.is_complex else zeros_like(x)
 
 
 @export("math.conj", "conj")

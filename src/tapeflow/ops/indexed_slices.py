@@ -8,7 +8,9 @@ sources (as TensorFlow does), and dense tensors for tensor sources (the internal
 function, cond and loop gradients, differentiate with respect to tensors and want tensors).
 
 Converting one to a tensor adds the rows into zeros of `dense_shape` and warns, as TensorFlow
-does, when the dense result is big or of unknown shape (it may use a lot of memory).
+does, when the dense result is big or of unknown shape (it may use a lot of memory). It is a
+composite (``tf.IndexedSlicesSpec``), so ``tf.function`` returns and takes one as its component
+tensors.
 """
 
 from __future__ import annotations
@@ -17,14 +19,18 @@ import warnings
 from typing import Any
 
 from tapeflow._api import export
+from tapeflow.framework import dtypes as _dtypes
+from tapeflow.framework.composite import CompositeTensor, TypeSpec
+from tapeflow.framework.shapes import TensorShape, as_shape
 from tapeflow.framework.tensor import Tensor
+from tapeflow.framework.tensor_spec import TensorSpec
 
 # TensorFlow's threshold (elements) above which densifying an IndexedSlices warns
 LARGE_SPARSE_NUM_ELEMENTS = 100_000_000
 
 
 @export("IndexedSlices")
-class IndexedSlices:
+class IndexedSlices(CompositeTensor):
     """Rows `values[i]` at positions `indices[i]` of a tensor shaped `dense_shape`."""
 
     def __init__(self, values: Any, indices: Any, dense_shape: Any = None):
@@ -58,9 +64,13 @@ class IndexedSlices:
         return self._values.device
 
     @property
-    def shape(self):
-        from tapeflow.framework.shapes import TensorShape
+    def _type_spec(self) -> IndexedSlicesSpec:
+        shape = self._dense_shape
+        return IndexedSlicesSpec(self.shape, self.dtype, self._indices.dtype,
+                                 None if shape is None else shape.dtype, self._indices.shape)
 
+    @property
+    def shape(self):
         if self._dense_shape is None:
             return TensorShape(None)
         from tapeflow.ops.misc_ops import get_static_value
@@ -107,6 +117,50 @@ class IndexedSlices:
         shape = None if self._dense_shape is None else self._dense_shape
         return (f"IndexedSlices(indices={self._indices!r}, values={self._values!r}, "
                 f"dense_shape={shape!r})")
+
+
+@export("IndexedSlicesSpec")
+class IndexedSlicesSpec(TypeSpec):
+    """The type of an IndexedSlices: dense shape, dtypes, and whether it has a dense_shape."""
+
+    value_type = IndexedSlices
+
+    def __init__(self, shape: Any = None, dtype: Any = _dtypes.float32,
+                 indices_dtype: Any = _dtypes.int64, dense_shape_dtype: Any = None,
+                 indices_shape: Any = None):
+        self._shape = as_shape(shape)
+        self._dtype = _dtypes.as_dtype(dtype)
+        self._indices_dtype = _dtypes.as_dtype(indices_dtype)
+        self._dense_shape_dtype = (None if dense_shape_dtype is None
+                                   else _dtypes.as_dtype(dense_shape_dtype))
+        self._indices_shape = as_shape([None] if indices_shape is None else indices_shape)
+
+    shape = property(lambda self: self._shape)
+    dtype = property(lambda self: self._dtype)
+
+    def _key(self) -> tuple:
+        return (IndexedSlicesSpec, self._dtype, self._indices_dtype, self._dense_shape_dtype,
+                self._shape.rank)
+
+    def _component_specs(self) -> list:
+        rows = self._shape.as_tuple()[1:] if self._shape.rank is not None else None
+        values = TensorSpec(None if rows is None else self._indices_shape.as_tuple() + rows,
+                            self._dtype)
+        specs = [values, TensorSpec(self._indices_shape, self._indices_dtype)]
+        if self._dense_shape_dtype is not None:
+            specs.append(TensorSpec([self._shape.rank], self._dense_shape_dtype))
+        return specs
+
+    def _to_components(self, value: IndexedSlices) -> list:
+        parts = [value.values, value.indices]
+        return parts if value.dense_shape is None else parts + [value.dense_shape]
+
+    def _from_components(self, components: list) -> IndexedSlices:
+        return IndexedSlices(*components)
+
+    def __repr__(self) -> str:
+        return (f"IndexedSlicesSpec({self._shape}, tf.{self._dtype.name}, "
+                f"tf.{self._indices_dtype.name})")
 
 
 def densify(slices: IndexedSlices) -> Tensor:

@@ -139,16 +139,17 @@ def assign_sub(var, delta: Any):
 
 
 def _variable_read_value(self: Variable):
-    """The current value (eager) or a read node (graph). Under a tape, eager reads go
-    through an Identity of the variable itself, so gradients reach the variable (as TF's
-    ReadVariableOp does): ``tf.convert_to_tensor(v) * 3`` has gradient 3 for v."""
-    if _state.graph is None and self._value is not None:
-        if _state.tapes:
-            from tapeflow.ops.array_ops import _identity
+    """The current value (eager) or a read node (graph). Under a tape, reads go through an
+    Identity of the variable itself, so gradients reach the variable (as TF's ReadVariableOp
+    does), traced or not: ``tf.convert_to_tensor(v) * 3`` has gradient 3 for v."""
+    eager = _state.graph is None
+    if eager and self._value is None:
+        return read_variable(self)  # the uninitialized-value error
+    if _state.tapes:
+        from tapeflow.ops.array_ops import _identity
 
-            return apply(_identity, self)
-        return wrap(self._value)
-    return read_variable(self)
+        return apply(_identity, self)
+    return wrap(self._value) if eager else read_variable(self)
 
 
 def _variable_assign(self: Variable, value: Any, use_locking: bool = False,
@@ -178,6 +179,7 @@ def _variable_initializer(self: Variable):
 
 
 Variable.read_value = Variable.value = _variable_read_value
+Variable._read = read_variable  # what a graph converts a variable input to (no tape link)
 Variable.assign = _variable_assign
 Variable.assign_add = _variable_assign_add
 Variable.assign_sub = _variable_assign_sub

@@ -34,10 +34,7 @@ _I64 = _dtypes.int64
 
 
 def _t(x: Any, dtype: Any = None) -> Tensor:
-    # Variables pass as they are: the op reading them is what a tape links to the variable
-    # (a traced convert_to_tensor(variable) would cut the gradient)
-    return x if isinstance(x, Tensor) or hasattr(x, "_as_tensor") else \
-        convert_to_tensor(x, dtype)
+    return x if isinstance(x, Tensor) else convert_to_tensor(x, dtype)
 
 
 def _check_sparse(x: Any, what: str) -> SparseTensor:
