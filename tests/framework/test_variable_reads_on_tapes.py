@@ -3,6 +3,7 @@
 import numpy as np
 
 import tapeflow as tf
+from tapeflow.testing import numeric_gradient
 
 
 def test_converted_and_read_variables_get_gradients():
@@ -30,16 +31,6 @@ def test_reads_outside_a_tape_are_plain_values():
     np.testing.assert_array_equal(t.numpy(), [1.0, 2.0])  # a snapshot, not a view
 
 
-def _fd_grad(f, x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
-    """Central finite differences of scalar f at x (float64)."""
-    out = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        d = np.zeros_like(x)
-        d[i] = eps
-        out[i] = (f(x + d) - f(x - d)) / (2 * eps)
-    return out
-
-
 READS = {
     "read_value": lambda w: w.read_value(),
     "value": lambda w: w.value(),
@@ -61,7 +52,7 @@ def test_traced_reads_get_the_eager_gradient_checked_by_finite_differences():
         eager, traced = step(), tf.function(step)()
         assert traced is not None, name
         np.testing.assert_allclose(traced.numpy(), eager.numpy(), rtol=1e-12, err_msg=name)
-        expected = _fd_grad(lambda x: float(np.sum(np.sin(x) * x)), start)
+        expected = numeric_gradient(lambda x: float(np.sum(np.sin(x) * x)), start)
         np.testing.assert_allclose(traced.numpy(), expected, rtol=1e-6, err_msg=name)
 
 

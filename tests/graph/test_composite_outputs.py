@@ -5,21 +5,13 @@ import numpy as np
 
 import tapeflow as tf
 from tapeflow.framework.tensor import EagerTensor
+from tapeflow.testing import numeric_gradient
 
 
 def _table_gradient(table):
     with tf.GradientTape() as tape:
         loss = tf.reduce_sum(tf.sin(tf.gather(table, [0, 2, 0])) ** 2)
     return tape.gradient(loss, table)
-
-
-def _fd(f, x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
-    out = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        d = np.zeros_like(x)
-        d[i] = eps
-        out[i] = (f(x + d) - f(x - d)) / (2 * eps)
-    return out
 
 
 def test_a_returned_gather_gradient_is_an_eager_indexed_slices():
@@ -33,7 +25,7 @@ def test_a_returned_gather_gradient_is_an_eager_indexed_slices():
     np.testing.assert_array_equal(traced.indices.numpy(), eager.indices.numpy())
     np.testing.assert_array_equal(traced.dense_shape.numpy(), eager.dense_shape.numpy())
     np.testing.assert_allclose(traced.values.numpy(), eager.values.numpy(), rtol=1e-12)
-    expected = _fd(lambda x: float(np.sum(np.sin(x[[0, 2, 0]]) ** 2)), start)
+    expected = numeric_gradient(lambda x: float(np.sum(np.sin(x[[0, 2, 0]]) ** 2)), start)
     np.testing.assert_allclose(tf.convert_to_tensor(traced).numpy(), expected, rtol=1e-6)
 
 

@@ -4,15 +4,7 @@ import numpy as np
 import pytest
 
 import tapeflow as tf
-
-
-def _numeric_grad(f, x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        d = np.zeros_like(x)
-        d[i] = eps
-        g[i] = (f(x + d) - f(x - d)) / (2 * eps)
-    return g
+from tapeflow.testing import numeric_gradient
 
 
 def test_function_is_one_tape_entry_with_saved_intermediates_only():
@@ -33,8 +25,8 @@ def test_function_is_one_tape_entry_with_saved_intermediates_only():
     # the backward graph recomputes nothing from the forward pass: no Tanh, one saved value
     assert not any(n.op.name == "Tanh" for n in grad.backward_graph.nodes)
     assert [t.node.op.name for t in grad.saved] == ["Tanh"]
-    num_x = _numeric_grad(lambda v: float(np.sum(np.tanh(v @ w.numpy()) ** 2)), x.numpy())
-    num_w = _numeric_grad(lambda v: float(np.sum(np.tanh(x.numpy() @ v) ** 2)), w.numpy())
+    num_x = numeric_gradient(lambda v: float(np.sum(np.tanh(v @ w.numpy()) ** 2)), x.numpy())
+    num_w = numeric_gradient(lambda v: float(np.sum(np.tanh(x.numpy() @ v) ** 2)), w.numpy())
     np.testing.assert_allclose(gx.numpy(), num_x, rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(gw.numpy(), num_w, rtol=1e-6, atol=1e-8)
 

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import tapeflow as tf
+from tapeflow.testing import numeric_gradient
 
 with open(os.path.join(os.path.dirname(__file__), "fixtures", "tf_api_sweep3.json")) as f:
     RECORDED = json.load(f)
@@ -48,15 +49,6 @@ def test_matches_tensorflow(name):
     _check(cases.CASES[name](tf), want, name)
 
 
-def _numeric_grad(loss, x, eps=1e-6):
-    out = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        step = np.zeros_like(x)
-        step[i] = eps
-        out[i] = (loss(x + step) - loss(x - step)) / (2 * eps)
-    return out
-
-
 def _ctc_total(x):
     loss = tf.nn.ctc_loss(cases.CTC_LABELS, x, cases.CTC_LABEL_LENGTH, cases.CTC_LOGIT_LENGTH)
     return tf.reduce_sum(loss * tf.constant(cases.CTC_WEIGHTS, tf.float64))
@@ -69,7 +61,7 @@ def test_ctc_loss_gradient_finite_differences_and_traced():
         tape.watch(t)
         total = _ctc_total(t)
     eager = tape.gradient(total, t).numpy()
-    numeric = _numeric_grad(lambda v: float(_ctc_total(tf.constant(v)).numpy()), x)
+    numeric = numeric_gradient(lambda v: float(_ctc_total(tf.constant(v)).numpy()), x)
     np.testing.assert_allclose(eager, numeric, rtol=1e-6, atol=1e-7)
 
     @tf.function
@@ -107,9 +99,9 @@ def test_sampled_softmax_loss_gradient_finite_differences():
     gw, gx = tape.gradient(y, [w, x])
     np.testing.assert_allclose(
         tf.convert_to_tensor(gw).numpy(),
-        _numeric_grad(lambda v: float(loss(tf.constant(v), x).numpy()), w0), atol=1e-7)
+        numeric_gradient(lambda v: float(loss(tf.constant(v), x).numpy()), w0), atol=1e-7)
     np.testing.assert_allclose(
-        gx.numpy(), _numeric_grad(lambda v: float(loss(w, tf.constant(v)).numpy()), x0),
+        gx.numpy(), numeric_gradient(lambda v: float(loss(w, tf.constant(v)).numpy()), x0),
         atol=1e-7)
     np.testing.assert_allclose(tf.function(loss)(w, x).numpy(), y.numpy(), rtol=1e-12)
 
@@ -191,7 +183,7 @@ def test_linear_operator_gradients_finite_differences_and_traced(name):
         tape.watch(p)
         y = fn(p)
     grad = tape.gradient(y, p).numpy()
-    numeric = _numeric_grad(lambda v: float(fn(tf.constant(v)).numpy()), p0)
+    numeric = numeric_gradient(lambda v: float(fn(tf.constant(v)).numpy()), p0)
     np.testing.assert_allclose(grad, numeric, rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(tf.function(fn)(p).numpy(), y.numpy(), rtol=1e-12)
 
@@ -269,7 +261,7 @@ def test_fftnd_family_matches_numpy_with_gradients(name):
     with tf.GradientTape() as tape:
         tape.watch(re)
         y = loss(re)
-    numeric = _numeric_grad(lambda v: float(loss(tf.constant(v)).numpy()), z.real)
+    numeric = numeric_gradient(lambda v: float(loss(tf.constant(v)).numpy()), z.real)
     np.testing.assert_allclose(tape.gradient(y, re).numpy(), numeric, rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(tf.function(loss)(re).numpy(), y.numpy(), rtol=1e-12)
 
@@ -335,8 +327,8 @@ def test_morphology_and_isotonic_gradients_finite_differences(name):
         y = fn(x, f)
         total = tf.reduce_sum(y * np.cos(np.arange(int(np.prod(y.shape)))).reshape(y.shape))
     gx, gf = tape.gradient(total, [x, f])
-    np.testing.assert_allclose(gx.numpy(), _numeric_grad(lambda v: loss(v, f0), x0), atol=1e-6)
-    np.testing.assert_allclose(gf.numpy(), _numeric_grad(lambda v: loss(x0, v), f0), atol=1e-6)
+    np.testing.assert_allclose(gx.numpy(), numeric_gradient(lambda v: loss(v, f0), x0), atol=1e-6)
+    np.testing.assert_allclose(gf.numpy(), numeric_gradient(lambda v: loss(x0, v), f0), atol=1e-6)
     np.testing.assert_allclose(tf.function(fn)(x, f).numpy(), y.numpy(), rtol=1e-12)
 
 
@@ -483,7 +475,7 @@ def test_fractional_pool_gradient_finite_differences():
         with tf.GradientTape() as tape:
             tape.watch(x)
             y = tf.reduce_sum(pool_regions(x, rows, cols, True, kind) * w)
-        numeric = _numeric_grad(lambda v: float(loss(v).numpy()), x0)
+        numeric = numeric_gradient(lambda v: float(loss(v).numpy()), x0)
         np.testing.assert_allclose(tape.gradient(y, x).numpy(), numeric, atol=1e-6)
 
 
