@@ -61,6 +61,35 @@ def test_corruption_raises_data_loss_naming_file_and_offset(tmp_path):
         list(TFRecordDataset(str(path)))
 
 
+@pytest.mark.parametrize("batch", [1, 3, 256, 5000])
+def test_batches_cut_from_whole_blocks_equal_record_by_record(tmp_path, batch):
+    """`TFRecordDataset(...).batch(n)` takes the framer's blocks of records (one Python step per
+    block, not per record): the same batches, across files, empty files and blocks of 4096."""
+    rng = np.random.default_rng(0)
+    names = []
+    for k, count in enumerate([5000, 0, 7, 1]):
+        names.append(str(tmp_path / f"{k}.tfrecord"))
+        write(names[-1], [rng.bytes(int(rng.integers(0, 40))) for _ in range(count)])
+    ds = TFRecordDataset(names)
+    assert ds._chunks(None) is not None  # the block path is the one under test
+    by_record = list(ds.as_numpy_iterator())
+    got = [b.tolist() for b in ds.batch(batch).as_numpy_iterator()]
+    want = [by_record[i:i + batch] for i in range(0, len(by_record), batch)]
+    assert got == want
+    assert [len(b) for b in TFRecordDataset(names).batch(batch, drop_remainder=True)
+            .as_numpy_iterator()] == [batch] * (len(by_record) // batch)
+
+
+def test_corrupt_record_stops_a_batched_read(tmp_path):
+    path = tmp_path / "bad.tfrecord"
+    write(path, [b"a" * 100] * 50)
+    data = bytearray(path.read_bytes())
+    data[(12 + 100 + 4) * 30 + 12] ^= 0xFF  # a payload byte of record 31
+    path.write_bytes(bytes(data))
+    with pytest.raises(errors.DataLossError, match="bad.tfrecord.*data CRC"):
+        list(TFRecordDataset(str(path)).batch(8))
+
+
 def test_gzip_file_is_really_gzip(tmp_path):
     path = tmp_path / "a.tfrecord.gz"
     write(path, [b"hello"], tfio.TFRecordOptions("GZIP"))

@@ -42,8 +42,9 @@ class _FileReaderDataset(Dataset):
     def __init__(self, filenames: Any, num_parallel_reads: int | None):
         files_ds = _filenames(filenames)
         reader = self._file_dataset
+        self._sequential = False
         if num_parallel_reads is None or int(num_parallel_reads) == 1:
-            self._impl = files_ds.flat_map(reader)
+            self._impl, self._sequential = files_ds.flat_map(reader), True
         else:
             n = int(num_parallel_reads)
             cycle = None if n == AUTOTUNE else n
@@ -62,6 +63,29 @@ class _FileReaderDataset(Dataset):
 
     def _records(self, path: str) -> Iterator[bytes]:
         raise NotImplementedError(f"{type(self).__name__} must implement _records(path)")
+
+    def _record_blocks(self, path: str) -> Iterator[list[bytes]] | None:
+        """Lists of consecutive records of one file, for readers that find many at once."""
+        return None
+
+    def _chunks(self, ctx: Any) -> Iterator[Any] | None:
+        """The records as 1-D string arrays, one per block the reader found: files read one
+        after another only (parallel reads interleave files record by record)."""
+        if not self._sequential or type(self)._record_blocks is _FileReaderDataset._record_blocks:
+            return None
+        return self._record_chunks(ctx)
+
+    def _record_chunks(self, ctx: Any) -> Iterator[Any]:
+        names = self._impl._inputs[0]._iterate(ctx)  # the file list (sharding may replace it)
+        try:
+            for name in names:
+                for block in self._record_blocks(_decode(name)):
+                    if block:
+                        chunk = np.empty(len(block), dtype=object)
+                        chunk[:] = block
+                        yield chunk
+        finally:
+            names.close()
 
 
 class _RecordsOfFile(Dataset):
@@ -91,6 +115,9 @@ class TFRecordDataset(_FileReaderDataset):
 
     def _records(self, path: str) -> Iterator[bytes]:
         return tfrecord.tf_record_iterator(path, self._compression)
+
+    def _record_blocks(self, path: str) -> Iterator[list[bytes]]:
+        return tfrecord.record_blocks(path, self._compression)
 
 
 class TextLineDataset(_FileReaderDataset):
