@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import tapeflow as tf
+from tapeflow.testing import numeric_gradient
 
 with open(os.path.join(os.path.dirname(__file__), "fixtures", "tf_api_sweep.json")) as f:
     RECORDED = json.load(f)
@@ -72,11 +73,7 @@ def test_gradient_finite_differences_and_traced(name):
     def loss(x):
         return float(np.sum(fn(tf, tf.constant(x)).numpy() * cases.W))
 
-    eps, numeric = 1e-6, np.zeros_like(cases.X)
-    for i in range(len(cases.X)):
-        step = np.zeros_like(cases.X)
-        step[i] = eps
-        numeric[i] = (loss(cases.X + step) - loss(cases.X - step)) / (2 * eps)
+    numeric = numeric_gradient(loss, cases.X)
     eager = cases.grad_case(fn)(tf).numpy()
     np.testing.assert_allclose(eager, numeric, rtol=1e-5, atol=1e-7)
     traced = tf.function(lambda: cases.grad_case(fn)(tf))().numpy()
@@ -91,12 +88,8 @@ def test_signal_gradients_finite_differences(name):
         y = fn(tf, tf.constant(x)).numpy()
         return float(np.sum(np.sin(y) * np.arange(y.size).reshape(y.shape) / 10.0))
 
-    x0, eps = cases.SIG, 1e-6
-    numeric = np.zeros_like(x0)
-    for idx in np.ndindex(*x0.shape):
-        step = np.zeros_like(x0)
-        step[idx] = eps
-        numeric[idx] = (loss(x0 + step) - loss(x0 - step)) / (2 * eps)
+    x0 = cases.SIG
+    numeric = numeric_gradient(loss, x0)
     got = cases.signal_grad(fn)(tf).numpy()
     np.testing.assert_allclose(got, numeric, rtol=1e-5, atol=1e-7)
 
@@ -109,12 +102,8 @@ def test_linalg_gradients_finite_differences_and_traced(name):
         y = fn(tf, tf.constant(x)).numpy()
         return float(np.sum(y * np.arange(y.size).reshape(y.shape)))
 
-    x0, eps = cases.MAT, 1e-6
-    numeric = np.zeros_like(x0)
-    for idx in np.ndindex(*x0.shape):
-        step = np.zeros_like(x0)
-        step[idx] = eps
-        numeric[idx] = (loss(x0 + step) - loss(x0 - step)) / (2 * eps)
+    x0 = cases.MAT
+    numeric = numeric_gradient(loss, x0)
     got = cases.linalg_grad(fn)(tf).numpy()
     np.testing.assert_allclose(got, numeric, rtol=1e-5, atol=1e-6)
     traced = tf.function(lambda: cases.linalg_grad(fn)(tf))().numpy()
@@ -134,12 +123,8 @@ def test_nn_gradients_finite_differences(name):
         y = fn(tf, tf.constant(x)).numpy()
         return float(np.sum(y * np.arange(y.size).reshape(y.shape)))
 
-    x0, eps = cases.X3, 1e-6
-    numeric = np.zeros_like(x0)
-    for idx in np.ndindex(*x0.shape):
-        step = np.zeros_like(x0)
-        step[idx] = eps
-        numeric[idx] = (loss(x0 + step) - loss(x0 - step)) / (2 * eps)
+    x0 = cases.X3
+    numeric = numeric_gradient(loss, x0)
     np.testing.assert_allclose(cases.nn_grad(fn)(tf).numpy(), numeric, rtol=1e-5, atol=1e-6)
 
 
@@ -165,11 +150,7 @@ def test_conv_gradients_finite_differences(name):
         y = fn(tf, tf.constant(x)).numpy()
         return float(np.sum(y * np.arange(y.size).reshape(y.shape)))
 
-    x0, eps = cases.CONV_X, 1e-6
-    numeric = np.zeros_like(x0)
-    for idx in np.ndindex(*x0.shape):
-        step = np.zeros_like(x0)
-        step[idx] = eps
-        numeric[idx] = (loss(x0 + step) - loss(x0 - step)) / (2 * eps)
+    x0 = cases.CONV_X
+    numeric = numeric_gradient(loss, x0)
     got = cases.conv_grad(fn, "float64")(tf).numpy()
     np.testing.assert_allclose(got, numeric, rtol=1e-5, atol=1e-5)
