@@ -218,3 +218,33 @@ def test_eager_backward_pass_posts_buckets_before_it_ends(monkeypatch):
     grads = tape.gradient(loss, variables)
     assert made[1].finish([None] + [g * 0.5 for g in grads[1:]], variables) is None
     assert made[1]._started == []
+
+
+def test_bucket_buffers_are_reused_only_once_nothing_holds_them():
+    """Buckets pack into buffers kept across steps (no fresh allocation per step), and the
+    reduced gradients are views of them; a buffer whose gradients are still held is never
+    packed again, so a kept gradient keeps its value."""
+    rng = np.random.default_rng(0)
+    shapes = [(3, 5), (7,), (2, 2, 2)]
+    comm = _LoopbackComm()
+
+    def step(scale):
+        grads = [tf.constant((scale * rng.normal(size=s)).astype(np.float32)) for s in shapes]
+        return grads, collective_ops.all_reduce_gradients(grads, comm, 1 << 20)
+
+    layout = (tuple(reversed(shapes)), np.dtype(np.float32).str)  # last variables first
+    collective_ops._buffers.pop(layout, None)
+    kept_in, kept_out = step(1.0)
+    kept = [g.numpy().copy() for g in kept_out]
+    for scale in (10.0, 100.0):  # earlier results still held: a new buffer each time
+        grads, out = step(scale)
+        for g, r in zip(grads, out):
+            np.testing.assert_array_equal(r.numpy(), g.numpy())
+    for g, k, r in zip(kept_in, kept, kept_out):
+        np.testing.assert_array_equal(r.numpy(), k)
+        np.testing.assert_array_equal(r.numpy(), g.numpy())
+    assert len(collective_ops._buffers[layout]) == 3
+    del grads, out, kept_out
+    for _ in range(3):  # nothing held between steps: the same buffer every time
+        step(1.0)
+    assert len(collective_ops._buffers[layout]) == 3

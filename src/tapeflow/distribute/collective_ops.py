@@ -16,6 +16,8 @@ order, which keeps every rank's sequence of collectives identical.
 from __future__ import annotations
 
 import itertools
+import sys
+from collections import OrderedDict
 from typing import Any
 
 import numpy as np
@@ -49,15 +51,62 @@ def all_reduce(x: Any, comm: Communicator, reduction: str = "sum",
 
 _pending: dict[int, Pending] = {}
 _tokens = itertools.count(1)
+# Bucket buffers kept across steps, by bucket layout (shapes, dtype), least recently used
+# first. Packing ~32 MB into fresh np.concatenate buffers cost ~5 of an 18 ms all-reduce
+# (page faults on new memory); a warm buffer is a plain copy.
+_buffers: OrderedDict[tuple, list[np.ndarray]] = OrderedDict()
+_MAX_LAYOUTS = 16  # distinct bucket layouts kept (a training job has a handful)
+_MAX_PER_LAYOUT = 4  # buffers of one layout in use at once (held views, buckets in flight)
+_POKE_BYTES = 1 << 20  # while packing, let posted all-reduces progress every this many bytes
+
+
+def _bucket_buffer(shapes: tuple, dtype: np.dtype, n: int) -> np.ndarray:
+    """A flat buffer of `n` elements for a bucket of this layout: one from an earlier step
+    once nothing holds it any more (its all-reduce finished and waited for, every unpacked
+    view of it dead), else a new one. A gradient kept past its step (held by the caller, or a
+    bucket still in flight) keeps its buffer, so reuse never overwrites a live value."""
+    key = (shapes, dtype.str)
+    bufs = _buffers.get(key)
+    if bufs is None:
+        bufs = _buffers[key] = []
+        while len(_buffers) > _MAX_LAYOUTS:
+            _buffers.popitem(last=False)
+    _buffers.move_to_end(key)
+    for buf in bufs:
+        if sys.getrefcount(buf) <= 3:  # the list, `buf` and getrefcount's argument: unused
+            return buf
+    buf = np.empty(n, dtype)
+    if len(bufs) < _MAX_PER_LAYOUT:
+        bufs.append(buf)
+    return buf
+
+
+def poke() -> None:
+    """Let posted bucket all-reduces progress. MPICH has no progress thread: a non-blocking
+    reduction advances only inside MPI calls, so the gradient path calls this between pieces of
+    work (packing a bucket, each gradient of the backward pass) instead of leaving every
+    posted bucket idle until its wait."""
+    for pending in _pending.values():
+        if not pending.done:
+            pending.test()
 
 
 @op("CollectiveBucketStart", stateful=True,
     shape=lambda *specs, **attrs: ((), _dtypes.int64))
 def _bucket_start(*grads, comm, what):
-    buf = np.concatenate([np.ravel(g) for g in grads]) if len(grads) > 1 else \
-        np.array(np.ravel(grads[0]), copy=True)
+    arrays = [np.asarray(g) for g in grads]
+    shapes = tuple(a.shape for a in arrays)
+    buf = _bucket_buffer(shapes, arrays[0].dtype, sum(a.size for a in arrays))
+    start = since_poke = 0
+    for a in arrays:  # copy each gradient into its view of the bucket (no temporaries)
+        buf[start:start + a.size].reshape(a.shape)[...] = a
+        start += a.size
+        since_poke += a.nbytes
+        if since_poke >= _POKE_BYTES and _pending:
+            poke()
+            since_poke = 0
     token = next(_tokens)
-    _pending[token] = comm.iallreduce(buf, "sum", what, out=buf)
+    _pending[token] = comm.iallreduce(buf, "sum", what, out=buf)  # in place
     return np.asarray(token, np.int64)
 
 
@@ -69,7 +118,7 @@ def _wait_shapes(token, *, comm, shapes, dtype, what):
 def _bucket_wait(token, *, comm, shapes, dtype, what):
     buf = _pending.pop(int(token)).wait()
     outs, start = [], 0
-    for shape in shapes:
+    for shape in shapes:  # views of the summed bucket, no copies
         n = int(np.prod(shape, dtype=np.int64))
         outs.append(buf[start:start + n].reshape(shape))
         start += n
@@ -93,30 +142,47 @@ def plan_buckets(sizes: list[tuple[int, Any]], bytes_per_pack: int) -> list[list
     return buckets
 
 
-def all_reduce_gradients(grads: list, comm: Communicator, bytes_per_pack: int) -> list:
-    """Sum every gradient over the ranks of `comm`, packed in buckets (None stays None)."""
-    present = [i for i, g in enumerate(grads) if g is not None]
+_plans: OrderedDict[tuple, list] = OrderedDict()  # bucket plans by gradient layout
+
+
+def _bucket_plan(layout: tuple, bytes_per_pack: int) -> list:
+    """(members, shapes, dtype, what) per bucket for gradients of `layout` ((index, shape,
+    dtype) of each present gradient), computed once per layout: a step's Python work is then
+    the packing alone."""
+    key = (layout, bytes_per_pack)
+    plan = _plans.get(key)
+    if plan is not None:
+        _plans.move_to_end(key)
+        return plan
     sizes = []
-    for i in present:
-        g = grads[i]
-        shape = tuple(g.shape.as_list()) if g.shape.rank is not None else None
+    for i, shape, dtype in layout:
         if shape is None or any(d is None for d in shape):
             raise ValueError(f"all-reduce of gradients: gradient {i} has an unknown shape "
-                             f"{g.shape}; all-reduced gradients need static shapes")
-        sizes.append((int(np.prod(shape, dtype=np.int64)) * g.dtype.size, g.dtype))
+                             f"{shape}; all-reduced gradients need static shapes")
+        sizes.append((int(np.prod(shape, dtype=np.int64)) * dtype.size, dtype))
     buckets = plan_buckets(sizes, bytes_per_pack)
-    started = []
+    plan = []
     for b, bucket in enumerate(buckets):
-        members = [present[j] for j in bucket]
         what = (f"gradient all-reduce (bucket {b + 1} of {len(buckets)}, "
                 f"{sum(sizes[j][0] for j in bucket) / 2**20:.2f} MB)")
-        token = apply(_bucket_start, *[grads[i] for i in members], comm=comm, what=what)
-        started.append((members, token, what))
+        plan.append(([layout[j][0] for j in bucket], tuple(layout[j][1] for j in bucket),
+                     layout[bucket[0]][2], what))
+    _plans[key] = plan
+    while len(_plans) > _MAX_LAYOUTS:
+        _plans.popitem(last=False)
+    return plan
+
+
+def all_reduce_gradients(grads: list, comm: Communicator, bytes_per_pack: int) -> list:
+    """Sum every gradient over the ranks of `comm`, packed in buckets (None stays None)."""
+    layout = tuple((i, None if g.shape.rank is None else tuple(g.shape.as_list()), g.dtype)
+                   for i, g in enumerate(grads) if g is not None)
+    plan = _bucket_plan(layout, bytes_per_pack)
+    started = [apply(_bucket_start, *[grads[i] for i in members], comm=comm, what=what)
+               for members, _, _, what in plan]
     out = list(grads)
-    for members, token, what in started:
-        shapes = tuple(tuple(grads[i].shape.as_list()) for i in members)
-        reduced = apply(_bucket_wait, token, comm=comm, shapes=shapes,
-                        dtype=grads[members[0]].dtype, what=what)
+    for (members, shapes, dtype, what), token in zip(plan, started):
+        reduced = apply(_bucket_wait, token, comm=comm, shapes=shapes, dtype=dtype, what=what)
         for i, r in zip(members, reduced):
             out[i] = r
     return out
@@ -146,6 +212,8 @@ class EagerBuckets:
         self._comm = comm
 
     def ready(self, i: int, grad: Any) -> None:
+        if _pending:
+            poke()  # the buckets posted so far advance while the walk goes on
         self._grads[i] = grad
         b = self._bucket_of[i]
         self._missing[b] -= 1

@@ -80,6 +80,12 @@ class Pending:
         self.index = index
         self.done = False
 
+    def test(self) -> bool:
+        """Whether it has finished; also lets MPI progress it (and every other posted one)."""
+        if not self.done and self._request.Test():
+            self.done = True
+        return self.done
+
     def wait(self) -> Any:
         if not self.done:
             self._comm._wait(self._request, self.what, self.index)
