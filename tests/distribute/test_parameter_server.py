@@ -258,13 +258,13 @@ def _batch(step: int) -> tuple:
     return tf.constant(IDS % 10 + 10 * (step % 2)), tf.constant(TARGET)
 
 
-def _embedding_model(seed: int):
+def _embedding_model(seed: int, **clipping):
     tf.random.set_seed(seed)
     model = tf.keras.Sequential([tf.keras.layers.Embedding(20, 4, input_length=3),
                                  tf.keras.layers.Flatten(), tf.keras.layers.Dense(1)])
     model.build((None, 3))
     # the legacy class: its sparse rule keeps untouched rows (and their momentum) as they are
-    return model, tf.keras.optimizers.legacy.SGD(0.1, momentum=0.9)
+    return model, tf.keras.optimizers.legacy.SGD(0.1, momentum=0.9, **clipping)
 
 
 def _embedding_step():
@@ -278,7 +278,7 @@ def _embedding_step():
     return train_step
 
 
-def _embedding_job(shards: int, seed: int):
+def _embedding_job(shards: int, seed: int, **clipping):
     """1 worker (sequential training: must match a local run), 2 servers, the embedding table
     a ShardedVariable of `shards` shards."""
     spec = tf.train.ClusterSpec({"chief": ["localhost:2222"], "worker": ["localhost:3000"],
@@ -289,7 +289,7 @@ def _embedding_job(shards: int, seed: int):
             shards))
     coordinator = tf.distribute.experimental.coordinator.ClusterCoordinator(strategy)
     with strategy.scope():
-        model, optimizer = _embedding_model(seed)
+        model, optimizer = _embedding_model(seed, **clipping)
     train_step = _embedding_step()
 
     @tf.function
@@ -329,5 +329,35 @@ def test_sharded_embedding_trains_on_the_servers_and_reshards_from_a_checkpoint(
         want = [w.numpy() for w in local_model.layers[0].weights + local_model.layers[2].weights]
         np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(got[1], want[1], rtol=1e-5, atol=1e-6)
+    finally:
+        coordinator.shutdown()
+
+
+def test_global_clipnorm_clips_by_the_norm_over_every_server():
+    """``global_clipnorm`` scales a step's gradients by their norm over all variables, the
+    ones on both servers (the embedding's shards' rows included), as TensorFlow's worker clips
+    before the servers apply: 1 worker on 2 servers trains as one process does. Clipped per
+    server (each server's part by its own norm), the steps would be larger."""
+    clip = {"global_clipnorm": 0.05}
+    local_model, local_opt = _embedding_model(0, **clip)
+    plain_model, plain_opt = _embedding_model(0)
+    train_step = _embedding_step()
+    for step in range(6):
+        train_step(local_model, local_opt, *_batch(step))
+        train_step(plain_model, plain_opt, *_batch(step))
+    moved = [np.abs(a.numpy() - b.numpy()).max()
+             for a, b in zip(local_model.weights, plain_model.weights)]
+    assert min(moved) > 1e-3  # the clipping is active in every step
+    strategy, coordinator, model, optimizer, step_fn = _embedding_job(2, 0, **clip)
+    try:
+        homes = {ps for layout in strategy.variable_layout.values() for ps, _, _ in layout}
+        assert homes == {0, 1}
+        for step in range(6):
+            coordinator.schedule(step_fn, args=_batch(step))
+        coordinator.join()
+        got = [np.asarray(model.layers[0].embeddings), np.asarray(model.layers[2].kernel),
+               np.asarray(model.layers[2].bias)]
+        for g, want in zip(got, local_model.weights):
+            np.testing.assert_allclose(g, want.numpy(), rtol=1e-5, atol=1e-6)
     finally:
         coordinator.shutdown()

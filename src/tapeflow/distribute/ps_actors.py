@@ -129,9 +129,32 @@ def _stage_gradients(*arrays, keys, sparse, sink):
     return np.asarray(len(keys), np.int64)
 
 
+_CLIPPING = ("clipnorm", "clipvalue", "global_clipnorm")
+
+
 def optimizer_spec(optimizer: Any) -> tuple:
-    """What a server rebuilds `optimizer` from: its class and its config."""
-    return type(optimizer), optimizer.get_config()
+    """What a server rebuilds `optimizer` from: its class and its config, without clipping:
+    a worker clips a step's gradients before pushing them (``global_clipnorm`` is a norm over
+    every variable of the step, whichever servers they live on), as TensorFlow's workers do."""
+    config = dict(optimizer.get_config())
+    for key in _CLIPPING:
+        if key in config:
+            config[key] = None
+    return type(optimizer), config
+
+
+def clip_on_worker(grads: list, optimizer: Any) -> list:
+    """The optimizer's clipping (value, norm, then global norm over all `grads`), on the
+    worker before the gradients are split between the servers, so that ``global_clipnorm``
+    clips by the norm of the whole step, as in TensorFlow (tf-keras clips in
+    ``apply_gradients`` on the worker, then the updates run on the servers)."""
+    from tapeflow.keras.optimizers import clipping
+
+    settings = [getattr(optimizer, key, None) for key in _CLIPPING]
+    if optimizer is None or all(x is None for x in settings):
+        return grads
+    clipnorm, clipvalue, global_clipnorm = settings
+    return clipping.clip_gradients(list(grads), clipnorm, global_clipnorm, clipvalue)
 
 
 class _Staged:
@@ -166,7 +189,7 @@ class _WorkerReplicaContext(strategy_mod.ReplicaContext):
         from tapeflow.ops.indexed_slices import IndexedSlices
 
         arrays, sparse = [], []
-        for g in grads:
+        for g in clip_on_worker(grads, optimizer):
             rows = type(g) is IndexedSlices
             arrays.extend((g.values, g.indices) if rows else (g,))
             sparse.append(rows)
