@@ -92,6 +92,64 @@ def test_keras_fit_with_synchronized_batch_norm_matches_one_replica(two_cpus):
         np.testing.assert_allclose(h2[key], h1[key], rtol=1e-5)
 
 
+IDS = RNG.integers(0, 10, size=(16, 3))
+TARGET = RNG.normal(size=(16, 1)).astype(np.float32)
+
+
+def _embedding_loop(strategy, traced: bool):
+    """Legacy SGD with momentum on an embedding: even steps look up rows 0-9, odd steps rows
+    10-19, so a sparse rule (rows not looked up keep value and momentum) and a dense one part
+    ways. Returns the weights and the (rows, sparse?) of every gradient the optimizer got."""
+    with strategy.scope():
+        tf.random.set_seed(5)
+        model = tf.keras.Sequential([tf.keras.layers.Embedding(20, 4, input_length=3),
+                                     tf.keras.layers.Flatten(), tf.keras.layers.Dense(1)])
+        model.build((None, 3))
+        optimizer = tf.keras.optimizers.legacy.SGD(0.1, momentum=0.9)
+    updates = []
+    update_sparse = optimizer._update_sparse
+
+    def counted(grad, *args, **kwargs):
+        updates.append(int(grad.indices.shape[0]))
+        return update_sparse(grad, *args, **kwargs)
+
+    optimizer._update_sparse = counted
+
+    def step(ids, target):
+        with tf.GradientTape() as tape:
+            per_example = tf.reduce_mean(tf.square(model(ids) - target), axis=1)
+            loss = tf.nn.compute_average_loss(per_example, global_batch_size=16)
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        return loss
+
+    def distributed(ids, target):
+        return strategy.run(step, args=(ids, target))
+
+    fn = tf.function(distributed) if traced else distributed
+    for i in range(6):
+        ids = tf.constant(IDS + 10 * (i % 2))
+        dataset = tf.data.Dataset.from_tensor_slices((ids, TARGET)).batch(16)
+        for batch in strategy.experimental_distribute_dataset(dataset):
+            fn(*batch)
+    return model.get_weights(), updates
+
+
+@pytest.mark.parametrize("traced", [False, True])
+def test_embedding_gradients_are_summed_as_rows(two_cpus, traced):
+    """An embedding's IndexedSlices gradient stays sparse through the cross-replica sum
+    (the replicas' rows concatenated, as TensorFlow does), so 2 replicas train as 1 with a
+    sparse update rule; summed densely, the rows of the other id range would keep moving."""
+    w2, rows2 = _embedding_loop(tf.distribute.MirroredStrategy(), traced)
+    w1, rows1 = _embedding_loop(tf.distribute.MirroredStrategy(["/cpu:0"]), traced)
+    # every update came as rows: 48 ids per step, 24 from each replica (traced: counted when
+    # traced)
+    assert set(rows2) == set(rows1) == {48}
+    assert len(rows2) == 6 or traced
+    for a, b in zip(w2, w1):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
 def test_all_reduce_and_its_gradient(two_cpus):
     strategy = tf.distribute.MirroredStrategy()
     w = tf.Variable(2.0)

@@ -93,6 +93,8 @@ class _ReplicaThread(threading.Thread):
 class _ThreadReplicaContext(base.ReplicaContext):
     """Replica `replica_id` of an in-process MirroredStrategy (inside its thread)."""
 
+    keeps_slices = True  # an embedding's IndexedSlices gradient is summed as rows
+
     def merge_call(self, merge_fn: Callable, args: tuple = (), kwargs: dict | None = None) -> Any:
         thread = threading.current_thread()
         if not isinstance(thread, _ReplicaThread):
@@ -113,8 +115,20 @@ class _ThreadReplicaContext(base.ReplicaContext):
 
 
 def _sum_values(values: tuple) -> Any:
-    from tapeflow.ops import math_ops
+    """The replicas' values added up in replica order. IndexedSlices stay sparse, as in
+    TensorFlow's cross-device reduction: every replica's rows, values and indices
+    concatenated (the optimizer adds up repeated rows), so a table's untouched rows cost
+    nothing and a sparse update rule (rows not looked up keep their slots) still applies."""
+    from tapeflow.ops import array_ops, math_ops
+    from tapeflow.ops.indexed_slices import IndexedSlices, dense
 
+    rows = [type(v) is IndexedSlices for v in values]
+    if all(rows):
+        return IndexedSlices(array_ops.concat([v.values for v in values], axis=0),
+                             array_ops.concat([v.indices for v in values], axis=0),
+                             values[0].dense_shape)
+    if any(rows):  # some replicas' gradients are dense: the sum is dense
+        values = tuple(dense(v) for v in values)
     total = values[0]
     for v in values[1:]:  # replica order: the same sum on every run
         total = math_ops.add(total, v)
