@@ -7,9 +7,11 @@ adjusts the knobs marked AUTOTUNE within a CPU budget (cores) and a RAM budget (
 
 Rules, kept simple enough to state in one line each:
 - a parallel map's parallelism follows its measured throughput (`ParallelismSearch`): while its
-  consumer waits on it, it tries one more worker for a measuring window and keeps it only if
-  elements/s rose by `GAIN`, else goes back (and waits longer before trying that step again);
-  while its consumer does not wait and its workers are mostly idle, it gives one back. Steps up
+  consumer waits on it, it tries one worker more (or, when that is not allowed or recently
+  failed, one fewer) for a measuring window and keeps the step only if elements/s rose by
+  `GAIN` (up) or did not fall by as much (down), else goes back (and waits longer before trying
+  that step again); while its consumer does not wait and its workers are mostly idle, it gives
+  one back. The search carries over to the next pass over the same map function. Steps up
   stay within the CPU budget: parallelism x (CPU share of a call) <= budget (so sleeping or
   I/O-bound work may use more threads than cores, CPU-bound work may not);
 - a prefetch buffer grows by one each time its consumer finds it empty, while the bytes
@@ -21,7 +23,9 @@ from __future__ import annotations
 import os
 import threading
 import time
+import weakref
 from dataclasses import dataclass, field
+from typing import Any
 
 from tapeflow.framework import threads
 
@@ -150,9 +154,16 @@ class Tuner:
         share = max(stats.cpu_share, 1.0 / MAX_PARALLELISM)
         return max(1, min(int(self.cpu_budget / share), self.thread_cap, MAX_PARALLELISM))
 
-    def parallelism_search(self, stats: StageStats) -> ParallelismSearch | None:
-        """The throughput search of an AUTOTUNE stage (None for a fixed parallelism)."""
-        return ParallelismSearch(stats, self) if stats.parallelism_autotuned else None
+    def parallelism_search(self, stats: StageStats, fn: Any = None,
+                           shape: tuple = ()) -> ParallelismSearch | None:
+        """The throughput search of an AUTOTUNE stage (None for a fixed parallelism), attached
+        to `stats`: the one kept for map function `fn` in a pipeline of this `shape` when `fn`
+        is given (it sets `stats.parallelism` to where the last pass ended)."""
+        if not stats.parallelism_autotuned:
+            return None
+        search = ParallelismSearch(self) if fn is None else _checkout(fn, shape, self)
+        search.attach(stats, self)
+        return search
 
     def maybe_grow_buffer(self, stats: StageStats) -> bool:
         """Called when a consumer found a buffer empty; True when the buffer grew."""
@@ -183,66 +194,128 @@ class Tuner:
         return AutotuneReport.build(self)
 
 
-GAIN = 1.10            # a step up is kept when it raised elements/s by 10% or more
+GAIN = 1.10            # a step is kept when it raised elements/s by 10% (up) or when the step
+                       # up it undoes would not have been kept (down)
 WINDOW_S = 0.05         # shortest measuring window ...
 WINDOW_ELEMENTS = 8     # ... and fewest elements in it
 WAITED = 0.05           # the consumer "waits" when it spent this share of a window waiting
 IDLE = 0.6              # give a worker back when the rest would be busy less than this
+FIRST_BACKOFF_S = 0.5   # a failed step is not tried again for this much iterating, doubling
 
 
 class ParallelismSearch:
-    """Hill climbing on a parallel map's measured throughput, one worker at a time.
+    """Hill climbing on a parallel map's measured throughput, one worker at a time, both ways.
 
     The consumer calls `observe()` each time it takes results; every window of at least
     `WINDOW_S` and `WINDOW_ELEMENTS` it compares the elements/s of the window with the last
-    one. A step up is a trial: kept if the rate rose by `GAIN`, otherwise undone, and that step
-    is not tried again for twice as long as the last time (a step that keeps failing is tried
-    rarely; load changes can still make it pay later)."""
+    one. While the consumer waits on the map, a step is a trial: up (one more worker, while
+    the CPU budget allows) is kept if the rate rose by `GAIN`; down (one fewer: threads that
+    contend for the GIL can be slower than one) is kept unless the rate fell by as much, so
+    both directions agree on when p workers are worth more than p - 1. A trial that fails is
+    undone and not tried again for twice as long as the last time (load changes can make it
+    pay later).
 
-    def __init__(self, stats: StageStats, tuner: Tuner):
-        self.stats, self.tuner = stats, tuner
-        self._window()
+    Short passes: the search outlives its iterator. `Tuner.parallelism_search` keeps one per
+    map function and pipeline shape, so a pipeline rebuilt or re-iterated every epoch starts
+    where the last pass ended, with its unfinished window, trial and backoffs; windows and
+    backoffs count only time spent iterating, so a pass shorter than a window still adds to
+    the measurement."""
+
+    def __init__(self, tuner: Tuner):
+        self.tuner = tuner
+        self.stats: StageStats | None = None
+        self.in_use = False                   # checked out by an iterator (see _checkout)
+        self.parallelism: int | None = None   # where the next iterator starts (None: budget)
+        self.carry = (0.0, 0, 0.0, 0.0)      # partial window from earlier iterators
+        self.iterated_s = 0.0                 # iterating time of detached iterators
+        self.attached_at = 0.0
         self.base_rate = 0.0
-        self.trial = False
-        self.retry_at: dict = {}      # parallelism -> time before which it is not tried again
-        self.backoff: dict = {}       # parallelism -> the last wait before retrying it
+        self.trial_from: int | None = None    # parallelism before the step on trial
+        self.retry_at: dict = {}   # (direction, parallelism) -> clock before which not tried
+        self.backoff: dict = {}    # (direction, parallelism) -> the last wait before retrying
+
+    def attach(self, stats: StageStats, tuner: Tuner) -> None:
+        """Tune `stats` (a new iterator's stage), starting from what earlier passes measured."""
+        self.stats, self.tuner = stats, tuner
+        self.attached_at = time.perf_counter()
+        if self.parallelism is not None:
+            p = max(1, min(self.parallelism, tuner.thread_cap, MAX_PARALLELISM))
+            if p != stats.parallelism:
+                stats.notes.append(f"started at parallelism {p} (measured in earlier passes)")
+            stats.parallelism = stats.buffer_size = p
+        self._window()
+
+    def detach(self) -> None:
+        """The iterator ended: keep the partial window and the parallelism for the next one."""
+        s = self.stats
+        if s is None:
+            return
+        now = time.perf_counter()
+        e, n, w, b = self._sums(now)
+        self.carry = (e, n, w, b)
+        self.iterated_s += now - self.attached_at
+        self.parallelism = s.parallelism
+        self.stats, self.in_use = None, False
+
+    def clock(self) -> float:
+        """Seconds spent iterating with this search (all its iterators)."""
+        return self.iterated_s + time.perf_counter() - self.attached_at
 
     def _window(self) -> None:
         s = self.stats
         self.t0, self.n0 = time.perf_counter(), s.elements
         self.wait0, self.busy0 = s.consumer_wait_s, s.busy_s
 
+    def _sums(self, now: float) -> tuple:
+        """(seconds, elements, consumer wait, worker busy) of the window so far."""
+        s, (e, n, w, b) = self.stats, self.carry
+        return (e + now - self.t0, n + s.elements - self.n0, w + s.consumer_wait_s - self.wait0,
+                b + s.busy_s - self.busy0)
+
     def observe(self) -> int | None:
         """A new parallelism when the measurements call for one, else None."""
         s, now = self.stats, time.perf_counter()
-        elapsed, n = now - self.t0, s.elements - self.n0
+        elapsed, n, wait_s, busy_s = self._sums(now)
         if elapsed < WINDOW_S or n < WINDOW_ELEMENTS:
             return None
-        rate = n / elapsed
-        waited = (s.consumer_wait_s - self.wait0) / elapsed
-        busy = (s.busy_s - self.busy0) / (elapsed * s.parallelism)
+        rate, waited = n / elapsed, wait_s / elapsed
+        busy = busy_s / (elapsed * s.parallelism)
+        self.carry = (0.0, 0, 0.0, 0.0)
         self._window()
         p = s.parallelism
-        if self.trial:
-            self.trial = False
-            if rate >= self.base_rate * GAIN:
-                self._note(f"parallelism {p - 1} -> {p}: {self.base_rate:.0f} -> {rate:.0f}/s, "
-                           f"kept")
-                return None
-            wait = 2 * self.backoff.get(p, 0.25)
-            self.backoff[p], self.retry_at[p] = wait, now + wait
-            self._note(f"parallelism {p - 1} -> {p}: {self.base_rate:.0f} -> {rate:.0f}/s, "
-                       f"undone")
-            return self._set(p - 1)
-        if (waited >= WAITED and p < self.tuner.parallelism_cap(s)
-                and now >= self.retry_at.get(p + 1, 0.0)):
-            self.base_rate, self.trial = rate, True
-            return self._set(p + 1)
+        if self.trial_from is not None:
+            return self._judge(p, rate)
+        clock = self.clock()
+        if waited >= WAITED:
+            if (p < self.tuner.parallelism_cap(s)
+                    and clock >= self.retry_at.get(("up", p + 1), 0.0)):
+                return self._try(p, p + 1, rate)
+            if p > 1 and clock >= self.retry_at.get(("down", p - 1), 0.0):
+                return self._try(p, p - 1, rate)
         if waited < WAITED / 5 and p > 1 and busy * p / (p - 1) < IDLE:
             self._note(f"parallelism {p} -> {p - 1}: workers {busy:.0%} busy, consumer never "
                        f"waited")
             return self._set(p - 1)
         return None
+
+    def _try(self, p: int, to: int, rate: float) -> int:
+        self.base_rate, self.trial_from = rate, p
+        return self._set(to)
+
+    def _judge(self, p: int, rate: float) -> int | None:
+        """Keep or undo the step from `trial_from` to `p` by the rate of its window."""
+        was, self.trial_from = self.trial_from, None
+        up = p > was
+        kept = rate >= self.base_rate * GAIN if up else rate * GAIN > self.base_rate
+        step = f"parallelism {was} -> {p}: {self.base_rate:.0f} -> {rate:.0f}/s"
+        if kept:
+            self._note(f"{step}, kept")
+            return None
+        key = ("up" if up else "down", p)
+        wait = 2 * self.backoff.get(key, FIRST_BACKOFF_S / 2)
+        self.backoff[key], self.retry_at[key] = wait, self.clock() + wait
+        self._note(f"{step}, undone")
+        return self._set(was)
 
     def _set(self, p: int) -> int:
         self.stats.parallelism = p
@@ -251,6 +324,32 @@ class ParallelismSearch:
     def _note(self, text: str) -> None:
         notes = self.stats.notes
         notes[:] = [n for n in notes if not n.startswith("parallelism ")] + [text]
+
+
+# Searches kept across iterators: {map function: {pipeline shape and budgets: search}}. Weak
+# on the function, so a pipeline's lambdas do not outlive it.
+_searches: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_searches_lock = threading.Lock()
+
+
+def _checkout(fn: Any, shape: tuple, tuner: Tuner) -> ParallelismSearch:
+    """The kept search of `fn` in this pipeline shape, or a new one (kept when possible); one
+    iterator at a time uses a kept search, others start from its parallelism on their own."""
+    key = shape + (tuner.cpu_budget, tuner.thread_cap)
+    with _searches_lock:
+        try:
+            kept = _searches.setdefault(fn, {})
+        except TypeError:   # a callable that cannot be weakly referenced: nothing is kept
+            return ParallelismSearch(tuner)
+        search = kept.get(key)
+        if search is None:
+            search = kept[key] = ParallelismSearch(tuner)
+        elif search.in_use:   # by another iterator
+            other = ParallelismSearch(tuner)
+            other.parallelism = search.stats.parallelism if search.stats else search.parallelism
+            return other
+        search.in_use = True
+        return search
 
 
 @dataclass

@@ -40,6 +40,7 @@ from tapeflow.data.mapping import (
     _MapRun,
     call_user_fn,
     fn_name,
+    pipeline_shape,
     run_threads,
     seed_offset,
 )
@@ -97,8 +98,8 @@ class ChoosingMapDataset(MapDataset):
                 pool = None
             stats.name = f"ChoosingMap({label}) -> threads"
             run = _MapRun(source, self._fn, stats, trial.stage, trial.epoch, tuner,
-                          first_index=trial.index)
-            yield from run_threads(run, size, deterministic)
+                          first_index=trial.index, tune_key=(self._fn, pipeline_shape(self)))
+            yield from run_threads(run, deterministic)
         finally:
             stats.finish()
             if pool is not None:

@@ -110,6 +110,7 @@ class ParallelMapDataset(MapDataset):
         super().__init__(input_dataset, map_func)
         self._parallelism = num_parallel_calls
         self._deterministic = deterministic
+        self._tune_fn = map_func    # AUTOTUNE's search is kept per this function (and shape)
 
     def _iterate(self, ctx: Any) -> Iterator[Any]:
         autotuned = self._parallelism == AUTOTUNE
@@ -120,17 +121,29 @@ class ParallelMapDataset(MapDataset):
         deterministic = (ctx.options.is_deterministic if self._deterministic is None
                          else self._deterministic)
         run = _MapRun(self._inputs[0]._iterate(ctx), self._fn, stats, ctx.salt(self),
-                      ctx.epoch(self), tuner)
+                      ctx.epoch(self), tuner, tune_key=(self._tune_fn, pipeline_shape(self)))
         try:
-            yield from run_threads(run, parallelism, deterministic)
+            yield from run_threads(run, deterministic)
         finally:
             stats.finish()
 
 
-def run_threads(run: _MapRun, parallelism: int, deterministic: bool) -> Iterator[Any]:
-    """Start `parallelism` workers on `run` and yield its results; closes `run` at the end."""
+def pipeline_shape(ds: Dataset) -> tuple:
+    """Type names from `ds` down its first inputs: passes over pipelines of the same shape
+    around the same map function share AUTOTUNE's measurements."""
+    names = []
+    while ds is not None:
+        names.append(type(ds).__name__)
+        inputs = getattr(ds, "_inputs", ())
+        ds = inputs[0] if inputs else None
+    return tuple(names)
+
+
+def run_threads(run: _MapRun, deterministic: bool) -> Iterator[Any]:
+    """Start `run.stats.parallelism` workers on `run` and yield its results; closes `run` at
+    the end."""
     try:
-        for _ in range(parallelism):
+        for _ in range(run.stats.parallelism):
             run.add_worker()
         while True:
             chunk = run.take(deterministic)
@@ -171,7 +184,7 @@ class _MapRun:
     conditions of one lock, so each hand-off wakes only the side that can act on it."""
 
     def __init__(self, source: Iterator, fn: Callable, stats: Any, stage: int, epoch: int,
-                 tuner: Any, first_index: int = 0):
+                 tuner: Any, first_index: int = 0, tune_key: tuple | None = None):
         self.source, self.fn, self.stats, self.tuner = source, fn, stats, tuner
         self.stage, self.epoch = stage, epoch
         lock = threading.Lock()
@@ -189,7 +202,8 @@ class _MapRun:
         self.threads: list = []
         self.alive: set = set()     # ids of running workers (those >= parallelism stop)
         self.bytes_out = 0          # bytes of all mapped elements so far (for the RAM budget)
-        self.search = tuner.parallelism_search(stats)
+        self.search = (tuner.parallelism_search(stats) if tune_key is None
+                       else tuner.parallelism_search(stats, *tune_key))
 
     def add_worker(self) -> None:
         """Start a worker with the lowest id not running (caller holds the lock, or no
@@ -339,6 +353,8 @@ class _MapRun:
             self.work_ready.notify_all()
         workers.join(self.threads)
         self.source.close()
+        if self.search is not None:
+            self.search.detach()
 
 
 class FilterDataset(Dataset):

@@ -95,6 +95,7 @@ def fused_batches(batch_ds: Any, ctx: Any) -> Iterator[Any] | None:
     fn = _BatchFunction(mapped._fn)
     if isinstance(mapped, ParallelMapDataset):
         stage = ParallelMapDataset(raw, fn, mapped._parallelism, mapped._deterministic)
+        stage._tune_fn = mapped._fn
     else:
         stage = MapDataset(raw, fn)
     return stage._iterate(ctx)
