@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 
 import numpy as np
 import pytest
@@ -124,11 +125,13 @@ WORKER = textwrap.dedent("""
     logged = tf.Variable(0, dtype=tf.int64)
     ckpt = tf.train.Checkpoint(iterator=it, logged=logged)
     prefix = os.path.join(work, "ckpt")
-    if os.path.exists(prefix + ".index") or os.path.exists(prefix):
+    if os.path.exists(prefix + ".safetensors"):   # the checkpoint's one file (written atomically)
         ckpt.read(prefix)
     log = os.path.join(work, "log.txt")
     lines = open(log).read().split() if os.path.exists(log) else []
     lines = lines[:int(logged.numpy())]          # what was logged after the checkpoint is redone
+    with open(os.path.join(work, "starts.txt"), "a") as f:
+        f.write(f"{int(logged.numpy())}\\n")
     with open(log, "w") as f:
         f.write("".join(v + "\\n" for v in lines))
     with open(log, "a") as f:
@@ -142,22 +145,55 @@ WORKER = textwrap.dedent("""
 """)
 
 
+def logged_count(path) -> int:
+    try:
+        with open(path, "rb") as f:
+            return f.read().count(b"\n")
+    except FileNotFoundError:
+        return 0
+
+
 @pytest.mark.slow
 def test_killed_reader_resumes_without_losing_or_repeating(tmp_path):
+    """SIGKILL the reader at random points mid-epoch: once the log holds a random number of
+    elements (and a random few milliseconds later, so the kill lands anywhere: mapping, writing
+    the log, writing the checkpoint), then restart it from its checkpoint."""
     records = records_file(tmp_path, 400)
     script = tmp_path / "worker.py"
     script.write_text(WORKER)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     rng = np.random.default_rng(7)
-    kills = 0
+    # five kill points in 20..380, at least 20 elements apart (a restarted reader's log still
+    # holds the last run's lines until it truncates them to its checkpoint)
+    slots = rng.choice(np.arange(20, 360, 40), 5, replace=False)
+    targets = sorted((slots + rng.integers(0, 20, 5)).tolist())
+    log_path = tmp_path / "log.txt"
+    kills = starts = 0
     while not (tmp_path / "done").exists():
+        assert starts <= len(targets), "the reader did not finish after the planned kills"
         proc = subprocess.Popen([sys.executable, str(script), str(tmp_path), records], env=env)
-        try:
-            proc.wait(timeout=float(rng.uniform(4.0, 9.0)) if kills < 4 else 120)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-            kills += 1
-    log = (tmp_path / "log.txt").read_text().split()
-    assert kills >= 1
+        starts += 1
+        target = targets[kills] if kills < len(targets) else None
+        deadline = time.monotonic() + 300
+        while proc.poll() is None and time.monotonic() < deadline:
+            if target is not None and logged_count(log_path) >= target:
+                time.sleep(float(rng.uniform(0.0, 0.02)))
+                proc.kill()
+                proc.wait()
+                kills += 1
+                break
+            time.sleep(0.002)
+        else:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+                pytest.fail("the reader hung")
+    log = log_path.read_text().split()
+    assert kills == len(targets)                 # every kill hit the reader mid-epoch
     assert sorted(int(v) for v in log) == list(range(400))
+    # each restart resumed from its checkpoint, taken at most two batches before the kill
+    # (the kill may land while the last one is written), not from the start
+    starts = [int(v) for v in (tmp_path / "starts.txt").read_text().split()]
+    assert len(starts) == kills + 1 and starts[0] == 0
+    for start, target in zip(starts[1:], targets):
+        assert target - 6 <= start < 400, (starts, targets)
