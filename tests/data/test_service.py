@@ -206,6 +206,40 @@ def test_journal_ignores_a_torn_tail_and_names_damage(tmp_path):
         Journal(str(tmp_path)).records()
 
 
+def test_journal_compaction_keeps_the_state(tmp_path):
+    """Every `compact_every` records the journal becomes one `state` record (written to a
+    temporary file and renamed over it); a dispatcher started on it has the same state."""
+    from tapeflow.data.service.dispatcher import Dispatcher, _encode_state
+    from tapeflow.data.service.journal import Journal
+
+    work = str(tmp_path / "ft")
+    d = Dispatcher("localhost:1", None, work, compact_every=10)
+    d.register_dataset(b"", None, "fp", 100, None)
+    for wid in range(2):
+        d._log({"op": "worker", "id": wid, "address": f"localhost:{wid + 2}"})
+    d._log({"op": "job", "key": "j", "dataset": "1000", "policy": 1, "seed": 5,
+            "source_size": 100, "split_size": 4, "num_splits": 25, "num_consumers": None,
+            "cache": False, "client": "c", "streams": [[0, 0], [1, 1]]})
+    d._log({"op": "stream", "key": "j", "sid": 2, "worker": 1})
+    d._log({"op": "opened", "key": "j", "sid": 2})
+    for seq in range(1, 30):
+        sid = seq % 3
+        d._log({"op": "split", "key": "j", "sid": sid, "pass": 0, "split": seq - 1})
+        d._log({"op": "claim", "key": "j", "sid": sid, "ack": None, "end": None,
+                "start": 8 * seq, "count": 8, "client": "c", "seq": seq})
+    d._log({"op": "dead", "id": 0})
+    d._log({"op": "round", "key": "j", "consumer": 0, "done": 3})
+    records = Journal(work).records()
+    assert len(records) < 10 and records[0]["op"] == "state"    # 66 records written
+    before = _encode_state(d)
+    d._journal.close()
+    again = Dispatcher("localhost:1", None, work)
+    assert _encode_state(again) == before
+    assert again._jobs["j"].requests[("c", 2)] == (29, 232, 8)   # (client, stream)
+    assert [r["op"] for r in Journal(work).records()] == ["state"]   # compacted on start
+    assert not os.path.exists(os.path.join(work, "dispatcher_journal.jsonl.tmp"))
+
+
 def test_static_sharding_policies(cluster, tmp_path):
     """A dispatcher with a fixed worker list: worker i runs shard i of 2 under FILE, DATA,
     FILE_OR_DATA and HINT, so the trainer gets each element once (OFF: once per worker)."""
@@ -328,15 +362,17 @@ def test_cross_trainer_cache_shares_elements_between_trainers(cluster):
     assert not seen_a2 & seen_a.keys()                 # same trainer id: split, not shared
 
 
-def test_fault_tolerant_dispatcher_resumes_its_jobs(cluster, tmp_path):
+def test_fault_tolerant_dispatcher_resumes_its_jobs(cluster, tmp_path, monkeypatch):
     """The dispatcher is killed mid-epoch and started again on the same work_dir: the
-    trainer's job continues from the journal and every element arrives exactly once."""
+    trainer's job continues from the journal (compacted every 25 records) and every element
+    arrives exactly once."""
     import time
 
     from tapeflow.data.service.config import free_port
 
     config = service.DispatcherConfig(port=free_port(), fault_tolerant_mode=True,
                                       work_dir=str(tmp_path / "ft"))
+    monkeypatch.setattr(service.DispatchServer, "_compact_every", 25)  # many times per job
     dispatcher = service.DispatchServer(config)
     address = dispatcher.target.split("://")[1]
     workers = [service.WorkerServer(service.WorkerConfig(dispatcher_address=address))
@@ -352,6 +388,8 @@ def test_fault_tolerant_dispatcher_resumes_its_jobs(cluster, tmp_path):
               .map(lambda x: tf.numpy_function(slow, [x], tf.int64)).batch(4))
         it = iter(ds.apply(service.distribute("distributed_epoch", dispatcher.target)))
         got = [next(it).numpy() for _ in range(15)]
+        with open(tmp_path / "ft" / "dispatcher_journal.jsonl") as f:
+            assert f.readline().startswith('{"op":"state"')
         os.kill(dispatcher._pid(), signal.SIGKILL)
         restarted = service.DispatchServer(config)      # takes over the dead one's address
         with pytest.raises(ValueError, match="already running"):
@@ -369,6 +407,35 @@ def test_fault_tolerant_dispatcher_resumes_its_jobs(cluster, tmp_path):
                     d.stop()
                 except Exception:  # noqa: BLE001 - already dead
                     pass
+
+
+def test_a_worker_started_mid_job_takes_part(cluster):
+    """A data worker registered while a distributed_epoch job runs gets a stream of it (the
+    splits nobody has had yet); the trainer reads it from its next claim. Each element is
+    tagged with the process that computed it."""
+    import time
+
+    dispatcher = service.DispatchServer()
+    address = dispatcher.target.split("://")[1]
+    workers = [service.WorkerServer(service.WorkerConfig(dispatcher_address=address))]
+    try:
+        def pid(x):
+            time.sleep(0.002)
+            return np.int64(os.getpid())
+
+        n = 300
+        ds = tf.data.Dataset.range(n).map(lambda x: (x, tf.numpy_function(pid, [x], tf.int64)))
+        it = iter(ds.apply(service.distribute("distributed_epoch", dispatcher.target)))
+        got = [next(it) for _ in range(10)]    # the one worker runs ahead by 16, then waits
+        workers.append(service.WorkerServer(service.WorkerConfig(dispatcher_address=address)))
+        got += list(it)
+        assert sorted(int(x) for x, _ in got) == list(range(n))   # each element once
+        by = {int(p) for _, p in got}
+        assert workers[1]._pid() in by and workers[0]._pid() in by
+    finally:
+        for w in workers:
+            w.stop()
+        dispatcher.stop()
 
 
 def test_distributed_epoch_exactly_once_when_a_worker_is_killed(cluster):

@@ -3,9 +3,11 @@
 Iterating a data-service dataset opens a job at the dispatcher (a new one per iteration, or
 the one named `job_name`, shared by the trainers that name it) and reads its streams: for each
 stream one fetch is in flight at a time, for the positions claimed at the dispatcher just
-before (see dispatcher.py). Elements come in the order fetches complete, which mixes streams
-(TensorFlow gives no order either). When a worker dies mid-fetch, the dispatcher moves its
-stream to a live worker and the same positions are fetched from there.
+before (see dispatcher.py). Each claim's answer lists the job's streams, so a stream of a
+worker that joined the running job is read from the next claim on. Elements come in the
+order fetches complete, which mixes streams (TensorFlow gives no order either). When a worker
+dies mid-fetch, the dispatcher moves its stream to a live worker and the same positions are
+fetched from there.
 """
 
 from __future__ import annotations
@@ -225,11 +227,15 @@ def _consume(ray: Any, dispatcher: _DispatcherClient, key: str, streams: list, c
 
     def claim(sid: int, ack: int | None = None, end: int | None = None) -> None:
         seq[sid] += 1
-        got = dispatcher.get(lambda d: d.claim.remote(key, sid, count, ack, end, client,
-                                                      seq[sid]))
+        got, opened = dispatcher.get(lambda d: d.claim.remote(key, sid, count, ack, end,
+                                                              client, seq[sid]))
         if got is not None:
             start, n, low, handle, _ = got
             inflight[handle.fetch.remote(key, sid, start, n, low)] = (sid, got)
+        for new in opened:   # a worker joined the running job: read its stream too
+            if new not in seq:
+                seq[new] = 0
+                claim(new)
 
     for sid in streams:
         claim(sid)

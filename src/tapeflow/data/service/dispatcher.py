@@ -40,6 +40,7 @@ from tapeflow.data.service.journal import Journal
 from tapeflow.framework import errors
 
 _PING_TIMEOUT_S = 10.0
+COMPACT_EVERY = 4096      # journal records between compactions
 
 
 @dataclass
@@ -50,6 +51,7 @@ class _Stream:
     unacked: dict = field(default_factory=dict)     # start -> count, claims not yet confirmed
     end: int | None = None                          # its length, once a consumer saw the end
     splits: dict = field(default_factory=dict)      # pass -> [split index handed out, ...]
+    opened: bool = True                             # consumers read it (see add_worker)
 
 
 @dataclass
@@ -78,8 +80,10 @@ class Dispatcher:
     """Body of the dispatcher actor (threaded: calls from workers and trainers interleave)."""
 
     def __init__(self, address: str, worker_addresses: list | None = None,
-                 work_dir: str | None = None):
+                 work_dir: str | None = None, compact_every: int = COMPACT_EVERY):
         self._address = address
+        self._compact_every = compact_every
+        self._grow_lock = threading.Lock()          # one worker at a time joins running jobs
         self._worker_addresses = None if worker_addresses is None else list(worker_addresses)
         self._lock = threading.RLock()
         self._datasets: dict[str, dict] = {}
@@ -88,8 +92,11 @@ class Dispatcher:
         self._jobs: dict[str, _Job] = {}
         self._journal = None if work_dir is None else Journal(work_dir)
         if self._journal is not None:
-            for record in self._journal.records():
+            records = self._journal.records()
+            for record in records:
                 self._apply(record)
+            if len(records) > 1:
+                self._compact()   # a later restart replays one record, not this history
 
     def pid(self) -> int:
         return os.getpid()
@@ -100,10 +107,18 @@ class Dispatcher:
         if self._journal is not None:
             self._journal.append(record)
         self._apply(record)
+        if self._journal is not None and self._journal.appended >= self._compact_every:
+            self._compact()
+
+    def _compact(self) -> None:
+        """Rewrite the journal as one `state` record (atomically; caller holds the lock)."""
+        self._journal.rewrite([{"op": "state", **_encode_state(self)}])
 
     def _apply(self, r: dict) -> None:
         op = r["op"]
-        if op == "dataset":
+        if op == "state":
+            _decode_state(self, r)
+        elif op == "dataset":
             self._datasets[r["id"]] = {"payload": None, "spec": None,
                                        "fingerprint": r["fingerprint"],
                                        "source_size": r["source_size"]}
@@ -143,6 +158,10 @@ class Dispatcher:
             job = self._jobs[r["key"]]
             job.streams[r["sid"]].splits.setdefault(r["pass"], []).append(r["split"])
             job.next_split[r["pass"]] = r["split"] + 1
+        elif op == "stream":   # a worker that joined the running job: hidden until opened
+            self._jobs[r["key"]].streams[r["sid"]] = _Stream(r["worker"], opened=False)
+        elif op == "opened":
+            self._jobs[r["key"]].streams[r["sid"]].opened = True
         elif op == "move":
             stream = self._jobs[r["key"]].streams[r["sid"]]
             stream.worker = r["worker"]
@@ -211,11 +230,48 @@ class Dispatcher:
             f"{dataset_id} any more; register it again")
 
     def add_worker(self, handle: Any, address: str) -> int:
-        with self._lock:
-            wid = len(self._workers)
-            self._log({"op": "worker", "id": wid, "address": address})
-            self._workers[wid][0] = handle
+        """Register a data worker; it also joins the jobs already running that can take one
+        more stream (see `_grow`)."""
+        with self._grow_lock:
+            with self._lock:
+                wid = len(self._workers)
+                self._log({"op": "worker", "id": wid, "address": address})
+                self._workers[wid][0] = handle
+                keys = [key for key, job in self._jobs.items() if _growable(job)]
+            for key in keys:
+                self._grow(key, wid, handle)
             return wid
+
+    def _grow(self, key: str, wid: int, handle: Any) -> None:
+        """Give running job `key` a stream on the new worker `wid`, as TensorFlow's dispatcher
+        gives a new worker tasks of the running jobs: recorded hidden, opened on the worker,
+        then shown to the consumers (they add it at their next claim). In `distributed_epoch`
+        it takes the splits nobody has had yet; in `parallel_epochs` it is one more copy of the
+        dataset. If the worker dies while opening it, the stream is shown anyway: the first
+        fetch fails and the stream moves to a live worker like any other."""
+        import ray
+
+        with self._lock:
+            job = self._jobs.get(key)
+            if job is None:
+                return
+            sid = len(job.streams)
+            self._log({"op": "stream", "key": key, "sid": sid, "worker": wid})
+            args = (key, sid, job.policy, self._seed(job, sid), 0, job.dataset_id, sid + 1,
+                    job.cache)
+        try:
+            payload = self._payload(job.dataset_id)
+            ray.get(handle.open_stream.remote(args[0], args[1], payload, *args[2:]),
+                    timeout=_PING_TIMEOUT_S)
+        except Exception:  # noqa: BLE001 - dead or unreachable: the stream will move
+            with self._lock:
+                if self._workers[wid][2]:
+                    self._log({"op": "dead", "id": wid})
+        with self._lock:
+            if key in self._jobs:
+                self._log({"op": "opened", "key": key, "sid": sid})
+                return
+        handle.close_job.remote(key)   # released meanwhile
 
     def _handle(self, wid: int) -> Any:
         """A worker's actor handle (looked up by address after a dispatcher restart)."""
@@ -270,7 +326,7 @@ class Dispatcher:
             if job is not None:
                 if client not in job.clients:
                     self._log({"op": "join", "key": key, "client": client})
-                return key, list(job.streams)
+                return key, _opened(job)
             live = self._static_workers(policy) if policy in STATIC_POLICIES else self._live()
             if not live:
                 return None
@@ -342,8 +398,9 @@ class Dispatcher:
               client: str, seq: int) -> tuple | None:
         """Confirm the consumer's previous claim on the stream (`ack`: its start; `end`: the
         stream's length if the fetch saw it) and claim the next `count` positions:
-        (start, count, lowest unconfirmed start, worker handle, stream version), or None when
-        the stream has ended. The same (client, seq) again gets the same claim."""
+        ((start, count, lowest unconfirmed start, worker handle, stream version), or None when
+        the stream has ended; the job's streams a consumer may read, which grow when a worker
+        joins). The same (client, seq) again gets the same claim."""
         with self._lock:
             job = self._job(key)
             stream = job.streams[sid]
@@ -356,9 +413,9 @@ class Dispatcher:
                 previous = job.requests[(client, sid)]
             _, start, count = previous
             if start is None:
-                return None
-            return (start, count, min(stream.unacked, default=start),
-                    self._handle(stream.worker), stream.version)
+                return None, _opened(job)
+            return ((start, count, min(stream.unacked, default=start),
+                     self._handle(stream.worker), stream.version), _opened(job))
 
     def worker_of(self, key: str, sid: int) -> tuple[Any, int]:
         """(worker handle, version) of a stream (cross-trainer cache reads claim nothing)."""
@@ -463,6 +520,61 @@ class Dispatcher:
             return self._coordinated_low(job, sid)
         stream = job.streams[sid]
         return min([*stream.unacked, stream.next_claim])
+
+
+def _encode_state(d: Dispatcher) -> dict:
+    """The dispatcher's state as JSON values (for a compacted journal; no handles, no
+    pipelines: those come back as after any restart)."""
+    return {
+        "datasets": [[k, v["fingerprint"], v["source_size"]] for k, v in d._datasets.items()],
+        "next_dataset": d._next_dataset,
+        "workers": [[wid, w[1], w[2]] for wid, w in d._workers.items()],
+        "jobs": [{
+            "key": job.key, "dataset": job.dataset_id, "policy": int(job.policy),
+            "seed": job.seed, "num_splits": job.num_splits, "split_size": job.split_size,
+            "source_size": job.source_size, "clients": sorted(job.clients),
+            "num_consumers": job.num_consumers, "cache": job.cache,
+            "next_split": list(job.next_split.items()), "rounds": list(job.rounds.items()),
+            "requests": [[c, sid, *answer] for (c, sid), answer in job.requests.items()],
+            "streams": [[sid, st.worker, st.version, st.next_claim, list(st.unacked.items()),
+                         st.end, list(st.splits.items()), st.opened]
+                        for sid, st in job.streams.items()],
+        } for job in d._jobs.values()],
+    }
+
+
+def _decode_state(d: Dispatcher, r: dict) -> None:
+    """Replace the dispatcher's state by an `_encode_state` record."""
+    d._datasets = {k: {"payload": None, "spec": None, "fingerprint": f, "source_size": n}
+                   for k, f, n in r["datasets"]}
+    d._next_dataset = r["next_dataset"]
+    d._workers = {wid: [None, address, alive] for wid, address, alive in r["workers"]}
+    d._jobs = {}
+    for j in r["jobs"]:
+        job = _Job(j["key"], j["dataset"], j["policy"], j["seed"], num_splits=j["num_splits"],
+                   split_size=j["split_size"], source_size=j["source_size"],
+                   clients=set(j["clients"]), num_consumers=j["num_consumers"],
+                   cache=j["cache"], next_split=dict(j["next_split"]), rounds=dict(j["rounds"]),
+                   requests={(c, sid): (seq, start, count)
+                             for c, sid, seq, start, count in j["requests"]})
+        job.streams = {sid: _Stream(worker, version, next_claim, dict(unacked), end,
+                                    dict(splits), opened)
+                       for sid, worker, version, next_claim, unacked, end, splits, opened
+                       in j["streams"]}
+        d._jobs[job.key] = job
+
+
+def _growable(job: _Job) -> bool:
+    """Whether a worker that registers while `job` runs gets a stream of it: not under static
+    sharding (n shards fixed), coordinated reads (rounds cycle over a fixed set of streams) or
+    a cross-trainer cache."""
+    return (job.policy in (ShardingPolicy.OFF, ShardingPolicy.DYNAMIC)
+            and job.num_consumers is None and not job.cache)
+
+
+def _opened(job: _Job) -> list:
+    """The stream ids consumers read (all but one a joining worker is still opening)."""
+    return [sid for sid, stream in job.streams.items() if stream.opened]
 
 
 def _address_matches(pattern: str, address: str) -> bool:

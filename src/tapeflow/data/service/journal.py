@@ -11,6 +11,11 @@ the data workers that run them, or from trainers that register them again).
 
 A torn last line (the process died mid-write) is ignored; any other damage raises
 `DataLossError` naming the file and line.
+
+Compaction: one record per claim makes a long job's journal grow without bound, and a restart
+replays all of it. `rewrite` replaces the journal by records that give the same state (the
+dispatcher writes one `state` record, see dispatcher.py) atomically: a new file is written,
+synced and renamed over the old one, so a crash at any point leaves either journal whole.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ class Journal:
         os.makedirs(work_dir, exist_ok=True)
         self.path = os.path.join(work_dir, FILE_NAME)
         self._file: Any = None
+        self.appended = 0     # records appended since the journal was opened or rewritten
 
     def records(self) -> list[dict]:
         """The records written so far (none for a new work_dir)."""
@@ -59,8 +65,31 @@ class Journal:
         if self._file is None:
             self._drop_torn_tail()
             self._file = open(self.path, "ab")
-        self._file.write(json.dumps(record, separators=(",", ":")).encode() + b"\n")
+        self._file.write(_line(record))
         self._file.flush()
+        self.appended += 1
+
+    def rewrite(self, records: list[dict]) -> None:
+        """Replace the journal by `records` atomically (temporary file, fsync, rename)."""
+        self.close()
+        tmp = self.path + ".tmp"
+        with open(tmp, "wb") as f:
+            f.write(b"".join(_line(r) for r in records))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
+        try:   # make the rename durable
+            fd = os.open(os.path.dirname(self.path) or ".", os.O_RDONLY)
+        except OSError:
+            pass
+        else:
+            try:
+                os.fsync(fd)
+            except OSError:
+                pass
+            finally:
+                os.close(fd)
+        self.appended = 0
 
     def _drop_torn_tail(self) -> None:
         """Cut a torn last line before appending after it."""
@@ -76,3 +105,7 @@ class Journal:
         if self._file is not None:
             self._file.close()
             self._file = None
+
+
+def _line(record: dict) -> bytes:
+    return json.dumps(record, separators=(",", ":")).encode() + b"\n"

@@ -47,6 +47,9 @@ class _ActorServer:
 class DispatchServer(_ActorServer):
     """`tf.data.experimental.service.DispatchServer`: keeps the datasets, workers and jobs."""
 
+    _compact_every: int | None = None   # journal records between compactions (None: the
+                                        # dispatcher's default; tests lower it)
+
     def __init__(self, config: DispatcherConfig | None = None, start: bool = True):
         self._config = config or DispatcherConfig()
         if self._config.fault_tolerant_mode and not self._config.work_dir:
@@ -63,12 +66,12 @@ class DispatchServer(_ActorServer):
         if self._actor is not None:
             return
         ray = cluster.ray_module()
-        from tapeflow.data.service.dispatcher import Dispatcher
+        from tapeflow.data.service.dispatcher import COMPACT_EVERY, Dispatcher
 
         self._actor = _create(ray, Dispatcher, "dispatcher", self._address, self._address,
                               self._config.worker_addresses,
                               self._config.work_dir if self._config.fault_tolerant_mode
-                              else None)
+                              else None, self._compact_every or COMPACT_EVERY)
         ray.get(self._actor.pid.remote())
 
     @property
