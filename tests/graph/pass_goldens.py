@@ -42,6 +42,15 @@ def _pool_first(x, w, b):
     return tf.nn.avg_pool2d(y, 2, 2, "VALID")
 
 
+def _table_first(table, kernel):
+    ids = tf.constant([[0, 1, 2, 1], [2, 2, 0, 1]])  # [B, T]: 8 rows of a 3-row table
+    with tf.GradientTape() as tape:
+        tape.watch([table, kernel])
+        rows = tf.reshape(tf.transpose(tf.gather(table, ids), [1, 0, 2]), [-1, 2])
+        loss = tf.reduce_sum(tf.square(tf.matmul(rows, kernel)))
+    return tape.gradient(loss, [table, kernel])
+
+
 def _cse(x):
     return tf.exp(x) + tf.exp(x)
 
@@ -84,6 +93,7 @@ def programs() -> dict:
         "fold": (_fold, (_t(3),)),
         "simplify": (_simplify, (_t(2, 3),)),
         "pool_first": (_pool_first, (_t(2, 4, 4, 3), _t(1, 1, 3, 5), _t(5))),
+        "table_first": (_table_first, (tf.ones([3, 2]), tf.ones([2, 4]))),
         "cse": (_cse, (_t(3),)),
         "dce": (_dce, (_t(3),)),
         "fuse": (_fuse, (_t(1, 4, 4, 2), _t(3, 3, 2, 2), _t(2))),

@@ -86,10 +86,22 @@ def _gather(params, indices, *, axis, batch_dims=0):
     return layout.to_output(np.take(layout.flat(params), layout.rows, axis=0))
 
 
-@op("ScatterAddLike", shape=lambda g, indices, like, *, axis, batch_dims=0: like,
-    shape_only=(2,))
+def _scatter_rule(g, indices, like, *, axis, batch_dims=0):
+    (gs, _), (ind, _), (ls, dtype) = g, indices, like
+    if axis or batch_dims or gs is None or ind is None or ls is None:
+        return like
+    return (ls[0],) + tuple(gs[len(ind):]), dtype
+
+
+@op("ScatterAddLike", shape=_scatter_rule, shape_only=(2,))
 def _scatter_add_like(g, indices, like, *, axis, batch_dims=0):
-    """Gradient of gather: add slices of `g` back into zeros shaped like `params`."""
+    """Gradient of gather: add slices of `g` back into zeros shaped like `params`. Along axis
+    0 the rows are `like`'s and each row is shaped as `g`'s slices (the ``table_first`` pass
+    adds a product's wider rows into a table's rows)."""
+    if not axis and not batch_dims:
+        out = np.zeros((like.shape[0],) + g.shape[indices.ndim:], dtype=g.dtype)
+        _scatter.add_rows(out, indices, g.reshape((-1,) + out.shape[1:]))
+        return out
     if batch_dims:
         layout = _BatchedLayout(like.shape, indices, axis, batch_dims)
         rows = np.zeros((layout.n * layout.size,) + layout.flat(like).shape[1:], dtype=g.dtype)

@@ -18,11 +18,13 @@ from tapeflow.graph.passes import (
     reuse_statistics,
     share_tiles,
     simplify,
+    table_first,
 )
 from tapeflow.graph.verify import verify
 
 PASSES: list[tuple[str, Callable[[Graph], tuple[Graph, str]]]] = [
     ("fold", fold.run), ("simplify", simplify.run), ("pool_first", pool_first.run),
+    ("table_first", table_first.run),
     ("cse", cse.run), ("dce", dce.run),
     ("fuse", fuse.run), ("share_tiles", share_tiles.run), ("prologue", prologue.run),
     ("reuse_statistics", reuse_statistics.run), ("grow_concat", grow_concat.run),
