@@ -177,3 +177,34 @@ def test_float32_sequence_matches_float64():
     for a, w in zip(res, want):
         assert a.dtype == np.float32
         np.testing.assert_allclose(a, w, rtol=2e-5, atol=2e-5 * np.abs(w).max())
+
+
+@pytest.mark.parametrize("used", ["h", "hs_c", "c"])
+def test_outputs_without_a_gradient_get_none_not_zeros(used):
+    """Only the outputs the loss reads get a gradient: the rule gets None for the rest (no
+    zeros the size of every saved output), with finite differences' gradients in float64 and
+    the same bits as the kernel given explicit zeros."""
+    args = _inputs(4)
+
+    def loss(*a):
+        hs, h, c = recurrent_ops.lstm_sequence(*a)
+        parts = {"h": [h], "hs_c": [hs, c], "c": [c]}[used]
+        return sum(tf.reduce_sum(tf.sin(p)) for p in parts)
+
+    check_grads(loss, args)
+    tensors = [tf.constant(a) for a in args]
+    with tf.GradientTape() as tape:
+        tape.watch(tensors)
+        value = loss(*tensors)
+    grads = tape.gradient(value, tensors)
+    out = K.forward(*args)
+    zeros = np.zeros_like(out[0])
+    g_hs = np.cos(out[0]) if used == "hs_c" else zeros
+    g_h = np.cos(out[1]) if used == "h" else np.zeros_like(out[1])
+    g_c = np.cos(out[2]) if used != "h" else np.zeros_like(out[2])
+    want = K.backward(g_hs, g_h, g_c, *args[1:4], out[0], *out[3:])
+    for got, w in zip(grads, [want[0], want[1], want[2], want[3], want[4]]):
+        np.testing.assert_array_equal(got.numpy(), w)
+    graph_grads = tf.function(lambda *t: tf.gradients(loss(*t), list(t)))(*tensors)
+    for got, w in zip(graph_grads, grads):
+        np.testing.assert_allclose(got.numpy(), w.numpy(), rtol=1e-12, atol=1e-12)

@@ -99,9 +99,11 @@ def backward(steps: list[Step], grads: dict[int, Any], source_keys: set[int],
     of the targets). An input gets a gradient only if its key is in `receives` (watched, or
     reachable from a source) and its dtype is differentiable. Gradients of intermediates are
     dropped once used; those of `source_keys` are kept. A gradient rule gets an IndexedSlices
-    densified unless it is marked ``passes_slices`` (a variable read's). `on_final(key, grad)`
-    is called for each source as soon as no step left can add to its gradient (tf.distribute
-    starts all-reducing finished gradients while the walk goes on). Returns `grads`."""
+    densified unless it is marked ``passes_slices`` (a variable read's); a multi-output rule
+    marked ``takes_none`` gets None, not zeros, for outputs without a gradient (an LSTM's
+    saved gates). `on_final(key, grad)` is called for each source as soon as no step left can
+    add to its gradient (tf.distribute starts all-reducing finished gradients while the walk
+    goes on). Returns `grads`."""
     def take(k: int) -> Any:
         return grads.get(k) if k in source_keys else grads.pop(k, None)
 
@@ -115,7 +117,8 @@ def backward(steps: list[Step], grads: dict[int, Any], source_keys: set[int],
             gs = [take(k) for k in s.out_keys]
             if all(g is None for g in gs):
                 continue
-            gs = tuple(ops.zeros_like(o) if g is None else ops.dense(g)
+            none = getattr(s.grad_fn, "takes_none", False)
+            gs = tuple((None if none else ops.zeros_like(o)) if g is None else ops.dense(g)
                        for g, o in zip(gs, s.outs))
         else:
             gs = take(s.out_keys[0])

@@ -206,10 +206,12 @@ def forward(p: np.ndarray, h0: np.ndarray, c0: np.ndarray, r: np.ndarray, bias: 
 
 
 def backward(g_hs, g_h, g_c, h0, c0, r, hs, cs, tcs, gates):
-    """(d projected [T, B, 4U], dh0, dc0, dR, d bias) from the gradients of hs, h_T, c_T."""
+    """(d projected [T, B, 4U], dh0, dc0, dR, d bias) from the gradients of hs, h_T, c_T; a
+    scalar `g_hs` (0) stands for no gradient of hs, read as one [B, U] block of zeros."""
     steps, batch, units = hs.shape
     dtype = hs.dtype
     grad = _loops(dtype)[1]
+    no_g_hs = np.zeros((batch, units), dtype) if np.ndim(g_hs) == 0 else None
     g_hs = np.ascontiguousarray(g_hs, dtype)
     r_t = np.ascontiguousarray(np.asarray(r, dtype).T)
     dh = np.array(g_h, dtype, copy=True, order="C")
@@ -222,8 +224,8 @@ def backward(g_hs, g_h, g_c, h0, c0, r, hs, cs, tcs, gates):
         dhb, dcb = dh[lo:hi], dc[lo:hi]
         for t in range(steps - 1, -1, -1):
             c_prev = cs[t - 1, lo:hi] if t > 0 else c0[lo:hi]
-            grad(gates[t, lo:hi], c_prev, tcs[t, lo:hi], g_hs[t, lo:hi], dhb, dcb,
-                 dzs[t, lo:hi], db)
+            g_t = g_hs[t, lo:hi] if no_g_hs is None else no_g_hs[lo:hi]
+            grad(gates[t, lo:hi], c_prev, tcs[t, lo:hi], g_t, dhb, dcb, dzs[t, lo:hi], db)
             np.dot(dzs[t, lo:hi], r_t, out=dhb)
         return db
 

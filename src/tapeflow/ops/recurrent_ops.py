@@ -13,7 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from tapeflow.framework import errors
+from tapeflow.framework.constant import convert_to_tensor
 from tapeflow.framework.dispatch import apply, op
 from tapeflow.kernels import lstm as _lstm
 
@@ -90,16 +93,29 @@ def _grad_flops(node) -> float:
 @op("_LSTMSequenceGrad", multi_output=True, same_dtype=True, shape=_grad_rule, worker=True,
     flops=_grad_flops, workspace=_grad_workspace)
 def _lstm_sequence_grad(g_hs, g_h, g_c, h0, c0, recurrent_kernel, hs, cs, tcs, gates):
-    """(d projected, dh0, dc0, d recurrent_kernel, d bias) of ``_LSTMSequence``."""
+    """(d projected, dh0, dc0, d recurrent_kernel, d bias) of ``_LSTMSequence``; `g_hs` is
+    [T, B, U], or a scalar 0 when hs has no gradient."""
     return _lstm.backward(g_hs, g_h, g_c, h0, c0, recurrent_kernel, hs, cs, tcs, gates)
 
 
 @_lstm_sequence.def_grad
-def _(gs, outs, projected, h0, c0, recurrent_kernel, bias):
+def _lstm_sequence_vjp(gs, outs, projected, h0, c0, recurrent_kernel, bias):
+    """The saved outputs (cs, tanh(cs), gates) never get a gradient; a sequence read only at
+    its last step (``return_sequences=False``) has none for hs either: a scalar 0 stands for it
+    (the walker's zeros for all four cost W10's eager step ~11 MB of memset)."""
+    from tapeflow.ops import array_ops
+
     g_hs, g_h, g_c = gs[:3]
-    hs, _, _, cs, tcs, gates = outs
+    hs, h, c, cs, tcs, gates = outs
+    if g_hs is None:
+        g_hs = convert_to_tensor(np.zeros((), hs.dtype.as_numpy_dtype))
+    g_h = array_ops.zeros_like(h) if g_h is None else g_h
+    g_c = array_ops.zeros_like(c) if g_c is None else g_c
     return apply(_lstm_sequence_grad, g_hs, g_h, g_c, h0, c0, recurrent_kernel, hs, cs, tcs,
                  gates)
+
+
+_lstm_sequence_vjp.takes_none = True
 
 
 def lstm_sequence(projected: Any, h0: Any, c0: Any, recurrent_kernel: Any, bias: Any) -> tuple:
