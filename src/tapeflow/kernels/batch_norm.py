@@ -32,27 +32,34 @@ def _stats_nb(x2, shift, s1, s2):
 def _grad_sums_nb(g2, x2, mean, y2, ab, sum_g, sum_gx):
     """Per-column sums of g and g*(x - mean), g masked as ReluGrad masks it (g*0 where off, so
     a NaN gradient stays NaN): by y2 > 0 if y2 (the ReLU output) has rows, else by
-    x*ab[0] + ab[1] > 0 if ab (the forward's coefficients) has rows, else not at all."""
-    m, c = x2.shape[0], mean.shape[0]
+    x*ab[0] + ab[1] > 0 if ab (the forward's coefficients) has rows, else not at all.
+    Rows are taken one at a time as 1-D slices and the mask is a float32 select (a float64
+    1.0/0.0 factor converted every element), so each row's loop vectorizes."""
+    m, c = g2.shape[0], mean.shape[0]
+    zero = np.float32(0.0)
     if y2.shape[0] == m:
         for i in range(m):
+            gi, xi, yi = g2[i], x2[i, :c], y2[i]
             for j in range(c):
-                gv = g2[i, j] * (1.0 if y2[i, j] > 0 else 0.0)
+                gv = gi[j] if yi[j] > 0 else zero * gi[j]
                 sum_g[j] += gv
-                sum_gx[j] += gv * (x2[i, j] - mean[j])
+                sum_gx[j] += gv * (xi[j] - mean[j])
     elif ab.shape[0] == 2:
+        a, b = ab[0], ab[1]
         for i in range(m):
+            gi, xi = g2[i], x2[i, :c]
             for j in range(c):
-                xv = x2[i, j]
-                gv = g2[i, j] * (1.0 if xv * ab[0, j] + ab[1, j] > 0 else 0.0)
+                xv = xi[j]
+                gv = gi[j] if xv * a[j] + b[j] > 0 else zero * gi[j]
                 sum_g[j] += gv
                 sum_gx[j] += gv * (xv - mean[j])
     else:
         for i in range(m):
+            gi, xi = g2[i], x2[i, :c]
             for j in range(c):
-                gv = g2[i, j]
+                gv = gi[j]
                 sum_g[j] += gv
-                sum_gx[j] += gv * (x2[i, j] - mean[j])
+                sum_gx[j] += gv * (xi[j] - mean[j])
 
 
 @jit()
@@ -67,35 +74,45 @@ def _affine_nb(x2, a, b, relu, out):
 @jit()
 def _affine2_nb(g2, x2, k, u, v, y2, ab, add2, a0, out):
     """out = g*k + x*u + v per column, g masked as in ``_grad_sums_nb``, plus columns a0.. of
-    add2 if it has rows (each case its own loop, so each stays vectorizable)."""
-    m, c = x2.shape[0], k.shape[0]
+    add2 if it has rows. Each case its own loop, float32 arithmetic on 1-D row slices (the
+    column offset a0 taken by slicing, not by a signed index), so each row's loop vectorizes:
+    2-6x faster on W4's shapes than indexing the 2-D arrays with a float64 mask factor."""
+    m, c = g2.shape[0], k.shape[0]
+    zero = np.float32(0.0)
     add = add2.shape[0] == m
     if y2.shape[0] == m and add:
         for i in range(m):
+            gi, xi, yi, ai, oi = g2[i], x2[i, :c], y2[i], add2[i, a0:a0 + c], out[i]
             for j in range(c):
-                gv = g2[i, j] * (1.0 if y2[i, j] > 0 else 0.0)
-                out[i, j] = gv * k[j] + x2[i, j] * u[j] + v[j] + add2[i, a0 + j]
+                gv = gi[j] if yi[j] > 0 else zero * gi[j]
+                oi[j] = gv * k[j] + xi[j] * u[j] + v[j] + ai[j]
     elif y2.shape[0] == m:
         for i in range(m):
+            gi, xi, yi, oi = g2[i], x2[i, :c], y2[i], out[i]
             for j in range(c):
-                gv = g2[i, j] * (1.0 if y2[i, j] > 0 else 0.0)
-                out[i, j] = gv * k[j] + x2[i, j] * u[j] + v[j]
+                gv = gi[j] if yi[j] > 0 else zero * gi[j]
+                oi[j] = gv * k[j] + xi[j] * u[j] + v[j]
     elif ab.shape[0] == 2 and add:
+        a, b = ab[0], ab[1]
         for i in range(m):
+            gi, xi, ai, oi = g2[i], x2[i, :c], add2[i, a0:a0 + c], out[i]
             for j in range(c):
-                xv = x2[i, j]
-                gv = g2[i, j] * (1.0 if xv * ab[0, j] + ab[1, j] > 0 else 0.0)
-                out[i, j] = gv * k[j] + xv * u[j] + v[j] + add2[i, a0 + j]
+                xv = xi[j]
+                gv = gi[j] if xv * a[j] + b[j] > 0 else zero * gi[j]
+                oi[j] = gv * k[j] + xv * u[j] + v[j] + ai[j]
     elif ab.shape[0] == 2:
+        a, b = ab[0], ab[1]
         for i in range(m):
+            gi, xi, oi = g2[i], x2[i, :c], out[i]
             for j in range(c):
-                xv = x2[i, j]
-                gv = g2[i, j] * (1.0 if xv * ab[0, j] + ab[1, j] > 0 else 0.0)
-                out[i, j] = gv * k[j] + xv * u[j] + v[j]
+                xv = xi[j]
+                gv = gi[j] if xv * a[j] + b[j] > 0 else zero * gi[j]
+                oi[j] = gv * k[j] + xv * u[j] + v[j]
     else:
         for i in range(m):
+            gi, xi, oi = g2[i], x2[i, :c], out[i]
             for j in range(c):
-                out[i, j] = g2[i, j] * k[j] + x2[i, j] * u[j] + v[j]
+                oi[j] = gi[j] * k[j] + xi[j] * u[j] + v[j]
 
 
 def _prefix_rows(x: np.ndarray) -> np.ndarray:

@@ -558,16 +558,18 @@ def conv2d_backprop_filter(x: np.ndarray | None, gr: np.ndarray, g: conv.Geometr
         x_tiles = None if tiles is not None else _Tiler(x, g.pt, g.pl, th, tw, step, variant,
                                                         "bt")
         gr_tiles = _Tiler(gr, 0, 0, th, tw, step, variant, "a")
-        du = np.zeros((positions, cin, cout), dtype=dtype)
-        part = np.empty_like(du)
+        # dU^T[p] = (A dY A^T)[p]^T V[p]: the thin gradient side as the transposed operand
+        # ran 25-75% faster in OpenBLAS than V[p]^T (A dY A^T)[p] on W4's layers (Cout 12)
+        du_t = np.zeros((positions, cout, cin), dtype=dtype)
+        part = np.empty_like(du_t)
         for b0 in range(lo, hi, step):
             b1 = min(hi, b0 + step)
             v = (x_tiles(b0, b1) if x_tiles is not None
                  else tiles[:, b0 * th * tw:b1 * th * tw])
-            np.matmul(v.transpose(0, 2, 1), gr_tiles(b0, b1), out=part)
-            du += part
-        return du
+            np.matmul(gr_tiles(b0, b1).transpose(0, 2, 1), v, out=part)
+            du_t += part
+        return du_t
 
-    du = sum(parallel.split(n, n * per_image * dtype.itemsize, work))
-    du = du.reshape(variant.span, variant.span, cin, cout)
+    du_t = sum(parallel.split(n, n * per_image * dtype.itemsize, work))
+    du = du_t.transpose(0, 2, 1).reshape(variant.span, variant.span, cin, cout)
     return _sandwich(np.ascontiguousarray(variant.g.T, dtype=dtype), du)
