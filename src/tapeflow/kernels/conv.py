@@ -159,21 +159,26 @@ def _tap_scatter_nb(gr, images, hp, wp, ho, wo, sh, sw, offs, cols):
 
 @jit()
 def _im2col_nb(xp, kh, kw, sh, sw, dh, dw, ho, wo, cols):
-    """xp: (images, hp, wp, c); cols: (images*ho*wo, taps*c), both C-contiguous."""
+    """xp: (images, hp, wp, c); cols: (images*ho*wo, taps*c), both C-contiguous. With dw == 1
+    a window row's kw pixels are adjacent in xp as in cols, so each is one run of kw*c values
+    (the 3-channel stem: runs of 9 instead of 3, im2col 3.3 -> ~1.2 ms at [64,32,32,3])."""
     images, _, wp, c = xp.shape
     hpwp = xp.shape[1] * wp
-    flat = xp.reshape(-1, c)
+    flat = xp.reshape(-1)
+    run = kw * c if dw == 1 else c
+    pieces = 1 if dw == 1 else kw
     for r in range(images * ho):
         b, i = r // ho, r % ho
         for j in range(wo):
             dst = cols[r * wo + j]
             for a in range(kh):
                 row = b * hpwp + (i * sh + a * dh) * wp + j * sw
-                for q in range(kw):
-                    src = flat[row + q * dw]
-                    c0 = (a * kw + q) * c
-                    for ch in range(c):
-                        dst[c0 + ch] = src[ch]
+                for q in range(pieces):
+                    s0 = (row + q * dw) * c
+                    src = flat[s0:s0 + run]
+                    d = dst[(a * kw + q) * c:(a * kw + q) * c + run]
+                    for e in range(run):
+                        d[e] = src[e]
 
 
 # --- data-movement passes (write into caller-owned buffers) ------------------------------------
