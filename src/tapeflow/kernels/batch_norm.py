@@ -152,17 +152,37 @@ def moments(x2: np.ndarray, c: int | None = None) -> tuple[np.ndarray, np.ndarra
         d = x2 - mean.astype(x2.dtype)
         return mean, np.einsum("ij,ij->j", d, d, dtype=np.float64) / max(m, 1)
     shift = x2[0, :c].astype(np.float64) if m else np.zeros(c)
+    group = _row_group(x2, c)
+    wide, shifts = x2, shift
+    if group > 1:  # `group` rows as one
+        wide, shifts = x2[:m - m % group].reshape(-1, group * c), np.tile(shift, group)
 
     def sums(lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
-        s1, s2 = np.zeros(c), np.zeros(c)
-        _stats_nb(x2[lo:hi], shift, s1, s2)
+        s1, s2 = np.zeros(group * c), np.zeros(group * c)
+        _stats_nb(wide[lo:hi], shifts, s1, s2)
         return s1, s2
 
-    parts = parallel.split(m, m * c * x2.itemsize, sums)
+    parts = parallel.split(wide.shape[0], m * c * x2.itemsize, sums)
+    s1, s2 = sum(p[0] for p in parts), sum(p[1] for p in parts)
+    if group > 1:
+        s1, s2 = s1.reshape(group, c).sum(axis=0), s2.reshape(group, c).sum(axis=0)
+        if m % group:
+            _stats_nb(x2[m - m % group:], shift, s1, s2)  # the rows left over
     with np.errstate(invalid="ignore", divide="ignore"):
-        d = sum(p[0] for p in parts) / m
-        var = np.maximum(sum(p[1] for p in parts) / m - d * d, 0.0)
+        d = s1 / m
+        var = np.maximum(s2 / m - d * d, 0.0)
     return shift + d, var
+
+
+def _row_group(x2: np.ndarray, c: int) -> int:
+    """Rows of a thin contiguous (rows, c) array that the statistics pass reads as one row of
+    at least 48 values: its loop over a row's columns then runs long enough to vectorize
+    (a [65536, 12] conv output: 0.59 -> 0.25 ms). 1 for a channel prefix of a wider array,
+    for 24+ channels (no gain measured at 16) and for small arrays (the regrouping's fixed
+    cost)."""
+    if x2.shape[1] != c or not x2.flags.c_contiguous or c >= 24 or x2.size < 1 << 16:
+        return 1
+    return -(-48 // c)
 
 
 def _bessel(var: np.ndarray, m: int) -> np.ndarray:
