@@ -469,6 +469,28 @@ def test_batch_norm_moments_keep_precision_far_from_zero():
     np.testing.assert_allclose(var, x64.var(0), rtol=1e-9)
 
 
+@pytest.mark.parametrize("rows", [65536, 65539])
+def test_batch_norm_moments_of_thin_arrays_read_as_wider_rows(rows, monkeypatch):
+    """A thin contiguous array (12 channels) is read 4 rows at a time as one row of 48 values
+    (plus the rows left over): the same moments as float64 NumPy, split over cores or not."""
+    from tapeflow.framework import threads
+    from tapeflow.kernels import batch_norm as bn
+    from tapeflow.kernels import parallel
+
+    rng = np.random.default_rng(13)
+    x2 = (100.0 + rng.standard_normal((rows, 12)) * np.arange(1, 13)).astype(np.float32)
+    assert bn._row_group(x2, 12) == 4 and bn._row_group(x2[:, :11], 11) == 1
+    x64 = x2.astype(np.float64)
+    mean, var = bn.moments(x2)
+    np.testing.assert_allclose(mean, x64.mean(0), rtol=1e-13)
+    np.testing.assert_allclose(var, x64.var(0), rtol=1e-10)
+    monkeypatch.setattr(threads, "_intra_op", 3)
+    monkeypatch.setattr(parallel, "idle_core", lambda: True)
+    split_mean, split_var = bn.moments(x2)
+    np.testing.assert_allclose(split_mean, mean, rtol=1e-14)
+    np.testing.assert_allclose(split_var, var, rtol=1e-12)
+
+
 def test_batch_norm_kernels_split_over_cores_match_one_thread(monkeypatch):
     """Each core's slice of the rows gets its own partial sums (uneven slices of 7 rows)."""
     from tapeflow.framework import threads
