@@ -370,6 +370,22 @@ def test_profile_reports_every_node_and_writes_a_chrome_trace(tmp_path):
     assert all(e["dur"] >= 0 for e in events)
 
 
+def test_profile_stats_counts_every_node_by_the_given_clock():
+    import time
+
+    @tf.function
+    def f(x):
+        return tf.exp(x) * 2.0
+
+    x = tf.ones([4])
+    ticks = iter(range(1000))
+    stats = f.get_concrete_function(x).profile_stats(x, runs=3, clock=lambda: next(ticks))
+    assert sorted(node.op.name for node in stats) == ["Exp", "Mul"]
+    assert all(calls == 3 and seconds == 3 for seconds, calls in stats.values())  # 1 tick each
+    cpu = f.get_concrete_function(x).profile_stats(x, runs=2, clock=time.thread_time)
+    assert all(calls == 2 and seconds >= 0 for seconds, calls in cpu.values())
+
+
 def test_tf_print_formats_nested_structures_every_call(capsys):
     import sys
 

@@ -133,14 +133,15 @@ def kernel_name(op_name: str) -> str:
 
 def compile_graph(graph: Graph, outputs: list | None = None, inputs: list | None = None,
                   keep_stateful: bool = True, name: str | None = None,
-                  run_nodes: list | None = None, profile: dict | None = None) -> Executable:
+                  run_nodes: list | None = None, profile: dict | None = None,
+                  clock: Callable[[], float] = time.perf_counter) -> Executable:
     """Generate and compile the straight-line function computing `outputs` from `inputs`.
 
     `inputs` default to the graph's placeholders (any tensor may be fed, as in TF1 sessions).
     With `keep_stateful`, stateful nodes run even when no output depends on them (tf.function
     semantics); without, only the ancestors of `outputs` (and `run_nodes`, fetched ops) run
-    (Session.run semantics). With a `profile` dict, each node's line adds its wall time (and
-    call count) to ``profile[node]``.
+    (Session.run semantics). With a `profile` dict, each node's line adds its time by `clock`
+    (wall time unless told) and call count to ``profile[node]``.
     """
     outputs = list(graph.outputs if outputs is None else outputs)
     inputs = list(graph.inputs if inputs is None else inputs)
@@ -206,7 +207,7 @@ def compile_graph(graph: Graph, outputs: list | None = None, inputs: list | None
 
     src = [f"def {fn_name}({', '.join(params)}):"]
     if profile is not None:
-        env["_clock"] = time.perf_counter
+        env["_clock"] = clock
         src.append("    _t0 = _clock()")
     lines: dict[int, tuple[Node, list[str]]] = {}
     steps: list[memory_plan.Step] = []  # what each line allocates and frees, for the plan

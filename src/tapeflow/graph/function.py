@@ -146,28 +146,19 @@ class ConcreteFunction:
         before, after = len(self.traced_graph.nodes), len(self.graph.nodes)
         return "\n".join(self._reports + [f"nodes: {before} traced -> {after} optimized"])
 
-    def profile(self, *args: Any, runs: int = 10, trace_path: str | None = None) -> str:
+    def profile(self, *args: Any, runs: int = 10, trace_path: str | None = None,
+                clock: Callable[[], float] = time.perf_counter) -> str:
         """Per-node wall time over `runs` calls, slowest first (a Chrome trace if asked).
 
         Uses a separately compiled, instrumented copy of the executable; the timings include
-        each line's Python overhead, which is what the compiled function pays too.
+        each line's Python overhead, which is what the compiled function pays too. `clock`:
+        ``time.thread_time`` counts this thread's CPU time instead of wall time (steadier on a
+        shared machine; kernels then should not hand slices to other threads, see
+        ``tf.config.threading``).
         """
         from tapeflow.graph.printer import format_node
 
-        flat = [x for x in nest.flatten((list(args), {})) if sig.is_tensor_leaf(x)]
-        arrays = [_to_array(x) for x in flat]
-        stats: dict = {}
-        exe = compile_graph(self.graph, name=self.name, profile=stats)
-        events, start = [], time.perf_counter()
-        for _ in range(runs):
-            before = {node: s[0] for node, s in stats.items()}
-            t0 = time.perf_counter()
-            exe(*arrays)
-            if trace_path is not None:
-                _trace_events(events, stats, before, (t0 - start) * 1e6)
-        if trace_path is not None:
-            with open(trace_path, "w") as f:
-                json.dump({"traceEvents": events}, f)
+        stats = self._profiled(args, runs, trace_path, clock)
         total = sum(s[0] for s in stats.values()) or 1.0
         rows = sorted(stats.items(), key=lambda kv: -kv[1][0])
         lines = [f"{'us/call':>10} {'share':>6}  node"]
@@ -175,6 +166,29 @@ class ConcreteFunction:
                   for node, s in rows]
         lines.append(f"{total / runs * 1e6:>10.1f}  total per call ({runs} runs)")
         return "\n".join(lines)
+
+    def profile_stats(self, *args: Any, runs: int = 10,
+                      clock: Callable[[], float] = time.perf_counter) -> dict:
+        """``profile``'s numbers as data: {node: (seconds over all `runs` calls, calls)}."""
+        return {node: (s[0], s[1]) for node, s in self._profiled(args, runs, None, clock).items()}
+
+    def _profiled(self, args: tuple, runs: int, trace_path: str | None,
+                  clock: Callable[[], float]) -> dict:
+        flat = [x for x in nest.flatten((list(args), {})) if sig.is_tensor_leaf(x)]
+        arrays = [_to_array(x) for x in flat]
+        stats: dict = {}
+        exe = compile_graph(self.graph, name=self.name, profile=stats, clock=clock)
+        events, start = [], clock()
+        for _ in range(runs):
+            before = {node: s[0] for node, s in stats.items()}
+            t0 = clock()
+            exe(*arrays)
+            if trace_path is not None:
+                _trace_events(events, stats, before, (t0 - start) * 1e6)
+        if trace_path is not None:
+            with open(trace_path, "w") as f:
+                json.dump({"traceEvents": events}, f)
+        return stats
 
     def instrument(self, profile: dict | None, calls: list | None = None) -> None:
         """Run later calls on an instrumented copy that adds each node's wall time and call
