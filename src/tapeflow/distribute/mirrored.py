@@ -27,18 +27,64 @@ import numpy as np
 
 from tapeflow.distribute import strategy as base
 from tapeflow.framework import errors, nest
+from tapeflow.framework.composite import CompositeTensor, TypeSpec
 from tapeflow.framework.context import state as _state
+from tapeflow.framework.tensor import Tensor
+from tapeflow.framework.tensor_spec import TensorSpec
 
 
-class PerReplica:
-    """One value per replica (``tf.distribute.DistributedValues``), replica order."""
+class PerReplica(CompositeTensor):
+    """One value per replica (``tf.distribute.DistributedValues``), replica order. A composite
+    (its tensors are its components), as in TensorFlow, so a ``tf.function`` that takes
+    per-replica batches traces once per shape, not once per batch by value."""
 
     def __init__(self, values: tuple):
         self.values = tuple(values)
 
+    @property
+    def _type_spec(self) -> PerReplicaSpec:
+        return PerReplicaSpec(tuple(_spec_or_value(v) for v in self.values))
+
     def __repr__(self) -> str:
         parts = ",\n".join(f"  {i}: {v!r}" for i, v in enumerate(self.values))
         return f"PerReplica:{{\n{parts}\n}}"
+
+
+class PerReplicaSpec(TypeSpec):
+    """The type of a PerReplica: each replica's value as a TensorSpec (a component), or, for a
+    Python value, the value itself (part of the key, as ``tf.function`` keys Python values)."""
+
+    value_type = PerReplica
+
+    def __init__(self, items: tuple):
+        self._items = items
+
+    def _key(self) -> tuple:
+        return (PerReplicaSpec, tuple(None if isinstance(i, TensorSpec) else i[:2]
+                                      for i in self._items))
+
+    def _component_specs(self) -> list:
+        return [i for i in self._items if isinstance(i, TensorSpec)]
+
+    def _to_components(self, value: PerReplica) -> list:
+        return [v for v, i in zip(value.values, self._items) if isinstance(i, TensorSpec)]
+
+    def _from_components(self, components: list) -> PerReplica:
+        it = iter(components)
+        return PerReplica(tuple(next(it) if isinstance(i, TensorSpec) else i[-1]
+                                for i in self._items))
+
+
+def _spec_or_value(v: Any) -> Any:
+    """A replica's value in a PerReplicaSpec: a TensorSpec, ("P", value) for a hashable Python
+    value, ("O", id, value) for another object (keyed by identity)."""
+    if isinstance(v, Tensor):
+        return TensorSpec.from_tensor(v)
+    try:
+        hash(v)
+        return ("P", v)
+    except TypeError:
+        return ("O", id(v), v)
 
 
 class _Aborted(BaseException):

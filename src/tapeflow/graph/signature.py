@@ -128,6 +128,9 @@ def _describe(token: tuple) -> str:
         return "a different tf.Variable"
     if kind == "O":
         return f"object id {token[1]}"
+    if kind == "C":  # a composite: its spec's key, (spec type, what else it keys on)
+        head = token[1][0]
+        return f"{getattr(head, '__name__', head)} {token[1][1:]!r}"
     return f"{token[1].__name__} of {token[2] if kind == '(' else len(token[2])} items"
 
 
