@@ -151,7 +151,10 @@ def _features(buf, pos, end, keys, key_off, kind, span, r):
 
 @jit()
 def scan(buf, offsets, keys, key_off, kind, span, status):
-    """Fill kind[r, k] and span[r, k] (payload of the list) for every record r and key k."""
+    """Fill kind[r, k] and span[r, k] (payload of the list) for every record r and key k.
+    Returns the statuses seen, as bits (1 << MALFORMED, 1 << FALLBACK; 0: all OK), so the
+    caller looks at `status` only when something is wrong."""
+    seen_status = 0
     for r in range(offsets.shape[0] - 1):
         pos, end = offsets[r], offsets[r + 1]
         seen = False
@@ -181,11 +184,17 @@ def scan(buf, offsets, keys, key_off, kind, span, status):
                 if pos < 0:
                     status[r] = MALFORMED
                     break
+        if status[r] != OK:
+            seen_status |= 1 << status[r]
+    return seen_status
 
 
 @jit()
-def count(buf, kind, span, k, counts):
-    """Number of values of key k in every record (-1 where the list is malformed)."""
+def count(buf, kind, span, k, counts, first):
+    """Number of values of key k in every record (-1 where the list is malformed) and the
+    index of each record's first value (`first`); returns the total, or -1 - r for the first
+    malformed record r."""
+    total = 0
     for r in range(kind.shape[0]):
         c = 0
         kd = kind[r, k]
@@ -233,6 +242,11 @@ def count(buf, kind, span, k, counts):
                     c = -1
                     break
         counts[r] = c
+        first[r] = total
+        if c < 0:
+            return -1 - r
+        total += c
+    return total
 
 
 @jit()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import itertools
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -198,41 +200,35 @@ def _columns_scanned(records: list, features: dict) -> dict | None:
     """Columns from the compiled scanner; None when some record needs protobuf's merging."""
     joined = b"".join(records)
     buf = np.frombuffer(joined, dtype=np.uint8)
-    offsets = np.zeros(len(records) + 1, dtype=np.int64)
-    np.cumsum(np.fromiter(map(len, records), np.int64, len(records)), out=offsets[1:])
-    names = [k.encode() for k in features]
-    keys = np.frombuffer(b"".join(names) or b"\0", dtype=np.uint8)
-    key_off = np.zeros(len(names) + 1, dtype=np.int64)
-    np.cumsum([len(k) for k in names], out=key_off[1:])
     n = len(records)
-    kind = np.zeros((n, len(names)), dtype=np.int8)
-    span = np.zeros((n, len(names), 2), dtype=np.int64)
+    offsets = np.fromiter(itertools.accumulate(map(len, records), initial=0), np.int64, n + 1)
+    keys, key_off = _key_bytes(tuple(features))
+    kind = np.zeros((n, len(features)), dtype=np.int8)
+    span = np.zeros((n, len(features), 2), dtype=np.int64)
     status = np.zeros(n, dtype=np.int8)
-    example_scan.scan(buf, offsets, keys, key_off, kind, span, status)
-    if (status == example_scan.FALLBACK).any():
+    seen = example_scan.scan(buf, offsets, keys, key_off, kind, span, status)
+    if seen & (1 << example_scan.FALLBACK):
         return None
-    if (status == example_scan.MALFORMED).any():
+    if seen:
         bad = int(np.argmax(status == example_scan.MALFORMED))
         raise errors.InvalidArgumentError(
             f"Could not parse example input (example {bad} of the batch): malformed "
             f"tf.train.Example ({len(records[bad])} bytes)")
     out = {}
+    kinds_present = set(np.unique(kind).tolist())
     for k, (key, spec) in enumerate(features.items()):
         dtype = _dtypes.as_dtype(spec.dtype)
         column_kind = kind[:, k]
         for code, found in _SCAN_KIND.items():
-            if found is not dtype and (column_kind == code).any():
+            if found is not dtype and code in kinds_present and (column_kind == code).any():
                 raise _mismatch(key, found, dtype)
         counts = np.empty(n, dtype=np.int64)
-        example_scan.count(buf, kind, span, k, counts)
-        if (counts < 0).any():
-            bad = int(np.argmax(counts < 0))
+        first = np.empty(n, dtype=np.int64)
+        total = example_scan.count(buf, kind, span, k, counts, first)
+        if total < 0:
             raise errors.InvalidArgumentError(
-                f"Could not parse example input (example {bad} of the batch): malformed list "
-                f"in feature {key!r}")
-        first = np.zeros(n, dtype=np.int64)
-        np.cumsum(counts[:-1], out=first[1:])
-        total = int(counts.sum())
+                f"Could not parse example input (example {-1 - total} of the batch): "
+                f"malformed list in feature {key!r}")
         if dtype is _dtypes.string:
             spans = np.empty((total, 2), dtype=np.int64)
             example_scan.string_spans(buf, kind, span, k, first, spans)
@@ -245,6 +241,16 @@ def _columns_scanned(records: list, features: dict) -> dict | None:
             values = raw.view("<f4").astype(np.float32) if dtype is _dtypes.float32 else ints
         out[key] = _Column(values, counts, column_kind != example_scan.ABSENT)
     return out
+
+
+@functools.lru_cache(maxsize=64)
+def _key_bytes(names: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """The requested feature names joined, and their offsets (the scanner's key table)."""
+    encoded = [k.encode() for k in names]
+    keys = np.frombuffer(b"".join(encoded) or b"\0", dtype=np.uint8)
+    key_off = np.zeros(len(encoded) + 1, dtype=np.int64)
+    np.cumsum([len(k) for k in encoded], out=key_off[1:])
+    return keys, key_off   # (read, never written, by the kernels)
 
 
 def _columns(records: list, features: dict) -> dict:

@@ -3,13 +3,19 @@
 Reading record by record costs two reads, two unpacks and two checksum calls in Python per
 record; here one kernel call per chunk (about a megabyte) finds the record boundaries and checks
 both masked CRC-32Cs, leaving Python one slice per record.
+
+On x86-64 CPUs with SSE4.2 the CRC-32C is the CPU's `crc32` instruction, 8 bytes a step
+(measured 1.38 GB/s against 0.28 GB/s for the slicing-by-8 tables on the 2-core EPYC, where
+checksums were most of the time of reading a batch); elsewhere the tables.
 """
 
 from __future__ import annotations
 
+import platform
+
 import numpy as np
 
-from tapeflow.kernels._jit import jit
+from tapeflow.kernels._jit import _numba, jit
 
 OK, BAD_LENGTH_CRC, BAD_DATA_CRC = 0, 1, 2
 
@@ -58,6 +64,73 @@ def _u32(buf, p):
             | (np.uint32(buf[p + 2]) << np.uint32(16)) | (np.uint32(buf[p + 3]) << np.uint32(24)))
 
 
+def _has_crc32_instruction() -> bool:
+    """Whether numba can emit SSE4.2's crc32 here (x86-64 host whose CPU has it)."""
+    if _numba is None or platform.machine().lower() not in ("x86_64", "amd64"):
+        return False
+    try:
+        import llvmlite.binding as llvm
+
+        return bool(llvm.get_host_cpu_features().get("sse4.2", False))
+    except Exception:  # noqa: BLE001 - unknown CPU features: use the tables
+        return False
+
+
+HARDWARE_CRC = _has_crc32_instruction()
+
+if HARDWARE_CRC:
+    from llvmlite import ir
+    from numba import types
+    from numba.core import cgutils
+    from numba.extending import intrinsic
+
+    def _x86(name: str, ret: int, arg: int):
+        def codegen(context, builder, sig, args):
+            fnty = ir.FunctionType(ir.IntType(ret), [ir.IntType(ret), ir.IntType(arg)])
+            return builder.call(cgutils.get_or_insert_function(builder.module, fnty, name),
+                                args)
+        return codegen
+
+    @intrinsic
+    def _crc_u64(typingctx, crc, word):
+        """SSE4.2 crc32 of 8 bytes (no pre/post inversion)."""
+        return (types.uint64(types.uint64, types.uint64),
+                _x86("llvm.x86.sse42.crc32.64.64", 64, 64))
+
+    @intrinsic
+    def _crc_u8(typingctx, crc, byte):
+        return (types.uint32(types.uint32, types.uint8),
+                _x86("llvm.x86.sse42.crc32.32.8", 32, 8))
+
+    @intrinsic
+    def _load_u64(typingctx, arr, idx):
+        """The 8 bytes of uint8 array `arr` at `idx` as a little-endian uint64 (unaligned)."""
+        def codegen(context, builder, sig, args):
+            ary = context.make_array(sig.args[0])(context, builder, args[0])
+            ptr = builder.gep(ary.data, [args[1]])
+            return builder.load(builder.bitcast(ptr, ir.IntType(64).as_pointer()), align=1)
+        return types.uint64(arr, types.intp), codegen
+
+    @jit()
+    def _masked_crc_hw(buf, start, end, table):
+        crc = np.uint64(0xFFFFFFFF)
+        i = start
+        while i + 8 <= end:
+            crc = _crc_u64(crc, _load_u64(buf, i))
+            i += 8
+        c = np.uint32(crc)
+        while i < end:
+            c = _crc_u8(c, buf[i])
+            i += 1
+        c = c ^ np.uint32(0xFFFFFFFF)
+        rotated = (c >> np.uint32(15)) | (c << np.uint32(17))
+        return np.uint32((np.uint64(rotated) + np.uint64(0xA282EAD8)) & np.uint64(0xFFFFFFFF))
+
+# The kernel `frame` calls (frozen into its compiled code; numba's cache is per CPU model and
+# features, so a machine without SSE4.2 compiles its own).
+_masked_crc_best = _masked_crc_hw if HARDWARE_CRC else _masked_crc
+
+
 @jit()
 def frame(buf, table, starts, ends):
     """Fill starts/ends of the payloads of the whole records at the front of `buf`.
@@ -67,12 +140,12 @@ def frame(buf, table, starts, ends):
     pos, n, size = 0, 0, buf.shape[0]
     while n < starts.shape[0] and pos + 12 <= size:
         length = np.uint64(_u32(buf, pos)) | (np.uint64(_u32(buf, pos + 4)) << np.uint64(32))
-        if _masked_crc(buf, pos, pos + 8, table) != _u32(buf, pos + 8):
+        if _masked_crc_best(buf, pos, pos + 8, table) != _u32(buf, pos + 8):
             return n, pos, BAD_LENGTH_CRC, pos
         if np.uint64(pos + 16) + length > np.uint64(size):
             break
         stop = pos + 12 + np.int64(length)
-        if _masked_crc(buf, pos + 12, stop, table) != _u32(buf, stop):
+        if _masked_crc_best(buf, pos + 12, stop, table) != _u32(buf, stop):
             return n, pos, BAD_DATA_CRC, pos
         starts[n] = pos + 12
         ends[n] = stop
