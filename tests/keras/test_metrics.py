@@ -140,6 +140,37 @@ def test_precision_recall_at_several_thresholds_and_class_id():
         keras.metrics.AUC(curve="DET")
 
 
+def test_precision_recall_top_k_with_per_sample_weights():
+    rng = np.random.default_rng(4)
+    y_true = rng.integers(0, 2, size=(40, 5))
+    y_pred = rng.uniform(size=(40, 5)).astype(np.float32)
+    weight = rng.uniform(0.5, 2.0, size=40)
+    order = np.argsort(-y_pred, axis=1, kind="stable")
+    for k in (1, 2):
+        top = np.zeros(y_pred.shape, bool)
+        np.put_along_axis(top, order[:, :k], True, axis=1)
+        w = np.broadcast_to(weight[:, None], y_pred.shape)
+        for thresholds, class_id in ((None, None), ([0.3, 0.6], None), (None, 2)):
+            p = keras.metrics.Precision(thresholds=thresholds, top_k=k, class_id=class_id)
+            r = keras.metrics.Recall(thresholds=thresholds, top_k=k, class_id=class_id)
+            for m in (p, r):
+                m.update_state(y_true[:25], y_pred[:25], sample_weight=weight[:25])
+                m.update_state(y_true[25:], y_pred[25:], sample_weight=weight[25:])
+            cols = slice(None) if class_id is None else slice(class_id, class_id + 1)
+            t, kept, ww, s = (y_true == 1)[:, cols], top[:, cols], w[:, cols], y_pred[:, cols]
+            for i, th in enumerate(thresholds or [-np.inf]):
+                tp = np.sum(ww * (t & kept & (s > th)))
+                expect_p = tp / np.sum(ww * (kept & (s > th)))
+                expect_r = tp / np.sum(ww * t)
+                got_p, got_r = np.atleast_1d(p.result().numpy()), np.atleast_1d(r.result().numpy())
+                assert got_p[i] == pytest.approx(expect_p, rel=1e-5), (k, thresholds, class_id)
+                assert got_r[i] == pytest.approx(expect_r, rel=1e-5), (k, thresholds, class_id)
+            assert p.get_config()["top_k"] == k
+            assert keras.metrics.Precision.from_config(p.get_config()).top_k == k
+    with pytest.raises(ValueError, match="top_k"):
+        keras.metrics.Recall(top_k=0)
+
+
 def test_threshold_metrics_in_a_traced_fit():
     rng = np.random.default_rng(3)
     x = rng.normal(size=(40, 4)).astype(np.float32)

@@ -55,6 +55,11 @@ CASES = [
     OpCase("gather_nd", lambda x: tf.gather_nd(x, [[0, 1], [2, 0], [0, 1]]),
            lambda x: x[[0, 2, 0], [1, 0, 1]], normal((3, 2, 2)),
            lambda a: a[[0, 2, 0], [1, 0, 1]], order=2),
+    OpCase("gather_nd_batch_dims", lambda x: tf.gather_nd(x, [[[0, 1]], [[2, 3]]], batch_dims=1),
+           lambda x: x[[0, 1], [0, 2], [1, 3]].reshape(2, 1), normal((2, 3, 4)),
+           lambda a: a[[0, 1], [0, 2], [1, 3]].reshape(2, 1), order=2),
+    OpCase("gather_nd_batch_dims_slices", lambda x: tf.gather_nd(x, [[1], [0]], batch_dims=1),
+           lambda x: x[[0, 1], [1, 0]], normal((2, 3, 4)), lambda a: a[[0, 1], [1, 0]]),
     OpCase("getitem_basic", lambda x: x[1:, ::-2, 1], lambda x: x[1:, ::-2, 1],
            normal((3, 4, 2)), lambda a: a[1:].flip(1)[:, ::2, 1], order=2),
     OpCase("getitem_ellipsis_newaxis", lambda x: x[..., None, -1], lambda x: x[..., None, -1],
@@ -135,6 +140,11 @@ def test_range_follows_tf_dtype_rules():
 def test_linspace_eye_one_hot():
     np.testing.assert_allclose(tf.linspace(0.0, 1.0, 5).numpy(), np.linspace(0, 1, 5))
     np.testing.assert_array_equal(tf.eye(2, 3).numpy(), np.eye(2, 3))
+    batched = tf.eye(2, 3, batch_shape=[2, 1], dtype=tf.int32)
+    assert batched.shape == (2, 1, 2, 3) and batched.dtype == tf.int32
+    np.testing.assert_array_equal(batched.numpy(), np.broadcast_to(np.eye(2, 3), (2, 1, 2, 3)))
+    traced = tf.function(lambda: tf.eye(3, batch_shape=tf.constant([4])))()
+    np.testing.assert_array_equal(traced.numpy(), np.broadcast_to(np.eye(3), (4, 3, 3)))
     oh = tf.one_hot([0, 2, -1], 3)
     assert oh.dtype == tf.float32
     np.testing.assert_array_equal(oh.numpy(), [[1, 0, 0], [0, 0, 1], [0, 0, 0]])
@@ -188,6 +198,25 @@ def test_getitem_on_variable_is_differentiable():
 def test_out_of_range_index_names_the_op():
     with pytest.raises(tf.errors.InvalidArgumentError, match="StridedSlice"):
         tf.zeros([2, 3])[5]
+
+
+def test_gather_nd_batch_dims_in_a_graph_with_unknown_dims_and_bad_batch_dims():
+    params = np.arange(2 * 3 * 2 * 4.0).reshape(2, 3, 2, 4)
+    indices = np.array([[[1, 0], [2, 1], [0, 0]], [[0, 1], [0, 1], [2, 0]]])  # [2, 3, 2]
+    expect = np.stack([params[b, indices[b, :, 0], indices[b, :, 1]] for b in range(2)])
+    fn = tf.function(lambda p, i: tf.gather_nd(p, i, batch_dims=1),
+                     input_signature=[tf.TensorSpec([None, 3, 2, None], tf.float64),
+                                      tf.TensorSpec([None, None, 2], tf.int64)])
+    np.testing.assert_array_equal(fn(params, indices).numpy(), expect)
+    np.testing.assert_array_equal(tf.gather_nd(params, indices, batch_dims=1).numpy(), expect)
+    # batch_dims=2: one index tuple per (b, r) pair into params[b, r]
+    two = tf.gather_nd(params, indices[:, :, :1] % 2, batch_dims=2).numpy()
+    np.testing.assert_array_equal(two, params[np.arange(2)[:, None], np.arange(3),
+                                              indices[:, :, 0] % 2])
+    with pytest.raises(tf.errors.InvalidArgumentError, match="GatherNd.*batch_dims=3"):
+        tf.gather_nd(params, indices, batch_dims=3)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="GatherNd.*first 1 dims"):
+        tf.gather_nd(params, indices[:1].repeat(3, 0), batch_dims=1)
 
 
 def test_too_many_indices():

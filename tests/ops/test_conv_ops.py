@@ -279,6 +279,31 @@ def test_pool_valid_vs_torch(kind, k, s):
                                xt.grad.numpy().transpose(0, 2, 3, 1), rtol=1e-12)
 
 
+@pytest.mark.parametrize("kind", ["MAX", "AVG"])
+def test_dilated_nn_pool_vs_loops_and_torch_gradients(kind, tf_function):
+    x = _distinct((2, 9, 8, 3), 5)
+    window, rate = (3, 2), (2, 3)
+    reduce = np.max if kind == "MAX" else np.mean
+    oh, ow = 9 - (3 - 1) * 2, 8 - (2 - 1) * 3
+    want = np.empty((2, oh, ow, 3))
+    for i in range(oh):
+        for j in range(ow):
+            taps = x[:, i:i + 5:2, j:j + 4:3, :]  # the dilated 3x2 window at (i, j)
+            want[:, i, j] = reduce(taps.reshape(2, -1, 3), axis=1)
+    pooled = tf_function(lambda v: tf.nn.pool(v, window, kind, padding="VALID", dilations=rate))
+    np.testing.assert_allclose(pooled(x).numpy(), want, rtol=1e-12)
+    check_grads(lambda v: tf.nn.pool(v, window, kind, padding="VALID", dilations=rate), [x])
+    torch = pytest.importorskip("torch")
+    if kind == "MAX":  # torch has dilated max pooling only
+        xt = torch.tensor(x.transpose(0, 3, 1, 2).copy())
+        yt = torch.nn.functional.max_pool2d(xt, window, 1, dilation=rate)
+        np.testing.assert_allclose(pooled(x).numpy(), yt.numpy().transpose(0, 2, 3, 1))
+    with pytest.raises(ValueError, match="SAME"):
+        tf.nn.pool(x, window, kind, padding="SAME", dilations=rate)
+    with pytest.raises(ValueError, match="strides"):
+        tf.nn.pool(x, window, kind, strides=[2, 1], dilations=rate)
+
+
 def test_max_pool_gradient_goes_to_first_maximum_on_ties():
     x = tf.constant(np.ones((1, 2, 2, 1)))
     with tf.GradientTape() as tape:

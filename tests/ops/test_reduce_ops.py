@@ -93,6 +93,27 @@ def test_prod_gradient_exact_at_a_zero():
     np.testing.assert_array_equal(tape.gradient(y, x).numpy(), [0.0, 6.0, 0.0])
 
 
+def test_prod_gradient_over_two_axes_with_unknown_dims_in_a_graph():
+    x = np.random.default_rng(5).uniform(0.5, 1.5, (2, 3, 4))
+    x[1, 2, 0] = 0.0  # a zero in one group: only that group's gradient is the others' product
+
+    def grad(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = tf.reduce_sum(tf.reduce_prod(x, axis=[0, 2]) * tf.constant([1.0, 2.0, 3.0],
+                                                                           tf.float64))
+        return tape.gradient(y, x)
+
+    traced = tf.function(grad, input_signature=[tf.TensorSpec([None, None, None], tf.float64)])
+    expect = np.empty_like(x)
+    for j in range(3):
+        group = x[:, j, :].ravel()
+        others = [np.prod(np.delete(group, i)) for i in range(group.size)]
+        expect[:, j, :] = (j + 1) * np.reshape(others, (2, 4))
+    np.testing.assert_allclose(traced(tf.constant(x)).numpy(), expect, rtol=1e-12)
+    np.testing.assert_allclose(grad(tf.constant(x)).numpy(), expect, rtol=1e-12)
+
+
 def test_logsumexp_is_stable():
     out = tf.reduce_logsumexp(tf.constant([1000.0, 1000.0])).numpy()
     np.testing.assert_allclose(out, 1000 + np.log(2), rtol=1e-6)

@@ -16,6 +16,7 @@ from tapeflow.keras import backend
 from tapeflow.keras.metrics import Metric, _tensor
 
 _COUNTS = ("true_positives", "false_positives", "true_negatives", "false_negatives")
+_NEG_INF = -1e10  # tf-keras's threshold below every kept prediction when top_k is set
 
 
 def _safe_divide(num: Any, den: Any) -> Any:
@@ -26,10 +27,11 @@ class _ConfusionMetric(Metric):
     """Weighted confusion counts of flattened predictions against each threshold."""
 
     def __init__(self, thresholds: list[float], counts: tuple[str, ...], name: str | None,
-                 dtype: Any, class_id: int | None = None):
+                 dtype: Any, class_id: int | None = None, top_k: int | None = None):
         super().__init__(name=name, dtype=dtype)
         self.thresholds = [float(t) for t in thresholds]
         self.class_id = class_id
+        self.top_k = top_k
         self._thresholds = np.asarray(self.thresholds, np.float32)
         self._counts = counts
         for count in counts:
@@ -41,12 +43,18 @@ class _ConfusionMetric(Metric):
     def update_state(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> Any:
         y_pred = self._predictions(_tensor(y_pred, "float32"))
         y_true = _tensor(y_true)
-        if self.class_id is not None:
-            y_pred, y_true = y_pred[..., self.class_id], y_true[..., self.class_id]
+        if self.top_k is not None:
+            y_pred = _keep_top_k(y_pred, self.top_k)
         if sample_weight is None:
             weight = tf.ones_like(y_pred)
-        else:
-            weight = tf.broadcast_to(tf.cast(_tensor(sample_weight), "float32"), tf.shape(y_pred))
+        else:  # per-sample weights ([batch]) weigh each row of a [batch, classes] prediction
+            weight = tf.cast(_tensor(sample_weight), "float32")
+            for _ in range((y_pred.shape.rank or 0) - (weight.shape.rank or 0)):
+                weight = tf.expand_dims(weight, -1)
+            weight = tf.broadcast_to(weight, tf.shape(y_pred))
+        if self.class_id is not None:
+            y_pred, y_true = y_pred[..., self.class_id], y_true[..., self.class_id]
+            weight = weight[..., self.class_id]
         label = tf.reshape(tf.cast(tf.not_equal(y_true, 0), "float32"), [-1, 1])
         positive = tf.cast(tf.reshape(y_pred, [-1, 1]) > self._thresholds, "float32")
         weight = tf.reshape(weight, [-1, 1])
@@ -62,11 +70,24 @@ class _ConfusionMetric(Metric):
         return value[0] if len(self.thresholds) == 1 else value
 
     def get_config(self) -> dict:
-        return {**super().get_config(), "thresholds": self.thresholds, "class_id": self.class_id}
+        thresholds = None if self.thresholds == [_NEG_INF] else self.thresholds
+        return {**super().get_config(), "thresholds": thresholds, "top_k": self.top_k,
+                "class_id": self.class_id}
+
+
+def _keep_top_k(y_pred: Any, k: int) -> Any:
+    """Each row's k largest predictions as they are, the rest far below any threshold (ties
+    go to the lower index, as ``tf.math.top_k``), so only a row's top k can count positive."""
+    depth = y_pred.shape[-1]
+    top = tf.math.top_k(y_pred, k).indices
+    kept = tf.reduce_max(tf.one_hot(top, depth, dtype=y_pred.dtype), axis=-2)
+    return tf.where(kept > 0, y_pred, tf.fill(tf.shape(y_pred), tf.cast(_NEG_INF, y_pred.dtype)))
 
 
 def _checked_thresholds(thresholds: Any, default: float, who: str) -> list[float]:
     values = [default] if thresholds is None else list(np.atleast_1d(thresholds))
+    if thresholds is None and default == _NEG_INF:
+        return values
     if not all(0.0 <= t <= 1.0 for t in values):
         raise ValueError(f"{who}: thresholds must be in [0, 1], got {values}")
     return values
@@ -77,11 +98,12 @@ class Precision(_ConfusionMetric):
 
     def __init__(self, thresholds: Any = None, top_k: int | None = None,
                  class_id: int | None = None, name: str | None = None, dtype: Any = None):
-        if top_k is not None:
-            raise NotImplementedError("Precision: top_k is not supported")
-        super().__init__(_checked_thresholds(thresholds, 0.5, "Precision"),
+        if top_k is not None and (int(top_k) != top_k or top_k < 1):
+            raise ValueError(f"Precision: top_k must be a positive integer, got {top_k!r}")
+        default = 0.5 if top_k is None else _NEG_INF  # with top_k every kept row counts
+        super().__init__(_checked_thresholds(thresholds, default, "Precision"),
                          ("true_positives", "false_positives"), name or "precision", dtype,
-                         class_id)
+                         class_id, top_k)
 
     def result(self) -> Any:
         tp = self.true_positives.read_value()
@@ -93,11 +115,12 @@ class Recall(_ConfusionMetric):
 
     def __init__(self, thresholds: Any = None, top_k: int | None = None,
                  class_id: int | None = None, name: str | None = None, dtype: Any = None):
-        if top_k is not None:
-            raise NotImplementedError("Recall: top_k is not supported")
-        super().__init__(_checked_thresholds(thresholds, 0.5, "Recall"),
+        if top_k is not None and (int(top_k) != top_k or top_k < 1):
+            raise ValueError(f"Recall: top_k must be a positive integer, got {top_k!r}")
+        default = 0.5 if top_k is None else _NEG_INF  # with top_k every kept row counts
+        super().__init__(_checked_thresholds(thresholds, default, "Recall"),
                          ("true_positives", "false_negatives"), name or "recall", dtype,
-                         class_id)
+                         class_id, top_k)
 
     def result(self) -> Any:
         tp = self.true_positives.read_value()

@@ -10,7 +10,7 @@ from tapeflow._api import export
 from tapeflow.framework import dtypes as _dtypes
 from tapeflow.framework import errors
 from tapeflow.framework.dispatch import apply, op
-from tapeflow.ops.array_ops import _axis, _is_symbolic, _python_int, _tensor
+from tapeflow.ops.array_ops import _axis, _is_symbolic, _python_int, _tensor, broadcast_to, concat
 
 # --- range / linspace / eye / one_hot ---------------------------------------------------------
 
@@ -100,12 +100,17 @@ def _eye(*, rows, cols, dtype):
 @export("eye", "linalg.eye")
 def eye(num_rows: int, num_columns: int | None = None, batch_shape: Any = None,
         dtype: Any = _dtypes.float32, name: str | None = None):
-    """Identity matrix (num_rows x num_columns)."""
-    if batch_shape is not None:
-        raise NotImplementedError("tf.eye with batch_shape (issue 2)")
+    """Identity matrix (num_rows x num_columns), repeated over `batch_shape` when given."""
     rows = _python_int(num_rows, "num_rows")
     cols = rows if num_columns is None else _python_int(num_columns, "num_columns")
-    return apply(_eye, rows=rows, cols=cols, dtype=_dtypes.as_dtype(dtype))
+    out = apply(_eye, rows=rows, cols=cols, dtype=_dtypes.as_dtype(dtype))
+    if batch_shape is None:
+        return out
+    if _is_symbolic(batch_shape):  # a shape tensor known only when the graph runs
+        return broadcast_to(out, concat([batch_shape, [rows, cols]], 0))
+    batch = [_python_int(d, "batch_shape") for d in np.asarray(
+        batch_shape.numpy() if hasattr(batch_shape, "numpy") else batch_shape).reshape(-1)]
+    return broadcast_to(out, [*batch, rows, cols])
 
 
 @op("OneHot", shape=lambda indices, *, depth, on_value, off_value, axis, dtype: (

@@ -13,6 +13,7 @@ from tapeflow.framework.constant import convert_to_tensor
 from tapeflow.framework.dispatch import apply, op
 from tapeflow.framework.tensor import EagerTensor
 from tapeflow.kernels import scatter as _scatter
+from tapeflow.ops import array_ops, creation_ops, math_ops
 from tapeflow.ops.array_ops import _tensor
 from tapeflow.ops.indexed_slices import IndexedSlices
 
@@ -209,6 +210,33 @@ def _(gg, out, g, indices, like):
 @export("gather_nd")
 def gather_nd(params: Any, indices: Any, batch_dims: int = 0, name: str | None = None):
     """Gather slices of `params` at the index tuples in the last dim of `indices`."""
+    params, indices = _tensor(params), _tensor(indices)
     if batch_dims:
-        raise NotImplementedError("tf.gather_nd with batch_dims != 0 (issue 2)")
-    return apply(_gather_nd, _tensor(params), _tensor(indices))
+        indices = _with_batch_coordinates(params, indices, batch_dims)
+    return apply(_gather_nd, params, indices)
+
+
+def _with_batch_coordinates(params, indices, batch_dims: int):
+    """TF's ``batch_dims`` b as a plain gather_nd: each index tuple gets its own b batch
+    coordinates in front, so batch i of `indices` reads batch i of `params` (the gradient is
+    then gather_nd's own scatter-add)."""
+    rank = indices.shape.rank
+    b = batch_dims + rank if batch_dims < 0 else batch_dims
+    if rank is None or not 0 <= b < rank:
+        raise errors.InvalidArgumentError(
+            None, "GatherNd", f"GatherNd: batch_dims={batch_dims} must be in [0, {rank}) for "
+            f"indices of shape {indices.shape} (params {params.shape}, {params.dtype.name})")
+    head = indices.shape[:b]
+    if params.shape.rank is not None and not head.is_compatible_with(params.shape[:b]):
+        raise errors.InvalidArgumentError(
+            None, "GatherNd", f"GatherNd: the first {b} dims of params {params.shape} and "
+            f"indices {indices.shape} (batch_dims={b}) must be equal")
+    grid_shape = array_ops.shape(indices, out_type=indices.dtype)[:-1]
+    coords = []
+    for axis in range(b):
+        n = array_ops.shape(indices, out_type=indices.dtype)[axis]
+        along = array_ops.reshape(creation_ops.range_(n, dtype=indices.dtype),
+                                  [-1 if i == axis else 1 for i in range(rank - 1)])
+        coords.append(array_ops.broadcast_to(along, grid_shape))
+    batch = array_ops.stack(coords, axis=-1)
+    return array_ops.concat([batch, math_ops.cast(indices, indices.dtype)], axis=-1)

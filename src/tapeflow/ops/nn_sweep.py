@@ -296,12 +296,25 @@ def pool(input: Any, window_shape: Any, pooling_type: str, strides: Any = None, 
     window = _sizes(window_shape)
     n = len(window)
     strides = [1] * n if strides is None else _sizes(strides)
-    if dilations is not None and any(d != 1 for d in _sizes(dilations)):
-        raise NotImplementedError("tf.nn.pool with dilations > 1")
     kind = pooling_type.upper()
     if kind not in ("MAX", "AVG"):
         raise ValueError(f"pooling_type must be 'MAX' or 'AVG', got {pooling_type!r}")
     fmt = data_format
+    rate = [1] * n if dilations is None else _sizes(dilations)
+    if any(r != 1 for r in rate):  # TF's recipe: a dense window over the space_to_batch grid
+        if any(s != 1 for s in strides):
+            raise ValueError(f"tf.nn.pool: strides {strides} > 1 are not supported together "
+                             f"with dilations {rate} > 1 (as in TensorFlow)")
+        if padding == "SAME":
+            raise ValueError(f"tf.nn.pool: 'SAME' padding with dilations {rate} > 1 is not "
+                             "implemented (as in TensorFlow); pad the input and use 'VALID'")
+        if len(rate) != n:
+            raise ValueError(f"tf.nn.pool: dilations {rate} must have one entry per window dim "
+                             f"{window}")
+        return with_space_to_batch(
+            x, rate, padding, lambda converted, _, pad: pool(converted, window, kind, None, pad,
+                                                             fmt),
+            filter_shape=window, data_format=fmt)
     if n == 1:
         fn = conv_ops.max_pool1d if kind == "MAX" else conv_ops.avg_pool1d
         return fn(x, window, strides, padding, data_format=fmt or "NWC")
@@ -358,6 +371,6 @@ def with_space_to_batch(input: Any, dilation_rate: Any, padding: str, op: Any,  
     else:
         raise ValueError(f"padding must be 'SAME' or 'VALID', got {padding!r}")
     shape = [int(x.shape[d]) for d in spatial_dims]
-    paddings, crops = root_extras.required_space_to_batch_paddings(shape, rate, base)
+    paddings, crops = root_extras.space_to_batch_padding_arrays(shape, rate, base)
     converted = root_extras.space_to_batch_nd(x, rate, paddings)
     return root_extras.batch_to_space(op(converted, n, "VALID"), rate, crops)

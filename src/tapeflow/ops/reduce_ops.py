@@ -170,7 +170,7 @@ def _product_of_others(x, axis):
 
     Dividing the product by x would give NaN where x == 0; TF also uses exclusive cumprods.
     """
-    from tapeflow.ops.array_ops import reshape, reshape_like, transpose
+    from tapeflow.ops.array_ops import concat, reshape, reshape_like, shape, transpose
 
     rank = x.shape.rank
     axes = tuple(range(rank)) if axis is None else axis
@@ -181,10 +181,11 @@ def _product_of_others(x, axis):
     perm = kept + list(axes)
     xt = transpose(x, perm)
     kept_shape = [x.shape[i] for i in kept]
-    if any(d is None for d in kept_shape):
-        raise NotImplementedError("gradient of reduce_prod over several axes needs the other "
-                                  f"dims known statically, got shape {x.shape}")
-    flat = reshape(xt, kept_shape + [-1])
+    if any(d is None for d in kept_shape):  # the kept dims' sizes from the running graph
+        kept_shape = concat([shape(xt)[:len(kept)], [-1]], 0)
+    else:
+        kept_shape = kept_shape + [-1]
+    flat = reshape(xt, kept_shape)
     others = cumprod(flat, -1, exclusive=True) * cumprod(flat, -1, exclusive=True, reverse=True)
     return transpose(reshape_like(others, xt), np.argsort(perm).tolist())
 

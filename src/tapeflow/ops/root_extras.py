@@ -91,15 +91,22 @@ def batch_to_space(input: Any, block_shape: Any, crops: Any,  # noqa: A002
 def required_space_to_batch_paddings(input_shape: Any, block_shape: Any,
                                      base_paddings: Any = None, name: str | None = None) -> tuple:
     """(paddings, crops) making input_shape + base paddings divisible by block_shape."""
-    shape = np.asarray(_static_list(input_shape, "input_shape"))
-    block = np.asarray(_static_list(block_shape, "block_shape"))
-    base = np.zeros((len(block), 2), np.int64) if base_paddings is None else np.asarray(
-        _static_list(base_paddings, "base_paddings"))
+    base = None if base_paddings is None else _static_list(base_paddings, "base_paddings")
+    paddings, crops = space_to_batch_padding_arrays(
+        _static_list(input_shape, "input_shape"), _static_list(block_shape, "block_shape"), base)
+    return convert_to_tensor(paddings), convert_to_tensor(crops)
+
+
+def space_to_batch_padding_arrays(shape: Any, block: Any, base: Any = None) -> tuple:
+    """required_space_to_batch_paddings' numbers as int32 arrays: usable while tracing, where
+    a constant tensor has no value to read back."""
+    shape, block = np.asarray(shape), np.asarray(block)
+    base = np.zeros((len(block), 2), np.int64) if base is None else np.asarray(base)
     full = shape + base[:, 0] + base[:, 1]
     extra = (block - full % block) % block
     paddings = np.stack([base[:, 0], base[:, 1] + extra], axis=1).astype(np.int32)
     crops = np.stack([np.zeros_like(extra), extra], axis=1).astype(np.int32)
-    return convert_to_tensor(paddings), convert_to_tensor(crops)
+    return paddings, crops
 
 
 @op("HistogramFixedWidthBins", shape=lambda values, value_range, *, nbins, dtype: (
