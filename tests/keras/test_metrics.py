@@ -171,6 +171,52 @@ def test_precision_recall_top_k_with_per_sample_weights():
         keras.metrics.Recall(top_k=0)
 
 
+def _exact_roc_auc(labels, scores):
+    """Probability that a positive outranks a negative (ties half): the ROC area exactly."""
+    pos, neg = scores[labels == 1], scores[labels == 0]
+    wins = (pos[:, None] > neg[None, :]).sum() + 0.5 * (pos[:, None] == neg[None, :]).sum()
+    return wins / (len(pos) * len(neg))
+
+
+def test_auc_multi_label_and_label_weights():
+    rng = np.random.default_rng(6)
+    y_true = rng.integers(0, 2, size=(80, 3))
+    y_pred = np.clip(0.3 * y_true + 0.7 * rng.uniform(size=(80, 3)), 0, 1).astype(np.float32)
+    exact = np.array([_exact_roc_auc(y_true[:, j], y_pred[:, j]) for j in range(3)])
+    m = keras.metrics.AUC(num_thresholds=2000, multi_label=True)
+    m.update_state(y_true[:50], y_pred[:50])
+    m.update_state(y_true[50:], y_pred[50:])
+    assert m.true_positives.shape == (2000, 3)
+    assert float(m.result()) == pytest.approx(exact.mean(), abs=2e-3)
+    weights = np.array([1.0, 2.0, 0.5])
+    w = keras.metrics.AUC(num_thresholds=2000, multi_label=True, num_labels=3,
+                          label_weights=weights)
+    w.update_state(y_true, y_pred)
+    assert float(w.result()) == pytest.approx((exact * weights).sum() / weights.sum(), abs=2e-3)
+    # without multi_label, label weights weigh each class's column of the pooled counts
+    pooled = keras.metrics.AUC(label_weights=weights)
+    pooled.update_state(y_true, y_pred)
+    same = keras.metrics.AUC()
+    same.update_state(y_true.ravel(), y_pred.ravel(), sample_weight=np.tile(weights, 80))
+    assert float(pooled.result()) == pytest.approx(float(same.result()), rel=1e-6)
+    assert keras.metrics.AUC.from_config(w.get_config()).get_config() == w.get_config()
+    with pytest.raises(ValueError, match="labels"):
+        keras.metrics.AUC(multi_label=True).update_state(y_true.ravel(), y_pred.ravel())
+
+
+def test_multi_label_auc_built_on_first_batch_of_a_traced_fit():
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=(48, 4)).astype(np.float32)
+    y = (x[:, :2] + 0.3 * rng.normal(size=(48, 2)) > 0).astype(np.float32)
+    model = keras.Sequential([keras.layers.Dense(2, activation="sigmoid", input_shape=(4,))])
+    auc = keras.metrics.AUC(multi_label=True, name="auc")
+    model.compile(optimizer=keras.optimizers.SGD(0.0), loss="binary_crossentropy", metrics=[auc])
+    history = model.fit(x, y, batch_size=16, epochs=1, verbose=0)
+    probs = model.predict(x, verbose=0)
+    exact = np.mean([_exact_roc_auc(y[:, j], probs[:, j]) for j in range(2)])
+    assert history.history["auc"][0] == pytest.approx(exact, abs=2e-2)
+
+
 def test_threshold_metrics_in_a_traced_fit():
     rng = np.random.default_rng(3)
     x = rng.normal(size=(40, 4)).astype(np.float32)

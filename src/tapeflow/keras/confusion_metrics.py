@@ -34,6 +34,7 @@ class _ConfusionMetric(Metric):
         self.top_k = top_k
         self._thresholds = np.asarray(self.thresholds, np.float32)
         self._counts = counts
+        self._label_weights = None  # AUC's per-class weights ([classes]), else None
         for count in counts:
             setattr(self, count, self.add_weight(count, shape=(len(self.thresholds),)))
 
@@ -52,6 +53,8 @@ class _ConfusionMetric(Metric):
             for _ in range((y_pred.shape.rank or 0) - (weight.shape.rank or 0)):
                 weight = tf.expand_dims(weight, -1)
             weight = tf.broadcast_to(weight, tf.shape(y_pred))
+        if self._label_weights is not None:  # each class's column weighs by its own weight
+            weight = weight * self._label_weights
         if self.class_id is not None:
             y_pred, y_true = y_pred[..., self.class_id], y_true[..., self.class_id]
             weight = weight[..., self.class_id]
@@ -147,8 +150,6 @@ class AUC(_ConfusionMetric):
         if summation_method not in ("interpolation", "minoring", "majoring"):
             raise ValueError("AUC: summation_method must be 'interpolation', 'minoring' or "
                              f"'majoring', got {summation_method!r}")
-        if multi_label or label_weights is not None:
-            raise NotImplementedError("AUC: multi_label and label_weights are not supported")
         eps = backend.epsilon()
         if thresholds is not None:
             inner = sorted(_checked_thresholds(thresholds, 0.5, "AUC"))
@@ -161,6 +162,56 @@ class AUC(_ConfusionMetric):
         self.curve = curve
         self.summation_method = summation_method
         self.from_logits = from_logits
+        self.multi_label = bool(multi_label)
+        self.num_labels = num_labels
+        self.label_weights = None
+        if label_weights is not None:
+            self.label_weights = np.asarray(label_weights, np.float32).reshape(-1)
+            if np.any(self.label_weights < 0):
+                raise ValueError(f"AUC: label_weights must be >= 0, got {label_weights}")
+            if not self.multi_label:  # weigh each class's column of the pooled counts
+                self._label_weights = self.label_weights
+        if self.multi_label:  # counts per threshold and label: [num_thresholds, num_labels]
+            self._variables.clear()
+            if num_labels is not None:
+                self._build_label_counts(int(num_labels))
+
+    def _build_label_counts(self, labels: int) -> None:
+        for count in self._counts:
+            setattr(self, count, self.add_weight(count, shape=(self.num_thresholds, labels)))
+        self.num_labels = labels
+
+    def update_state(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> Any:
+        if not self.multi_label:
+            return super().update_state(y_true, y_pred, sample_weight)
+        y_pred = self._predictions(_tensor(y_pred, "float32"))
+        y_true = _tensor(y_true)
+        if y_pred.shape.rank != 2:
+            raise ValueError(f"AUC(multi_label=True): predictions must be [batch, labels], got "
+                             f"shape {y_pred.shape}")
+        if not self._variables:
+            self._build_label_counts(int(y_pred.shape[-1]))
+        weight = tf.ones_like(y_pred) if sample_weight is None else tf.broadcast_to(
+            tf.reshape(tf.cast(_tensor(sample_weight), "float32"), [-1, 1]), tf.shape(y_pred))
+        label = tf.expand_dims(tf.cast(tf.not_equal(y_true, 0), "float32"), 1)  # [N, 1, L]
+        positive = tf.cast(tf.expand_dims(y_pred, 1) > self._thresholds[:, None], "float32")
+        weight = tf.expand_dims(weight, 1)
+        parts = {"true_positives": label * positive, "false_positives": (1 - label) * positive,
+                 "true_negatives": (1 - label) * (1 - positive),
+                 "false_negatives": label * (1 - positive)}
+        for count in self._counts:
+            getattr(self, count).assign_add(
+                tf.cast(tf.reduce_sum(parts[count] * weight, axis=0), self._dtype))
+        return self.true_positives
+
+    def _over_labels(self, by_label: Any) -> Any:
+        """One number from the per-label areas: their mean, or weighted by label_weights."""
+        if not self.multi_label:
+            return by_label
+        if self.label_weights is None:
+            return tf.reduce_mean(by_label)
+        w = tf.constant(self.label_weights)
+        return _safe_divide(tf.reduce_sum(by_label * w), tf.reduce_sum(w))
 
     def _predictions(self, y_pred: Any) -> Any:
         return tf.sigmoid(y_pred) if self.from_logits else y_pred
@@ -169,7 +220,7 @@ class AUC(_ConfusionMetric):
         tp, fp, tn, fn = (getattr(self, c).read_value() for c in _COUNTS)
         recall = _safe_divide(tp, tp + fn)
         if self.curve == "PR" and self.summation_method == "interpolation":
-            return self._interpolated_pr_auc(tp, fp, fn)
+            return self._over_labels(self._interpolated_pr_auc(tp, fp, fn))
         if self.curve == "ROC":
             x, y = _safe_divide(fp, fp + tn), recall
         else:
@@ -180,7 +231,7 @@ class AUC(_ConfusionMetric):
             heights = tf.minimum(y[:-1], y[1:])
         else:
             heights = tf.maximum(y[:-1], y[1:])
-        return tf.reduce_sum((x[:-1] - x[1:]) * heights)
+        return self._over_labels(tf.reduce_sum((x[:-1] - x[1:]) * heights, axis=0))
 
     @staticmethod
     def _interpolated_pr_auc(tp: Any, fp: Any, fn: Any) -> Any:
@@ -196,9 +247,12 @@ class AUC(_ConfusionMetric):
                          tf.ones_like(predicted[1:]))
         increments = _safe_divide(slope * (d_tp + intercept * tf.math.log(ratio)),
                                   tf.maximum(tp[1:] + fn[1:], 0.0))
-        return tf.reduce_sum(increments)
+        return tf.reduce_sum(increments, axis=0)
 
     def get_config(self) -> dict:
         return {"name": self.name, "dtype": self.dtype, "num_thresholds": self.num_thresholds,
                 "curve": self.curve, "summation_method": self.summation_method,
-                "thresholds": self.thresholds[1:-1], "from_logits": self.from_logits}
+                "thresholds": self.thresholds[1:-1], "from_logits": self.from_logits,
+                "multi_label": self.multi_label, "num_labels": self.num_labels,
+                "label_weights": None if self.label_weights is None
+                else self.label_weights.tolist()}
