@@ -49,10 +49,14 @@ def concat(xs: tuple[np.ndarray, ...], axis: int) -> np.ndarray:
 
 @jit()
 def _into_columns_nb(src, dst, at):
+    """dst[:, at:at + c] = src, row by row as 1-D slices: indexing dst[i, at + j] (a signed
+    column index whose wraparound check stays in the loop) kept it scalar, 2.5-4x slower (a
+    [65536, 12] append into a 64-channel buffer, in cache: 0.62 -> 0.26 ms)."""
     m, c = src.shape
     for i in range(m):
+        si, di = src[i], dst[i, at:at + c]
         for j in range(c):
-            dst[i, at + j] = src[i, j]
+            di[j] = si[j]
 
 
 def _write(buf: np.ndarray, at: int, xs: tuple[np.ndarray, ...]) -> int:
