@@ -61,13 +61,18 @@ class _ConfusionMetric(Metric):
         label = tf.reshape(tf.cast(tf.not_equal(y_true, 0), "float32"), [-1, 1])
         positive = tf.cast(tf.reshape(y_pred, [-1, 1]) > self._thresholds, "float32")
         weight = tf.reshape(weight, [-1, 1])
+        self._add_counts(label, positive, weight)
+        return getattr(self, self._counts[0])
+
+    def _add_counts(self, label: Any, positive: Any, weight: Any) -> None:
+        """Add the weighted counts, summed over the leading (example) axis: 0/1 `label` and
+        `positive` broadcast against each other (examples x thresholds [x labels])."""
         parts = {"true_positives": label * positive, "false_positives": (1 - label) * positive,
                  "true_negatives": (1 - label) * (1 - positive),
                  "false_negatives": label * (1 - positive)}
         for count in self._counts:
             getattr(self, count).assign_add(
                 tf.cast(tf.reduce_sum(parts[count] * weight, axis=0), self._dtype))
-        return getattr(self, self._counts[0])
 
     def _single(self, value: Any) -> Any:
         return value[0] if len(self.thresholds) == 1 else value
@@ -196,12 +201,7 @@ class AUC(_ConfusionMetric):
         label = tf.expand_dims(tf.cast(tf.not_equal(y_true, 0), "float32"), 1)  # [N, 1, L]
         positive = tf.cast(tf.expand_dims(y_pred, 1) > self._thresholds[:, None], "float32")
         weight = tf.expand_dims(weight, 1)
-        parts = {"true_positives": label * positive, "false_positives": (1 - label) * positive,
-                 "true_negatives": (1 - label) * (1 - positive),
-                 "false_negatives": label * (1 - positive)}
-        for count in self._counts:
-            getattr(self, count).assign_add(
-                tf.cast(tf.reduce_sum(parts[count] * weight, axis=0), self._dtype))
+        self._add_counts(label, positive, weight)
         return self.true_positives
 
     def _over_labels(self, by_label: Any) -> Any:
