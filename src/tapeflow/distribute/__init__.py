@@ -12,6 +12,12 @@ from tapeflow._api import export_value as _export_value
 from tapeflow.distribute import cluster_resolver, dataset_creator, keras_fit, mesh, partitioners
 from tapeflow.distribute.cluster_resolver import ClusterSpec
 from tapeflow.distribute.communicator import CollectiveTimeoutError
+from tapeflow.distribute.cross_device_ops import (
+    CrossDeviceOps,
+    HierarchicalCopyAllReduce,
+    NcclAllReduce,
+    ReductionToOneDevice,
+)
 from tapeflow.distribute.input_lib import AutoShardPolicy, DistributedDataset
 from tapeflow.distribute.mirrored import MirroredStrategy, PerReplica
 from tapeflow.distribute.multi_worker import (
@@ -19,6 +25,7 @@ from tapeflow.distribute.multi_worker import (
     CommunicationOptions,
     MultiWorkerMirroredStrategy,
 )
+from tapeflow.distribute.options import InputOptions, InputReplicationMode, RunOptions
 from tapeflow.distribute.parameter_server import (
     ClusterCoordinator,
     ParameterServerStrategy,
@@ -33,12 +40,16 @@ from tapeflow.distribute.strategy import (
     ReplicaContext,
     Strategy,
     compute_average_loss,
+    experimental_set_strategy,
     get_replica_context,
     get_strategy,
     has_strategy,
     in_cross_replica_context,
     scale_loss_for_distribution,
 )
+
+DistributedValues = PerReplica  # TF's base of per-replica values: strategy.run's results
+_export_value("distribute.DistributedValues", DistributedValues)
 
 dtensor = _Namespace(
     Mesh=mesh.Mesh, Layout=mesh.Layout, UNSHARDED=mesh.UNSHARDED,

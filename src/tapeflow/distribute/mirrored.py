@@ -160,7 +160,7 @@ class _ThreadReplicaContext(base.ReplicaContext):
         return None
 
 
-def _sum_values(values: tuple) -> Any:
+def sum_replica_values(values: tuple) -> Any:
     """The replicas' values added up in replica order. IndexedSlices stay sparse, as in
     TensorFlow's cross-device reduction: every replica's rows, values and indices
     concatenated (the optimizer adds up repeated rows), so a table's untouched rows cost
@@ -183,7 +183,8 @@ def _sum_values(values: tuple) -> Any:
 
 def _sum_lists(strategy: Any, grads: PerReplica) -> list:
     per_replica = grads.values
-    return [None if per_replica[0][i] is None else _sum_values(tuple(g[i] for g in per_replica))
+    return [None if per_replica[0][i] is None
+            else strategy._replica_sum(tuple(g[i] for g in per_replica))
             for i in range(len(per_replica[0]))]
 
 
@@ -203,7 +204,7 @@ def _all_reduce(ctx: _ThreadReplicaContext, op: base.ReduceOp, value: Any) -> An
     n = ctx.num_replicas_in_sync
 
     def merge(strategy: Any, values: PerReplica) -> Any:
-        total = _sum_values(values.values)
+        total = strategy._replica_sum(values.values)
         return total if op is base.ReduceOp.SUM else math_ops.divide(total, float(n))
 
     @custom_gradient
@@ -247,8 +248,19 @@ class MirroredStrategy(base.Strategy):
                 f"{[x.name for x in config.list_logical_devices()]}: split the CPU into logical "
                 f"devices with tf.config.set_logical_device_configuration, or use one process "
                 f"per replica (MultiWorkerMirroredStrategy)\n{errors.user_line()}")
+        if cross_device_ops is not None and not callable(getattr(cross_device_ops, "reduce",
+                                                                 None)):
+            raise TypeError(f"MirroredStrategy: cross_device_ops must be a tf.distribute."
+                            f"CrossDeviceOps (for example HierarchicalCopyAllReduce()), got "
+                            f"{cross_device_ops!r}")
         self._devices = tuple(resolved)
         self._cross_device_ops = cross_device_ops
+
+    def _replica_sum(self, values: tuple) -> Any:
+        """The replicas' values added up: by the strategy's cross_device_ops when given."""
+        if self._cross_device_ops is None:
+            return sum_replica_values(values)
+        return self._cross_device_ops.reduce(base.ReduceOp.SUM, PerReplica(tuple(values)))
 
     # --- replicas ----------------------------------------------------------------------------
     def run(self, fn: Callable, args: tuple = (), kwargs: dict | None = None,
@@ -322,7 +334,7 @@ class MirroredStrategy(base.Strategy):
         parts = value.values if isinstance(value, PerReplica) else \
             (value,) * self.num_replicas_in_sync
         if axis is None:
-            total = _sum_values(parts)
+            total = self._replica_sum(parts)
             return total if op is base.ReduceOp.SUM else \
                 math_ops.divide(total, float(len(parts)))
         joined = array_ops.concat(list(parts), axis=axis)

@@ -44,6 +44,24 @@ class _Stack(threading.local):
 
 
 _stack = _Stack()
+_set_scopes = threading.local()  # the scope experimental_set_strategy entered, per thread
+
+
+@export("distribute.experimental_set_strategy")
+def experimental_set_strategy(strategy: Strategy | None) -> None:
+    """Make `strategy` current without a ``with strategy.scope()`` block (None: unset), as
+    TF's: not inside another strategy's scope; per thread here."""
+    entered = getattr(_set_scopes, "scope", None)
+    if len(_stack.strategies) != (entered is not None):
+        raise RuntimeError("tf.distribute.experimental_set_strategy must not be called inside "
+                           f"a strategy's scope (current: {_stack.strategies[-1]!r})")
+    if entered is not None:
+        _set_scopes.scope = None
+        entered.__exit__(None, None, None)
+    if strategy is not None:
+        scope = strategy.scope()
+        scope.__enter__()
+        _set_scopes.scope = scope
 
 
 class InputContext:
