@@ -47,6 +47,46 @@ def test_scalar_histogram_image_text_round_trip(tmp_path):
     assert got["note"][0][1].item() == b"hello **world**"
 
 
+def test_audio_and_generic_write_round_trip_through_tensorboards_loader(tmp_path):
+    import wave
+
+    from tensorboard.compat.proto import summary_pb2
+    from tensorboard.plugins.audio import metadata as audio_metadata
+
+    rng = np.random.default_rng(2)
+    clips = rng.uniform(-0.9, 0.9, size=(3, 400, 2)).astype(np.float32)
+    pr_meta = summary_pb2.SummaryMetadata(
+        plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="custom", content=b"x"))
+    writer = tf.summary.create_file_writer(str(tmp_path))
+    with writer.as_default():
+        assert tf.summary.audio("clip", clips, 8000, step=4, max_outputs=2)
+        assert tf.summary.write("raw", tf.constant([[1.5, 2.0]]), step=1, metadata=pr_meta)
+        tf.function(lambda x: tf.summary.write("traced", x * 2.0, step=2,
+                                               metadata=pr_meta.SerializeToString()))(
+            tf.constant([1.0, 3.0]))
+    writer.close()
+    got = events.values(tmp_path)
+    (step, rows), = got["clip"]
+    assert step == 4 and rows.shape == (2, 2) and rows[:, 1].tolist() == [b"", b""]
+    import io
+
+    for encoded, clip in zip(rows[:, 0], clips):
+        with wave.open(io.BytesIO(encoded)) as wav:  # Python's own WAV reader
+            assert (wav.getframerate(), wav.getnchannels(), wav.getnframes()) == (8000, 2, 400)
+            pcm = np.frombuffer(wav.readframes(400), "<i2").reshape(400, 2)
+        np.testing.assert_allclose(pcm / 32768.0, clip, atol=1 / 32768)
+    np.testing.assert_array_equal(got["raw"][0][1], [[1.5, 2.0]])
+    assert got["traced"] == [(2, pytest.approx(np.array([2.0, 6.0])))]
+    plugins = {v.tag: v.metadata.plugin_data for e in events.load(tmp_path)
+               for v in e.summary.value}
+    assert plugins["raw"].plugin_name == "custom" and plugins["traced"].content == b"x"
+    assert plugins["clip"].plugin_name == audio_metadata.PLUGIN_NAME
+    with pytest.raises(ValueError, match="encoding"):
+        tf.summary.audio("clip", clips, 8000, step=0, encoding="mp3")
+    with pytest.raises(TypeError, match="metadata"):
+        tf.summary.write("bad", 1.0, step=0, metadata={"plugin": "x"})
+
+
 def test_no_step_and_no_writer():
     assert tf.summary.scalar("x", 1.0, step=1) is False  # no default writer: nothing written
     writer = tf.summary.create_noop_writer()

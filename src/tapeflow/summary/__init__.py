@@ -1,14 +1,15 @@
 """``tf.summary``: TensorBoard event files written with the tensorboard package's protos.
 
 See docs/tensorboard.md. ``tf.summary.create_file_writer(logdir)`` and ``as_default()``,
-``scalar``/``histogram``/``image``/``text``/``graph``, ``trace_on``/``trace_export`` (graphs
-plus per-node compute time and memory), ``record_if``, ``experimental.set_step``, ``flush``.
+``scalar``/``histogram``/``image``/``text``/``audio``/``write``/``graph``,
+``trace_on``/``trace_export`` (graphs plus per-node compute time and memory), ``record_if``,
+``experimental.set_step``, ``flush``.
 """
 
 import types as _types
 
 from tapeflow.summary import introspection as _introspection
-from tapeflow.summary.summary_ops import graph, histogram, image, scalar, text
+from tapeflow.summary.summary_ops import audio, graph, histogram, image, scalar, text, write
 from tapeflow.summary.trace import trace_export, trace_off, trace_on
 from tapeflow.summary.writer import (
     SummaryWriter,
@@ -28,6 +29,6 @@ experimental = _types.ModuleType("tapeflow.summary.experimental",
 experimental.set_step = _set_step
 experimental.get_step = _get_step
 
-__all__ = ["SummaryWriter", "create_file_writer", "create_noop_writer", "experimental", "flush",
-           "graph", "histogram", "image", "record_if", "scalar", "should_record_summaries",
-           "text", "trace_export", "trace_off", "trace_on"]
+__all__ = ["SummaryWriter", "audio", "create_file_writer", "create_noop_writer", "experimental",
+           "flush", "graph", "histogram", "image", "record_if", "scalar",
+           "should_record_summaries", "text", "trace_export", "trace_off", "trace_on", "write"]

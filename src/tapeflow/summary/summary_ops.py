@@ -1,4 +1,5 @@
-"""``tf.summary.scalar`` / ``histogram`` / ``image`` / ``text`` / ``graph``.
+"""``tf.summary.scalar`` / ``histogram`` / ``image`` / ``text`` / ``audio`` / ``write`` /
+``graph``.
 
 Values become the ``Summary`` protos TensorBoard's own plugins define (their ``*_pb`` helpers
 and plugin metadata), written through the default writer at the given or default step.
@@ -119,6 +120,55 @@ def image(name: str, data: Any, step: Any = None, max_outputs: int = 3,
           description: str | None = None) -> Any:
     """Images ([k, h, w, c], floats in [0, 1] or uint8) for the Images dashboard."""
     return _write(name, step, lambda v: image_summary(name, v, max_outputs, description), data)
+
+
+def audio(name: str, data: Any, sample_rate: Any, step: Any = None, max_outputs: int = 3,
+          encoding: str | None = None, description: str | None = None) -> Any:
+    """Clips ([k, frames, channels], floats in [-1, 1]) as 16-bit WAV for the Audio dashboard:
+    the plugin's [k, 2] tensor of (encoded clip, label) rows."""
+    if encoding not in (None, "wav"):
+        raise ValueError(f"tf.summary.audio {name!r}: unknown encoding {encoding!r} (only "
+                         f"'wav')")
+    rate = int(_value(sample_rate))
+    if rate <= 0:
+        raise ValueError(f"tf.summary.audio {name!r}: sample_rate must be positive, got {rate}")
+
+    def make(clips: np.ndarray) -> Any:
+        from tapeflow.audio import encode_wav
+
+        if clips.ndim != 3:
+            raise ValueError(f"tf.summary.audio {name!r}: expected audio of shape [k, frames, "
+                             f"channels], got {clips.shape}")
+        metadata = _tb.module("plugins.audio.metadata")
+        rows = [[encode_wav(clip, rate).numpy(), b""] for clip in clips[:max_outputs]]
+        meta = metadata.create_summary_metadata(
+            display_name=None, description=description or "",
+            encoding=metadata.Encoding.Value("WAV"))
+        return _tensor_summary(name, np.array(rows, dtype=object).reshape(-1, 2), meta)
+
+    return _write(name, step, make, data)
+
+
+def write(tag: str, tensor: Any, step: Any = None, metadata: Any = None,
+          name: str | None = None) -> Any:
+    """Any tensor under `tag` with the given ``SummaryMetadata`` (a proto or its bytes): the
+    generic summary the plugins' own ops are built on."""
+    summary_pb2 = _tb.proto("summary_pb2")
+    if isinstance(metadata, (bytes, bytearray)):
+        metadata = summary_pb2.SummaryMetadata.FromString(bytes(metadata))
+    elif metadata is not None and not isinstance(metadata, summary_pb2.SummaryMetadata):
+        raise TypeError(f"tf.summary.write {tag!r}: metadata must be a SummaryMetadata proto or "
+                        f"its serialized bytes, got {type(metadata).__name__}")
+    return _write(tag, step, lambda v: _tensor_summary(tag, v, metadata), tensor)
+
+
+def _tensor_summary(tag: str, value: np.ndarray, metadata: Any) -> Any:
+    summary_pb2 = _tb.proto("summary_pb2")
+    tensor = _tb.module("util.tensor_util").make_tensor_proto(value)
+    entry = summary_pb2.Summary.Value(tag=tag, tensor=tensor)
+    if metadata is not None:
+        entry.metadata.CopyFrom(metadata)
+    return summary_pb2.Summary(value=[entry])
 
 
 def graph(graph_data: Any) -> bool:
