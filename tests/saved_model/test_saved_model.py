@@ -123,6 +123,29 @@ def test_bare_function(tmp_path):
     assert list(loaded.signatures["serving_default"](x=tf.constant([3.0])).values())[0] == 9.0
 
 
+def test_save_and_load_options_and_constants(tmp_path):
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
+    def f(x):
+        return x + 1.0
+
+    path = str(tmp_path / "opts")
+    tf.saved_model.save(f, path, options=tf.saved_model.SaveOptions(
+        save_debug_info=True, function_aliases={"plus_one": f}))
+    assert os.path.isdir(os.path.join(path, tf.saved_model.VARIABLES_DIRECTORY))
+    loaded = tf.saved_model.load(path, tags=[tf.saved_model.SERVING],
+                                 options=tf.saved_model.LoadOptions(allow_partial_checkpoint=True))
+    np.testing.assert_array_equal(loaded(tf.constant([1.0, 2.0])).numpy(), [2.0, 3.0])
+    assert tf.saved_model.PREDICT_METHOD_NAME == "tensorflow/serving/predict"
+    assert (tf.saved_model.TRAINING, tf.saved_model.CLASSIFY_OUTPUT_SCORES) == ("train", "scores")
+    with pytest.raises(TypeError, match="tf.saved_model.save: options must be a "
+                                        "tf.saved_model.SaveOptions"):
+        tf.saved_model.save(f, path, options=tf.saved_model.LoadOptions())
+    with pytest.raises(TypeError, match="LoadOptions"):
+        tf.saved_model.load(path, options={"allow_partial_checkpoint": True})
+    with pytest.raises(TypeError, match="function_aliases"):
+        tf.saved_model.SaveOptions(function_aliases=[f])
+
+
 def _saved(tmp_path):
     v = tf.Variable([1.0, 2.0])
 

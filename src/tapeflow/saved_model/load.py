@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from tapeflow.saved_model import graph_json
+from tapeflow.saved_model import options as options_lib
 from tapeflow.saved_model.save import FORMAT
 
 _MAX_JSON = 512 << 20
@@ -186,6 +187,7 @@ def load(export_dir: str, tags: Any = None, options: Any = None) -> RestoredObje
     """The object saved in `export_dir` (see the module docstring)."""
     from tapeflow.graph.function import ConcreteFunction
 
+    options_lib.checked(options, options_lib.LoadOptions, "tf.saved_model.load")
     export_dir = os.fspath(export_dir)
     document = _read_json(os.path.join(export_dir, "saved_model.json"))
     try:

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from tapeflow.saved_model import graph_json
+from tapeflow.saved_model import options as options_lib
 
 FORMAT = "tapeflow.saved_model"
 SERVING = "serving_default"
@@ -219,6 +220,7 @@ def save(obj: Any, export_dir: str, signatures: Any = None, options: Any = None)
     from tapeflow.graph.function import Function
     from tapeflow.keras.engine.training import Model
 
+    options_lib.checked(options, options_lib.SaveOptions, "tf.saved_model.save")
     export_dir = os.fspath(export_dir)
     if isinstance(obj, Function):  # a bare tf.function: the loaded object calls it
         if signatures is None and obj.input_signature is not None:
