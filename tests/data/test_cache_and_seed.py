@@ -2,8 +2,10 @@
 
 import time
 
+import numpy as np
 import pytest
 
+import tapeflow as tf
 import tapeflow.data as tfdata
 from tapeflow.data import Dataset
 from tapeflow.framework import dtypes
@@ -97,3 +99,16 @@ def test_interleave_artificial_order_matches_sequential():
     par = [x.numpy().tolist() for x in tfdata.Dataset.range(5).interleave(
         ArtificialDataset, cycle_length=2, num_parallel_calls=tfdata.AUTOTUNE)]
     assert seq == par == [[0], [0], [1], [0], [1], [0], [2], [1], [2], [3]]
+
+
+def test_numpy_iterator_and_threading_options_are_tf_data_names():
+    it = tf.data.Dataset.range(4).map(lambda x: x * 3).as_numpy_iterator()
+    assert isinstance(it, tf.data.NumpyIterator) and isinstance(it, tf.data.Iterator)
+    assert next(it) == 0 and isinstance(next(it), np.integer) and list(it) == [6, 9]
+    options = tf.data.Options()
+    assert isinstance(options.threading, tf.data.ThreadingOptions)
+    threading = tf.data.ThreadingOptions()
+    threading.private_threadpool_size = 2
+    options.threading = threading
+    ds = tf.data.Dataset.range(5).map(lambda x: x + 1, num_parallel_calls=2).with_options(options)
+    assert list(ds.as_numpy_iterator()) == [1, 2, 3, 4, 5]

@@ -7,10 +7,12 @@ from tapeflow.data.dataset import INFINITE as INFINITE_CARDINALITY
 from tapeflow.data.dataset import UNKNOWN as UNKNOWN_CARDINALITY
 from tapeflow.data.dataset import Dataset
 from tapeflow.data.iterator import DatasetIterator as Iterator
-from tapeflow.data.options import Options
+from tapeflow.data.iterator import NumpyIterator
+from tapeflow.data.options import Options, ThreadingOptions
 from tapeflow.data.readers import FixedLengthRecordDataset, TextLineDataset, TFRecordDataset
 from tapeflow.ops.script_ops import py_function
 
 __all__ = ["AUTOTUNE", "AutotuneReport", "Dataset", "DatasetSpec", "FixedLengthRecordDataset",
-           "INFINITE_CARDINALITY", "Iterator", "Options", "TFRecordDataset", "TextLineDataset",
-           "UNKNOWN_CARDINALITY", "experimental", "py_function"]
+           "INFINITE_CARDINALITY", "Iterator", "NumpyIterator", "Options", "TFRecordDataset",
+           "TextLineDataset", "ThreadingOptions", "UNKNOWN_CARDINALITY", "experimental",
+           "py_function"]

@@ -14,9 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from tapeflow.data import structure
 from tapeflow.data.autotune import AUTOTUNE, AutotuneReport
-from tapeflow.data.iterator import DatasetIterator
+from tapeflow.data.iterator import DatasetIterator, NumpyIterator
 from tapeflow.data.options import Options
 from tapeflow.framework import errors
 from tapeflow.framework.tensor import wrap
@@ -101,7 +100,7 @@ class Dataset:
 
     def as_numpy_iterator(self) -> DatasetIterator:
         """Iterate yielding NumPy values instead of tensors."""
-        return DatasetIterator(self, to_user=structure.to_numpy)
+        return NumpyIterator(self)
 
     def reduce(self, initial_state: Any, reduce_func: Callable) -> Any:
         """Fold `reduce_func(state, element)` over the dataset."""

@@ -163,3 +163,10 @@ class DatasetIterator:
 
     def __del__(self) -> None:
         self.close()
+
+
+class NumpyIterator(DatasetIterator):
+    """``dataset.as_numpy_iterator()``: the same iterator, yielding NumPy values."""
+
+    def __init__(self, dataset: Any):
+        super().__init__(dataset, to_user=structure.to_numpy)
