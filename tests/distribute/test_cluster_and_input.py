@@ -233,7 +233,7 @@ def test_bucket_buffers_are_reused_only_once_nothing_holds_them():
         return grads, collective_ops.all_reduce_gradients(grads, comm, 1 << 20)
 
     layout = (tuple(reversed(shapes)), np.dtype(np.float32).str)  # last variables first
-    collective_ops._buffers.pop(layout, None)
+    collective_ops._layouts.pop(layout, None)
     kept_in, kept_out = step(1.0)
     kept = [g.numpy().copy() for g in kept_out]
     for scale in (10.0, 100.0):  # earlier results still held: a new buffer each time
@@ -243,8 +243,72 @@ def test_bucket_buffers_are_reused_only_once_nothing_holds_them():
     for g, k, r in zip(kept_in, kept, kept_out):
         np.testing.assert_array_equal(r.numpy(), k)
         np.testing.assert_array_equal(r.numpy(), g.numpy())
-    assert len(collective_ops._buffers[layout]) == 3
+    assert len(collective_ops._layouts[layout].buffers) == 3
     del grads, out, kept_out
     for _ in range(3):  # nothing held between steps: the same buffer every time
         step(1.0)
-    assert len(collective_ops._buffers[layout]) == 3
+    assert len(collective_ops._layouts[layout].buffers) == 3
+
+
+class _DeferredComm(_LoopbackComm):
+    """A two-rank communicator whose all-reduces finish only when waited for (as an MPI
+    request does that nobody tests), logging posts and waits."""
+
+    def __init__(self, events: list):
+        self.events = events
+
+    def iallreduce(self, buf, op, what, out=None):
+        from tapeflow.distribute.communicator import Pending
+
+        events, n = self.events, sum(e[0] == "post" for e in self.events) + 1
+
+        class Deferred(Pending):
+            def test(self):
+                return self.done
+
+            def wait(self):
+                if not self.done:
+                    events.append(("wait", n))
+                    self.done = True
+                return self.result
+
+        self.events.append(("post", n))
+        return Deferred(self, None, buf, what, 0)
+
+
+def test_one_bucket_is_in_flight_at_a_time():
+    """Posting a bucket first finishes the one posted before it (8 concurrent MPICH
+    all-reduces of 4 MB took 13.2 ms, the same ones back to back 11.2 ms), and every posted
+    bucket is waited for exactly once."""
+    events: list = []
+    grads = [tf.constant(np.full(s, i, np.float32)) for i, s in enumerate([300, 200, 100, 50])]
+    out = collective_ops.all_reduce_gradients(grads, _DeferredComm(events), 1200)
+    assert events == [("post", 1), ("wait", 1), ("post", 2), ("wait", 2), ("post", 3),
+                      ("wait", 3)]
+    for g, r in zip(grads, out):
+        np.testing.assert_array_equal(r.numpy(), g.numpy())
+
+
+@pytest.mark.parametrize("traced", [False, True])
+def test_buckets_pack_any_layout_and_unpack_views(traced):
+    """Scalars, matrices, non-contiguous (transposed, strided) gradients and two dtypes pack
+    into their buckets and come back with their shapes and values, eagerly and in a traced
+    step; eagerly each result is a view of its bucket's buffer (no copy on the way out)."""
+    rng = np.random.default_rng(1)
+    values = [np.float32(2.5), rng.normal(size=(3, 4)).astype(np.float32),
+              rng.normal(size=(5, 3)).astype(np.float64).T, np.arange(7, dtype=np.float32),
+              rng.normal(size=(2, 3, 4)).astype(np.float32)[:, ::2, :]]
+
+    def reduce():
+        grads = [tf.constant(v) for v in values[:2]] + [None] + \
+            [tf.constant(v) for v in values[2:]]
+        out = collective_ops.all_reduce_gradients(grads, _LoopbackComm(), 1 << 20)
+        assert out[2] is None
+        return out[:2] + out[3:]
+
+    out = tf.function(reduce)() if traced else reduce()
+    for r, v in zip(out, values):
+        assert r.shape == np.shape(v) and r.dtype == tf.as_dtype(np.asarray(v).dtype)
+        np.testing.assert_array_equal(r.numpy(), v)
+        if np.ndim(v) and not traced:
+            assert r.numpy().base is not None

@@ -167,3 +167,19 @@ def test_tf_config_workers_join_and_a_dead_one_is_named():
     assert "started worker:0 of 2" in out0 and "step 1 total [2.0, 4.0]" in out0
     assert procs[0].returncode != 0 and procs[1].returncode != 0
     assert "rank(s) [1] never joined" in out0 and "worker:1 (localhost:" in out0
+
+
+def test_bucketed_gradients_equal_a_float64_sum_and_survive_later_calls():
+    """Real MPI, several buckets of mixed dtypes and non-contiguous gradients: each result is
+    NumPy's float64 sum of both ranks' gradients rounded once, and a result held across two
+    later calls keeps its value (bucket buffers are reused only once nothing holds them)."""
+    run = mpi_helpers.mpiexec(2, "allreduce_sum.py", "check", timeout=120)
+    assert run.returncode == 0 and run.stdout.count("ok") == 2, run.stdout + run.stderr
+
+
+@pytest.mark.slow
+def test_a_rank_stalled_before_the_gradient_buckets_is_named():
+    run = mpi_helpers.mpiexec(2, "allreduce_sum.py", "stall", timeout=60)
+    text = run.stdout + run.stderr
+    assert run.returncode != 0 and "CollectiveTimeoutError" in text, text
+    assert "rank(s) [1] never joined" in text and "gradient all-reduce (bucket 1 of" in text
