@@ -138,11 +138,24 @@ def _composite_arg(args: tuple, kwargs: dict) -> Any:
     return None
 
 
+_NO_ARG = object()  # a wrapper called with no positional argument
+
+
 def _make_wrapper(api: Callable) -> Callable:
     handlers = _HANDLERS[id(api)]
 
     @functools.wraps(api)
-    def dispatching(*args: Any, **kwargs: Any) -> Any:
+    def dispatching(first: Any = _NO_ARG, /, *args: Any, **kwargs: Any) -> Any:
+        if type(first) in _PLAIN and not args and not kwargs:
+            return api(first)  # tf.reduce_sum(x): ~0.17 us less than packing *args
+        if first is not _NO_ARG:
+            args = (first, *args)
+        if not kwargs:  # plain positional arguments go straight through
+            for a in args:
+                if type(a) not in _PLAIN:
+                    break
+            else:
+                return api(*args)
         x = _composite_arg(args, kwargs)
         if x is not None:
             for kind, handler in handlers:

@@ -18,6 +18,19 @@ class _State(threading.local):
     name_scope: str = ""        # "outer/inner" (no trailing slash)
     seed_offset: Any = None     # set by tf.data around per-element map calls (random op seeds)
     device: Any = None          # the full device string of the innermost tf.device scope
+    # derived, kept by __setattr__: eager, with no tape recording and no tf.device scope, so
+    # an op only runs its kernel. One read instead of three on every eager op (each read of a
+    # thread-local attribute costs ~30 ns, a fifth of `a + b`'s dispatch).
+    plain: bool = True
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        threading.local.__setattr__(self, name, value)
+        if name in _PLAIN_INPUTS:
+            threading.local.__setattr__(
+                self, "plain", self.graph is None and not self.tapes and self.device is None)
+
+
+_PLAIN_INPUTS = frozenset(("graph", "tapes", "device", "plain"))
 
 
 state = _State()

@@ -8,6 +8,7 @@ so gradients work the same in both modes.
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -174,8 +175,8 @@ def op(name: str, **flags) -> Callable[[Callable], Op]:
 
 def apply(op: Op, *inputs: Any, **attrs: Any):
     """Run (eager) or record (tracing) `op` on `inputs`; record it on active tapes."""
-    graph = _state.graph
-    if graph is None:
+    plain = _state.plain  # eager, no tape, no tf.device: one thread-local read, not three
+    if plain or _state.graph is None:
         try:
             n = len(inputs)
             if n == 2:
@@ -197,7 +198,7 @@ def apply(op: Op, *inputs: Any, **attrs: Any):
                 if out is not NotImplemented:
                     return out
                 inputs, arrays = _convert_eager_inputs(op, inputs)
-        if op.same_dtype and len(arrays) > 1:
+        if op.same_dtype and n > 1:
             d0 = arrays[0].dtype
             for a in arrays:
                 if a.dtype is not d0 and a.dtype != d0:
@@ -207,21 +208,22 @@ def apply(op: Op, *inputs: Any, **attrs: Any):
         except errors.OpError:
             raise
         except Exception as e:  # NumPy's errors become TF's, naming op, shapes and user line
-            raise _kernel_error(op, arrays, attrs, e) from e
+            raise kernel_error(op, arrays, attrs, e) from e
         if op.multi_output:
             outs = tuple(wrap(o if type(o) is np.ndarray else np.asarray(o)) for o in out)
         else:
             outs = _new(EagerTensor)
             outs._value = out if type(out) is np.ndarray else np.asarray(out)
-        if _state.tapes:
+        if not plain and _state.tapes:
             tensors = [x if type(x) is EagerTensor else wrap(a) for x, a in zip(inputs, arrays)]
             _record(op, inputs, tensors, attrs, outs)
         if check_numerics_hook is not None:  # tf.debugging.enable_check_numerics
             check_numerics_hook(op, outs)
-        if _state.device is not None:  # inside tf.device: the outputs carry its name
+        if not plain and _state.device is not None:  # inside tf.device: outputs carry its name
             for t in (outs if op.multi_output else (outs,)):
                 t._device = _state.device
         return outs
+    graph = _state.graph
     for x in inputs:
         if isinstance(x, _composite.CompositeTensor):
             out = _composite.apply_elementwise(op, inputs, attrs)
@@ -234,6 +236,53 @@ def apply(op: Op, *inputs: Any, **attrs: Any):
 
 
 _new = object.__new__
+
+
+def eager_binary(op: Op, general: Callable) -> Callable:
+    """The operator method ``x <op> y`` of eager tensors (``EagerTensor.__add__``): when `y` is
+    an eager tensor of `x`'s dtype and the thread runs plain eager (no tape, no tf.device),
+    the kernel runs at once, as `apply` would run it, without its argument packing and the
+    checks that cannot fire; everything else is `general(x, y)`, the method of every tensor.
+
+    `op` must be a same-dtype, single-output elementwise op. ``a + b`` on float32[10] costs
+    ~0.75 us this way against ~1.2 us through `apply` (2-core EPYC, thread CPU time)."""
+    if not (op.elementwise and op.same_dtype) or op.multi_output:
+        raise ValueError(f"eager_binary: {op.name} is not a same-dtype elementwise op")
+    kernel = op.kernel
+
+    def method(x, y):
+        if type(y) is EagerTensor and _state.plain:
+            a = x._value
+            b = y._value
+            if a.dtype is b.dtype:
+                try:
+                    out = kernel(a, b)
+                except errors.OpError:
+                    raise
+                except Exception as e:  # as apply words it: op, shapes and the user's line
+                    raise kernel_error(op, [a, b], _NO_ATTRS, e) from e
+                t = _new(EagerTensor)
+                t._value = out if type(out) is np.ndarray else np.asarray(out)
+                if check_numerics_hook is not None:
+                    check_numerics_hook(op, t)
+                return t
+        return general(x, y)
+
+    method.__name__ = method.__qualname__ = general.__name__
+    method.__doc__ = general.__doc__
+    return method
+
+
+def eager_output(op: Op, out: Any) -> EagerTensor:
+    """A single-output kernel's result as apply returns it in a plain eager thread (see
+    ``state.plain``), for fast paths that call an op's kernel themselves: calling it with its
+    attributes spelled out (``kernel(x, spec=spec)``) saves the ~0.15 us that apply's
+    ``kernel(*arrays, **attrs)`` spends forwarding them."""
+    t = _new(EagerTensor)
+    t._value = out if type(out) is np.ndarray else np.asarray(out)
+    if check_numerics_hook is not None:
+        check_numerics_hook(op, t)
+    return t
 
 
 def _read_grad(g, out, value):
@@ -267,10 +316,10 @@ def _tensor_and_number(op: Op, inputs: tuple) -> tuple[tuple, tuple] | None:
         return None
     a, b = inputs
     if type(a) is EagerTensor and type(b) in (float, int):
-        number = number_as(b, a._value.dtype)
+        number = number_operand(b, a._value.dtype)
         return None if number is None else ((a, number), (a._value, number._value))
     if type(b) is EagerTensor and type(a) in (float, int):
-        number = number_as(a, b._value.dtype)
+        number = number_operand(a, b._value.dtype)
         return None if number is None else ((number, b), (number._value, b._value))
     return None
 
@@ -359,6 +408,30 @@ def number_as(value: Any, np_dtype: np.dtype) -> EagerTensor | None:
     return None
 
 
+_OPERANDS: dict = {}  # (number, its type, NumPy dtype[, a zero's sign]) -> read-only tensor
+
+
+def number_operand(value: Any, np_dtype: np.dtype) -> EagerTensor | None:
+    """``number_as`` for an operand that goes straight into an op and is never handed back: one
+    read-only tensor per number and dtype, made once (``maximum(x, 0.0)`` in a loop converts
+    0.0 once; a conversion costs ~0.4 us, a look-up ~0.1 us)."""
+    kind = type(value)
+    if kind is not float and kind is not int:
+        return None
+    # -0.0 == 0.0 and they hash alike, but maximum(x, -0.0) differs from maximum(x, 0.0)
+    key = (value, kind, np_dtype) if value else (value, kind, np_dtype, math.copysign(1, value))
+    t = _OPERANDS.get(key)
+    if t is None:
+        t = number_as(value, np_dtype)
+        if t is None:
+            return None
+        t._value.flags.writeable = False
+        if len(_OPERANDS) >= 512:  # NaNs never match, and loops may meet many numbers
+            _OPERANDS.clear()
+        _OPERANDS[key] = t
+    return t
+
+
 def _raise_dtype_mismatch(op: Op, arrays: list) -> None:
     names = ", ".join(_dtypes.from_numpy(a.dtype).name for a in arrays)
     raise errors.InvalidArgumentError(
@@ -366,7 +439,9 @@ def _raise_dtype_mismatch(op: Op, arrays: list) -> None:
         f"never promotes silently: use tf.cast.\n{errors.user_line()}")
 
 
-def _kernel_error(op: Op, arrays: list, attrs: dict, e: Exception) -> Exception:
+def kernel_error(op: Op, arrays: list, attrs: dict, e: Exception) -> Exception:
+    """The error to raise for kernel exception `e`: TF's InvalidArgumentError naming the op,
+    its inputs' dtypes and shapes, its attributes and the user's line."""
     shapes = ", ".join(f"{_dtypes.from_numpy(a.dtype).name}{list(a.shape)}" for a in arrays)
     shown = {k: v for k, v in attrs.items() if not callable(v) and not k.startswith("_")}
     attr_txt = f" with {shown}" if shown else ""

@@ -9,7 +9,9 @@ import numpy as np
 from tapeflow._api import export
 from tapeflow.framework import errors
 from tapeflow.framework.constant import convert_to_tensor
-from tapeflow.framework.dispatch import apply, op
+from tapeflow.framework.context import state as _state
+from tapeflow.framework.dispatch import apply, eager_output, kernel_error, op
+from tapeflow.framework.tensor import EagerTensor
 from tapeflow.ops.array_ops import _axis, _is_symbolic, _python_int, _shape_arg, _tensor
 from tapeflow.ops.dynamic_slice_ops import dynamic_slice
 from tapeflow.ops.gather_ops import gather
@@ -128,8 +130,9 @@ def _strided_slice_rule(x, *, spec):
 
 @op("StridedSlice", shape=_strided_slice_rule, output="view")  # basic indexing: a view
 def _strided_slice(x, *, spec):
-    out = x[_np_key(spec)]
-    if x.dtype == object and not isinstance(out, np.ndarray):
+    key = _KEYS.get(spec)  # (_np_key inlined: a frame is a fifth of the kernel's time)
+    out = x[_np_key(spec) if key is None else key]
+    if not isinstance(out, np.ndarray) and x.dtype == object:  # (the cheap test first)
         # one string element: kept as an object scalar (a fixed-width bytes array would drop
         # its trailing NUL bytes)
         out = np.array(out, dtype=object)
@@ -164,20 +167,31 @@ def _is_index_array(item: Any) -> bool:
         item, np.generic) and (item.shape.rank != 0 or _is_symbolic(item))
 
 
-def _int_or_none(v: Any) -> bool:
-    return v is None or type(v) is int
+def _slice(tensor: Any, spec: tuple):
+    """``apply(_strided_slice, tensor, spec=spec)``; an eager tensor in a plain eager thread
+    (no tape, no tf.device) runs the kernel straight away, as apply would."""
+    if type(tensor) is EagerTensor and _state.plain:
+        x = tensor._value
+        try:
+            out = _strided_slice.kernel(x, spec=spec)
+        except Exception as e:  # x[3] out of range: as apply words it
+            raise kernel_error(_strided_slice, [x], {"spec": spec}, e) from e
+        return eager_output(_strided_slice, out)
+    return apply(_strided_slice, _tensor(tensor), spec=spec)
 
 
 def slice_by_index(tensor: Any, key: Any):
     """``tensor[key]``: ints, slices (any step), ``...``, ``None``, int tensors/lists (gather)
     and a bool mask. Differentiable; negative indices count from the end."""
+    if type(key) is slice:  # fast paths: x[a:b:c] and x[i] with Python ints (no ellipsis)
+        start, stop, step = key.start, key.stop, key.step
+        if (start is None or type(start) is int) and (stop is None or type(stop) is int) and (
+                step is None or type(step) is int and step != 0):
+            return _slice(tensor, (("s", start, stop, step),))
+    elif type(key) is int:
+        return _slice(tensor, (("i", key),))
     x = _tensor(tensor)
     if not isinstance(key, tuple):
-        if type(key) is int:  # fast paths: x[i] and x[a:b:c] with Python ints (no ellipsis)
-            return apply(_strided_slice, x, spec=(("i", key),))
-        if type(key) is slice and _int_or_none(key.start) and _int_or_none(key.stop) and (
-                key.step is None or type(key.step) is int and key.step != 0):
-            return apply(_strided_slice, x, spec=(("s", key.start, key.stop, key.step),))
         key = (key,)
     if len(key) == 1 and _is_index_array(key[0]):
         idx = _tensor(key[0])

@@ -9,7 +9,7 @@ import numpy as np
 from tapeflow._api import export
 from tapeflow.framework import dtypes as _dtypes
 from tapeflow.framework.constant import convert_to_tensor
-from tapeflow.framework.dispatch import apply, number_as, op
+from tapeflow.framework.dispatch import apply, eager_binary, number_operand, op
 from tapeflow.framework.shape_rules import broadcast_shapes, elementwise, same_as_first, with_dtype
 from tapeflow.framework.tensor import EagerTensor, Tensor
 from tapeflow.framework.variable import Variable
@@ -399,11 +399,18 @@ _NUMBERS = (float, int)
 
 
 def _binary(o):
+    def general(x: Any, y: Any):
+        return apply(o, x, y)
+
+    eager = eager_binary(o, general)  # two eager tensors of one dtype: the kernel at once
+
     def run(x: Any, y: Any, name: str | None = None):
-        if type(y) in _NUMBERS and type(x) is EagerTensor:  # maximum(x, 0.0): the usual case
-            number = number_as(y, x._value.dtype)
-            if number is not None:
-                return apply(o, x, number)
+        if type(x) is EagerTensor:
+            if type(y) in _NUMBERS:  # maximum(x, 0.0): the usual case
+                number = number_operand(y, x._value.dtype)
+                if number is not None:
+                    return eager(x, number)
+            return eager(x, y)
         return apply(o, x, y)
 
     return run

@@ -1,17 +1,18 @@
 """Python operators on Tensor and Variable (``+``, ``@``, ``<``, ``[]`` ...), bound to ops.
 
-The hot arithmetic operators call ``apply`` directly so ``a + b`` costs one Python frame more
-than the kernel; the rest look their op function up by name.
+The hot arithmetic operators call ``apply`` directly; on eager tensors ``+``, ``-`` and ``*``
+of two tensors of one dtype go straight to the kernel (``dispatch.eager_binary``) and ``[]``
+straight to ``slice_by_index``. The rest look their op function up by name.
 """
 
 from __future__ import annotations
 
 import importlib
 
-from tapeflow.framework.dispatch import apply, number_as
-from tapeflow.framework.tensor import Tensor
+from tapeflow.framework.dispatch import apply, eager_binary, number_operand
+from tapeflow.framework.tensor import EagerTensor, Tensor
 from tapeflow.framework.variable import Variable
-from tapeflow.ops import linalg_ops, math_ops
+from tapeflow.ops import indexing_ops, linalg_ops, math_ops
 
 _add, _sub, _mul = math_ops._add, math_ops._sub, math_ops._mul
 _NUMBERS = (float, int)
@@ -22,7 +23,7 @@ def _like(y, x):
     value = getattr(x, "_value", None)
     if value is None:
         return y  # graph mode: the graph converts constants
-    number = number_as(y, value.dtype)
+    number = number_operand(y, value.dtype)
     return y if number is None else number
 
 
@@ -112,7 +113,7 @@ _OPERATORS = {
     "__le__": _named("math_ops", "less_equal"),
     "__gt__": _named("math_ops", "greater"),
     "__ge__": _named("math_ops", "greater_equal"),
-    "__getitem__": _named("indexing_ops", "slice_by_index"),
+    "__getitem__": indexing_ops.slice_by_index,
 }
 
 
@@ -134,3 +135,8 @@ for _cls in (Tensor, Variable):
     _cls.__eq__ = _eq
     _cls.__ne__ = _ne
     _cls.__hash__ = lambda self: id(self)
+
+# eager tensors: two tensors of one dtype skip apply's general walk (x is an EagerTensor here)
+EagerTensor.__add__ = eager_binary(_add, __add__)
+EagerTensor.__sub__ = eager_binary(_sub, __sub__)
+EagerTensor.__mul__ = eager_binary(_mul, __mul__)

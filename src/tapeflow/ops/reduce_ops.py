@@ -8,7 +8,8 @@ import numpy as np
 
 from tapeflow._api import export
 from tapeflow.framework import errors
-from tapeflow.framework.dispatch import apply, op
+from tapeflow.framework.context import state as _state
+from tapeflow.framework.dispatch import apply, eager_output, kernel_error, op
 from tapeflow.framework.tensor import EagerTensor
 from tapeflow.ops.array_ops import _tensor
 
@@ -105,9 +106,22 @@ _ALL_AXES = [tuple(range(r)) for r in range(9)]
 
 
 def _reduce(kernel_op, input_tensor, axis, keepdims):
-    if axis is None and type(input_tensor) is EagerTensor and input_tensor._value.ndim < 9:
-        return apply(kernel_op, input_tensor, axis=_ALL_AXES[input_tensor._value.ndim],
-                     keepdims=bool(keepdims))  # eager, every axis: the usual case
+    if type(input_tensor) is EagerTensor:
+        x = input_tensor._value
+        if axis is None and x.ndim < 9:  # every axis: the usual case
+            axes = _ALL_AXES[x.ndim]
+        else:
+            axes = tuple(range(x.ndim)) if axis is None else normalize_axes(
+                axis, x.ndim, input_tensor, kernel_op.name)
+        keepdims = bool(keepdims)
+        if _state.plain:  # eager, no tape, no tf.device: the kernel at once, as apply runs it
+            try:
+                out = kernel_op.kernel(x, axis=axes, keepdims=keepdims)
+            except Exception as e:
+                raise kernel_error(kernel_op, [x], {"axis": axes, "keepdims": keepdims},
+                                   e) from e
+            return eager_output(kernel_op, out)
+        return apply(kernel_op, input_tensor, axis=axes, keepdims=keepdims)
     x = _tensor(input_tensor)
     rank = x.ndim
     axes = tuple(range(rank)) if axis is None and rank is not None else normalize_axes(
