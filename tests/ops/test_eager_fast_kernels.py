@@ -101,8 +101,11 @@ def test_eager_dense_equals_traced_dense_bit_for_bit(activation):
         return [y] + tape.gradient(loss, [x] + layer.trainable_variables)
 
     traced = tf.function(step)
-    graph_ops = [n.op.name for n in traced.get_concrete_function(x).graph.nodes]
-    assert "_FusedMatMul" not in graph_ops and "MatMul" in graph_ops
+    concrete = traced.get_concrete_function(x)
+    traced_ops = [n.op.name for n in concrete.traced_graph.nodes]
+    assert "_FusedMatMul" not in traced_ops and "MatMul" in traced_ops  # tracing never fuses
+    fused = [n for n in concrete.graph.nodes if n.op is fused_matmul._fused_matmul]
+    assert [n.attrs["activation"] for n in fused] == [activation and fused_matmul.RELU]
     eager = step(x)
     assert any(s.grad_fn is fused_matmul._fused_matmul.grad_fn for s in _recorded(layer, x))
     for e, g in zip(eager, traced(x)):

@@ -44,6 +44,22 @@ def _add_bias_nb(y2, b, relu):
             y2[i, j] = v if not relu or v > 0 or v != v else 0.0
 
 
+def epilogue(b: np.ndarray, relu: bool = False):
+    """A product's epilogue (``kernels.matmul.Epilogue``): each slice of the output, columns
+    lo:hi, gets b[lo:hi] added along its last axis (then max(., 0) if `relu`), in place."""
+    def apply(out: np.ndarray, lo: int, hi: int) -> None:
+        part = b[lo:hi].astype(out.dtype, copy=False)
+        if _add_bias_nb is not None and out.dtype in (np.float32, np.float64) and \
+                out.flags.c_contiguous:
+            _add_bias_nb(out.reshape(-1, out.shape[-1]), part, relu)
+            return
+        np.add(out, part, out=out)
+        if relu:
+            np.maximum(out, 0, out=out)
+
+    return apply
+
+
 def add_bias_inplace(y: np.ndarray, b: np.ndarray, relu: bool = False) -> np.ndarray:
     """y += b along the last axis, then max(y, 0) if `relu` (NaN stays NaN, as np.maximum);
     `y` must be a fresh, C-contiguous array the caller owns. Returns y."""

@@ -22,18 +22,21 @@ import math
 
 import numpy as np
 
+from tapeflow.kernels import bias as _bias
 from tapeflow.kernels import matmul as _matmul
 
 
 class _Plan:
     """Axis permutations and shapes of one equation at one pair of shapes."""
 
-    __slots__ = ("perm_a", "perm_b", "shape_a", "shape_b", "out_shape", "to_out", "mm_shape")
+    __slots__ = ("perm_a", "perm_b", "shape_a", "shape_b", "out_shape", "to_out", "mm_shape",
+                 "tail")
 
-    def __init__(self, perm_a, perm_b, shape_a, shape_b, out_shape, to_out, mm_shape):
+    def __init__(self, perm_a, perm_b, shape_a, shape_b, out_shape, to_out, mm_shape, tail):
         self.perm_a, self.perm_b = perm_a, perm_b
         self.shape_a, self.shape_b = shape_a, shape_b
         self.out_shape, self.to_out, self.mm_shape = out_shape, to_out, mm_shape
+        self.tail = tail  # the output's last axes that are the product's columns, in order
 
 
 @functools.lru_cache(maxsize=1024)
@@ -72,20 +75,29 @@ def _plan(equation: str, shape_a: tuple, shape_b: tuple) -> _Plan | None:
                  shape_a=lead + (m, k), shape_b=lead + (k, n),
                  out_shape=tuple(size[c] for c in out),
                  to_out=tuple(out.index(c) for c in order),
-                 mm_shape=lead + (m, n))
+                 mm_shape=lead + (m, n),
+                 tail=tuple(size[c] for c in free_b) if out.endswith("".join(free_b)) else None)
 
 
-def einsum(equation: str, *xs: np.ndarray) -> np.ndarray:
-    """np.einsum(equation, *xs) for an explicit equation ('ab,bc->ac', one letter per axis)."""
+def einsum(equation: str, *xs: np.ndarray, bias: np.ndarray | None = None) -> np.ndarray:
+    """np.einsum(equation, *xs) for an explicit equation ('ab,bc->ac', one letter per axis),
+    always a new array; with `bias` (shaped like the output's last axes), plus bias: added to
+    each slice of the product as it is made (``kernels.matmul``'s epilogue) when the bias
+    covers the product's columns, else in one pass afterwards."""
     if len(xs) == 2 and all(x.dtype.kind in "fc" for x in xs):
         a, b = xs
         plan = _plan(equation, a.shape, b.shape)
         if plan is not None:
-            return _run(plan, a, b)
-    return np.asarray(np.einsum(equation, *xs, optimize=len(xs) > 1))
+            return _run(plan, a, b, bias)
+    out = np.asarray(np.einsum(equation, *xs, optimize=len(xs) > 1))
+    if any(np.may_share_memory(out, x) for x in xs):  # a transpose or diagonal of one operand
+        out = out.copy()
+    if bias is not None:
+        out += bias
+    return out
 
 
-def _run(plan: _Plan, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def _run(plan: _Plan, a: np.ndarray, b: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
     a2 = a.transpose(plan.perm_a).reshape(plan.shape_a)
     b2 = b.transpose(plan.perm_b).reshape(plan.shape_b)
     out = np.empty(plan.out_shape, np.result_type(a, b))
@@ -94,9 +106,15 @@ def _run(plan: _Plan, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     except ValueError:
         view = None
     if view is not None:
-        _matmul.matmul_into(a2, b2, view)
-        return out
-    product = np.matmul(a2, b2)
-    ordered = [plan.out_shape[i] for i in plan.to_out]
-    out.transpose(plan.to_out)[...] = product.reshape(ordered)
+        epilogue = None
+        if bias is not None and plan.tail is not None and bias.shape == plan.tail:
+            epilogue = _bias.epilogue(bias.reshape(-1))
+            bias = None
+        _matmul.matmul_into(a2, b2, view, epilogue)
+    else:
+        product = np.matmul(a2, b2)
+        ordered = [plan.out_shape[i] for i in plan.to_out]
+        out.transpose(plan.to_out)[...] = product.reshape(ordered)
+    if bias is not None:
+        out += bias
     return out

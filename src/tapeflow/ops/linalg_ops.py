@@ -185,7 +185,7 @@ def _einsum_rule(*xs, equation):
     return tuple(sizes[c] for c in equation.split("->")[1]), xs[0][1]
 
 
-@op("Einsum", same_dtype=True, shape=_einsum_rule)
+@op("Einsum", same_dtype=True, shape=_einsum_rule, output="fresh")
 @widened
 def _einsum(*xs, equation):
     _letter_sizes([x.shape for x in xs], equation)

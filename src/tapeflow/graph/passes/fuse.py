@@ -1,10 +1,12 @@
 """Operator fusion: a producer whose output only one consumer reads is merged into it.
 
 Each rule names a (producer -> consumer) chain and the fused primitive that replaces both
-(``ops/fused_ops.py``): Conv2D -> BiasAdd, that -> Relu, FusedBatchNorm -> Relu, and in backward
+(``ops/fused_ops.py``, ``ops/fused_matmul.py``): Conv2D -> BiasAdd, that -> Relu, FusedBatchNorm
+-> Relu, MatMul -> AddV2 of a bias, that -> Relu, Einsum -> AddV2 of a bias, and in backward
 graphs ReluGrad -> FusedBatchNormGrad, then -> AddV2 of another gradient into its dx. The chains
 are memory-bound passes over activation-sized arrays, so a fused node saves one full read and
-write of such an array (and a fresh buffer).
+write of such an array (and a fresh buffer); a product's bias and ReLU are applied to each of
+its slices on the slice's thread.
 
 A chain fuses only when the intermediate tensor has no other reader (no other node, no graph
 output), neither node is stateful or ordered by control dependencies, and the fused node has a
@@ -18,7 +20,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from tapeflow.graph.ir import Graph, Node, SymbolicTensor, clone, readers
-from tapeflow.ops import conv_ops, fused_ops, math_ops, nn_ops, normalization_ops
+from tapeflow.ops import (
+    conv_ops,
+    fused_matmul,
+    fused_ops,
+    linalg_ops,
+    math_ops,
+    nn_ops,
+    normalization_ops,
+)
 
 _FLOATS = ("float32", "float64")
 _RELU = nn_ops._relu.name  # the fused ops' activation attribute names the op it applies
@@ -80,6 +90,40 @@ def _bn_grad_add(p: Node, c: Node):
             [c.outputs[0], *p.outputs[1:]])
 
 
+def _bias_operand(p: Node, c: Node) -> SymbolicTensor | None:
+    """The other operand of the add `c` when it is a bias for `p`'s output: the shape of that
+    output's last axes (so the add broadcasts it over the leading ones and keeps the shape)."""
+    y = p.outputs[0]
+    b = c.inputs[1] if c.inputs[0] is y else c.inputs[0]
+    ys, bs = y.shape.as_tuple(), b.shape.as_tuple()
+    if (b is y or ys is None or bs is None or None in ys or None in bs or not bs
+            or len(bs) >= len(ys) or ys[len(ys) - len(bs):] != bs or b.dtype is not y.dtype
+            or c.outputs[0].shape.as_tuple() != ys):
+        return None
+    return b
+
+
+def _matmul_bias(p: Node, c: Node):
+    b = _bias_operand(p, c)
+    if (b is None or b.shape.rank != 1 or p.attrs["transpose_a"] or p.attrs["transpose_b"]
+            or any(t.shape.rank != 2 for t in p.inputs)):
+        return None
+    return (fused_matmul._fused_matmul, [*p.inputs, b], {"activation": None}, list(c.outputs))
+
+
+def _matmul_relu(p: Node, c: Node):
+    if p.attrs["activation"] is not None:
+        return None
+    return fused_matmul._fused_matmul, list(p.inputs), {"activation": _RELU}, list(c.outputs)
+
+
+def _einsum_bias(p: Node, c: Node):
+    b = _bias_operand(p, c)
+    if b is None or len(p.inputs) != 2:
+        return None
+    return (fused_matmul._einsum_bias, [*p.inputs, b], dict(p.attrs), list(c.outputs))
+
+
 RULES = [
     Rule(conv_ops._conv2d.name, nn_ops._bias_add.name, (0,), _conv_bias),
     Rule(fused_ops._fused_conv2d.name, nn_ops._relu.name, (0,), _conv_relu),
@@ -87,6 +131,9 @@ RULES = [
     Rule(nn_ops._relu_grad.name, normalization_ops._fused_batch_norm_grad.name, (0,),
          _relu_grad_bn_grad),
     Rule(fused_ops._fused_batch_norm_grad_ex.name, math_ops._add.name, (0, 1), _bn_grad_add),
+    Rule(linalg_ops._matmul.name, math_ops._add.name, (0, 1), _matmul_bias),
+    Rule(fused_matmul._fused_matmul.name, nn_ops._relu.name, (0,), _matmul_relu),
+    Rule(linalg_ops._einsum.name, math_ops._add.name, (0, 1), _einsum_bias),
 ]
 _BY_CONSUMER = {r.consumer: [x for x in RULES if x.consumer == r.consumer] for r in RULES}
 

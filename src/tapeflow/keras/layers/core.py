@@ -82,12 +82,17 @@ class Dense(KernelAndBias, Layer):
         if len(shape) == 2:
             out = tf.matmul(x, self.kernel)
         else:  # [..., in] -> [N, in] @ kernel -> [..., units]
-            out = tf.matmul(tf.reshape(x, [-1, shape[-1]]), self.kernel)
             lead = [-1 if d is None else d for d in shape[:-1]]
             if lead.count(-1) > 1:
                 raise layer_error(f"Dense {self.name!r}: inputs of shape {shape} have more than "
                                  "one unknown leading dimension")
-            out = tf.reshape(out, lead + [self.units])
+            rows = tf.reshape(x, [-1, shape[-1]])
+            if self.activation is activations.relu or self.activation is activations.linear:
+                # bias and activation on the [N, units] product, then the reshape: the same
+                # values, and the graph fuses them into the product (MatMul -> AddV2 -> Relu
+                # becomes one _FusedMatMul); eagerly it is that op already
+                return tf.reshape(self.call(rows), lead + [self.units])
+            out = tf.reshape(tf.matmul(rows, self.kernel), lead + [self.units])
         if self.use_bias:
             out = out + self.bias
         return self.activation(out)
