@@ -63,3 +63,98 @@ def test_small_work_and_a_busy_machine_stay_on_one_thread(monkeypatch):
     assert parallel.split(10, parallel.PARALLEL_MIN_BYTES,
                           lambda lo, hi: seen.append((lo, hi)) or hi - lo) == [5, 5]
     assert sorted(seen) == [(0, 5), (5, 10)]
+
+
+def _idle(monkeypatch, slices: int) -> None:
+    monkeypatch.setattr(threads, "_intra_op", slices)
+    monkeypatch.setattr(parallel, "idle_core", lambda: True)
+
+
+def test_split_runs_slices_on_helper_threads_in_order(monkeypatch):
+    import threading
+
+    _idle(monkeypatch, 3)
+    where = {}
+
+    def work(lo, hi):
+        where[lo] = threading.current_thread().name
+        return list(range(lo, hi))
+
+    for _ in range(50):  # the helpers are reused call after call
+        assert parallel.split(10, 0, work, slices=3) == [[0, 1, 2], [3, 4, 5], [6, 7, 8, 9]]
+    assert where[0] == threading.current_thread().name
+    assert where[3] == where[6] == "tapeflow-kernel"
+
+
+def test_split_raises_a_helpers_error_after_every_slice_is_done(monkeypatch):
+    _idle(monkeypatch, 3)
+    done = []
+
+    def work(lo, hi):
+        if lo == 3:
+            raise ValueError("slice 1 failed")
+        done.append(lo)
+        return lo
+
+    with pytest.raises(ValueError, match="slice 1 failed"):
+        parallel.split(9, 0, work, slices=3)
+    assert sorted(done) == [0, 6]
+    assert parallel.split(9, 0, lambda lo, hi: lo, slices=3) == [0, 3, 6]  # helpers free again
+
+
+def test_a_busy_helper_leaves_the_slice_to_its_caller(monkeypatch):
+    """Two threads splitting at once (the main thread's kernel and the inter-op worker's): the
+    one that finds the helper claimed runs that slice itself, with the same results."""
+    import threading
+
+    _idle(monkeypatch, 2)
+    release = threading.Event()
+    inner = []
+
+    def slow(lo, hi):
+        if lo > 0:
+            release.wait(5)
+        return lo
+
+    outer = threading.Thread(target=lambda: inner.append(parallel.split(4, 0, slow, slices=2)))
+    outer.start()
+    while not parallel._helpers or not parallel._helpers[0]._claim.locked():
+        pass
+    assert parallel.split(6, 0, lambda lo, hi: (lo, threading.current_thread().name),
+                          slices=2) == [(0, "MainThread"), (3, "MainThread")]
+    release.set()
+    outer.join()
+    assert inner == [[0, 2]]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_row_kernels_split_by_rows_same_bits_idle_or_busy(monkeypatch, dtype):
+    """Layer norm forward/backward, softmax and its gradient: row slices give the unsplit rows'
+    bits (the layer norm's dgamma/dbeta: the same on idle or busy cores, close to unsplit)."""
+    from tapeflow.kernels import layer_norm
+
+    x = rng.standard_normal((7, 3, 16)).astype(dtype) * 3
+    x[0, 0, :4] = -np.inf  # masked scores
+    g = rng.standard_normal((7, 3, 16)).astype(dtype)
+    xn = np.nan_to_num(x, neginf=-5.0)
+    gamma, beta = rng.standard_normal(16).astype(dtype), rng.standard_normal(16).astype(dtype)
+
+    def run():
+        y, mean, inv = layer_norm.forward(xn, gamma, beta, 1e-3)
+        s = layer_norm.softmax(x)
+        return [y, mean, inv, s, layer_norm.softmax_grad(g, s),
+                *layer_norm.backward(g, xn, gamma, mean, inv)]
+
+    whole = run()
+    results = {}
+    for idle in (True, False):
+        parts = _split_everything(monkeypatch)
+        monkeypatch.setattr(parallel, "idle_core", lambda idle=idle: idle)
+        results[idle] = run()
+        assert parts == [3 if idle else 1] * 4
+    for a, b, c in zip(whole[:6], results[True], results[False]):
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(a, c)
+    for a, b, c in zip(whole[6:], results[True][6:], results[False][6:]):
+        np.testing.assert_array_equal(b, c)
+        np.testing.assert_allclose(a, b, rtol=1e-5 if dtype == np.float32 else 1e-12)

@@ -16,6 +16,11 @@ runs over the whole array (a compiled scalar exp costs ~100x more), and a compil
 divides each row by its sum: 0.54 ms for W9's [32, 4, 64, 64] scores, 1.2 ms in NumPy's row
 reductions (the rows are short, 64). The loops may reassociate (SIMD) but keep infinities and
 NaNs as IEEE has them, so masked (-inf) scores still give 0.
+
+Every kernel here works on rows, so each is cut into row slices over the idle cores
+(``kernels.parallel``: 2 MB of work or more, by its size alone): W9's layer norms, softmaxes
+and their gradients ran on one core while the other waited for the next split product. The
+layer norm's dgamma and dbeta are summed per slice, then the slices' sums in order.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import math
 
 import numpy as np
 
+from tapeflow.kernels import parallel
 from tapeflow.kernels._jit import jit
 
 _SIMD = {"reassoc", "nsz", "arcp", "contract"}  # no "nnan"/"ninf": IEEE infinities and NaNs
@@ -120,7 +126,12 @@ def forward(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float):
     mean = np.empty(rows.shape[0], x.dtype)
     inv = np.empty(rows.shape[0], x.dtype)
     if _compiled(x, gamma, beta):
-        _forward_nb(rows, gamma.astype(x.dtype), beta.astype(x.dtype), eps, y, mean, inv)
+        gamma, beta = gamma.astype(x.dtype), beta.astype(x.dtype)
+
+        def part(lo: int, hi: int) -> None:
+            _forward_nb(rows[lo:hi], gamma, beta, eps, y[lo:hi], mean[lo:hi], inv[lo:hi])
+
+        parallel.split(rows.shape[0], 2 * rows.nbytes, part)
     else:
         m = rows.mean(axis=1, dtype=np.float64)
         c = rows - m[:, None]
@@ -139,9 +150,21 @@ def backward(g: np.ndarray, x: np.ndarray, gamma: np.ndarray, mean: np.ndarray,
     d = rows.shape[1]
     if _compiled(x, gamma):
         dx = np.empty_like(rows)
-        dgamma = np.empty(d, x.dtype)
-        dbeta = np.empty(d, x.dtype)
-        _backward_nb(g_rows, rows, gamma.astype(x.dtype), mean, inv, dx, dgamma, dbeta)
+        gamma = gamma.astype(x.dtype)
+
+        def part(lo: int, hi: int) -> tuple:
+            dgamma, dbeta = np.empty(d, x.dtype), np.empty(d, x.dtype)
+            _backward_nb(g_rows[lo:hi], rows[lo:hi], gamma, mean[lo:hi], inv[lo:hi], dx[lo:hi],
+                         dgamma, dbeta)
+            return dgamma, dbeta
+
+        # the slices depend on the size alone: their partial sums add up the same way whether
+        # they ran on two cores or one after another
+        parts = parallel.split(rows.shape[0], 3 * rows.nbytes, part)
+        dgamma, dbeta = parts[0]
+        for pg, pb in parts[1:]:
+            dgamma += pg
+            dbeta += pb
     else:
         xhat = (rows - mean[:, None]) * inv[:, None]
         dxhat = g_rows * gamma
@@ -160,9 +183,13 @@ def softmax(x: np.ndarray) -> np.ndarray:
         return e
     rows = _rows(x)
     e = np.empty_like(rows)
-    _shift_nb(rows, e)
-    np.exp(e, out=e)
-    _normalize_nb(e)
+
+    def part(lo: int, hi: int) -> None:
+        _shift_nb(rows[lo:hi], e[lo:hi])
+        np.exp(e[lo:hi], out=e[lo:hi])
+        _normalize_nb(e[lo:hi])
+
+    parallel.split(rows.shape[0], 2 * rows.nbytes, part)
     return e.reshape(x.shape)
 
 
@@ -170,7 +197,11 @@ def softmax_grad(g: np.ndarray, y: np.ndarray) -> np.ndarray:
     """(g - sum(g * y)) * y over the last axis: the gradient of y = softmax(x)."""
     if not _compiled(y) or g.dtype != y.dtype:
         return (g - (g * y).sum(axis=-1, keepdims=True)) * y
-    rows = _rows(y)
+    rows, g_rows = _rows(y), _rows(g)
     dx = np.empty_like(rows)
-    _softmax_grad_nb(_rows(g), rows, dx)
+
+    def part(lo: int, hi: int) -> None:
+        _softmax_grad_nb(g_rows[lo:hi], rows[lo:hi], dx[lo:hi])
+
+    parallel.split(rows.shape[0], 3 * rows.nbytes, part)
     return dx.reshape(y.shape)
