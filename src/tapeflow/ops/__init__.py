@@ -37,6 +37,7 @@ from tapeflow.ops import (
     numpy_api,
     numpy_extras,
     operators,
+    quantization_ops,
     random_generator,
     random_ops,
     recurrent_ops,
