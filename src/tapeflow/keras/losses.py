@@ -8,6 +8,7 @@ not by the sum of the weights, exactly as Keras does.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -41,8 +42,9 @@ def _as_tensor(x: Any, dtype: Any = None) -> Any:
     return convert_to_tensor(x, dtype=dtype)
 
 
-def _prepare(y_true: Any, y_pred: Any) -> tuple[Any, Any]:
-    """Tensors of y_pred's float dtype; a trailing size-1 dim on one side is squeezed."""
+def _prepare(y_true: Any, y_pred: Any, name: str = "loss") -> tuple[Any, Any]:
+    """Tensors of y_pred's float dtype; a trailing size-1 dim on one side is squeezed; shapes
+    that cannot broadcast are refused with `name` and both shapes."""
     y_pred = _as_tensor(y_pred)
     if not y_pred.dtype.is_floating:
         y_pred = tf.cast(y_pred, backend.floatx())
@@ -53,7 +55,19 @@ def _prepare(y_true: Any, y_pred: Any) -> tuple[Any, Any]:
             y_pred = tf.squeeze(y_pred, -1)
         elif rank_true == rank_pred + 1 and y_true.shape[-1] == 1:
             y_true = tf.squeeze(y_true, -1)
+    _check_broadcastable(name, y_true, y_pred)
     return y_true, y_pred
+
+
+def _check_broadcastable(name: str, y_true: Any, y_pred: Any) -> None:
+    """Refuse shapes that neither match nor broadcast, naming the function and both shapes
+    (unknown dims pass: they are checked when the values arrive)."""
+    if y_true.shape.rank is None or y_pred.shape.rank is None:
+        return
+    for a, b in zip(reversed(y_true.shape.as_list()), reversed(y_pred.shape.as_list())):
+        if a is not None and b is not None and a != b and 1 not in (a, b):
+            raise ValueError(f"{name}: y_true and y_pred shapes do not match or broadcast: "
+                             f"y_true.shape={y_true.shape}, y_pred.shape={y_pred.shape}")
 
 
 def _log_softmax(logits: Any, axis: int = -1) -> Any:
@@ -63,19 +77,19 @@ def _log_softmax(logits: Any, axis: int = -1) -> Any:
 # --- per-sample functions --------------------------------------------------------------
 def mean_squared_error(y_true: Any, y_pred: Any) -> Any:
     """Mean of squared differences over the last axis."""
-    y_true, y_pred = _prepare(y_true, y_pred)
+    y_true, y_pred = _prepare(y_true, y_pred, "mean_squared_error")
     return tf.reduce_mean(tf.math.square(y_pred - y_true), axis=-1)
 
 
 def mean_absolute_error(y_true: Any, y_pred: Any) -> Any:
     """Mean of absolute differences over the last axis."""
-    y_true, y_pred = _prepare(y_true, y_pred)
+    y_true, y_pred = _prepare(y_true, y_pred, "mean_absolute_error")
     return tf.reduce_mean(tf.math.abs(y_pred - y_true), axis=-1)
 
 
 def huber(y_true: Any, y_pred: Any, delta: float = 1.0) -> Any:
     """Quadratic for |error| <= delta, linear beyond: robust to outliers."""
-    y_true, y_pred = _prepare(y_true, y_pred)
+    y_true, y_pred = _prepare(y_true, y_pred, "huber")
     error = y_pred - y_true
     abs_error = tf.math.abs(error)
     quadratic = 0.5 * tf.math.square(error)
@@ -86,18 +100,21 @@ def huber(y_true: Any, y_pred: Any, delta: float = 1.0) -> Any:
 def binary_crossentropy(y_true: Any, y_pred: Any, from_logits: bool = False,
                         label_smoothing: float = 0.0, axis: int = -1) -> Any:
     """Cross-entropy of independent Bernoulli outputs, averaged over the last axis."""
-    y_true, y_pred = _prepare(y_true, y_pred)
+    y_true, y_pred = _prepare(y_true, y_pred, "binary_crossentropy")
     if label_smoothing:
         y_true = y_true * (1.0 - label_smoothing) + 0.5 * label_smoothing
+    return tf.reduce_mean(_binary_crossentropy_values(y_true, y_pred, from_logits), axis=axis)
+
+
+def _binary_crossentropy_values(y_true: Any, y_pred: Any, from_logits: bool) -> Any:
+    """Elementwise Bernoulli cross-entropy (Keras's ``backend.binary_crossentropy``)."""
     if from_logits:
         # max(x, 0) - x*z + log(1 + exp(-|x|)): never overflows for large |x|
-        per_value = (tf.math.maximum(y_pred, 0.0) - y_pred * y_true
-                     + tf.math.log(1.0 + tf.math.exp(-tf.math.abs(y_pred))))
-    else:
-        eps = backend.epsilon()
-        p = tf.clip_by_value(y_pred, eps, 1.0 - eps)
-        per_value = -(y_true * tf.math.log(p + eps) + (1.0 - y_true) * tf.math.log(1.0 - p + eps))
-    return tf.reduce_mean(per_value, axis=axis)
+        return (tf.math.maximum(y_pred, 0.0) - y_pred * y_true
+                + tf.math.log(1.0 + tf.math.exp(-tf.math.abs(y_pred))))
+    eps = backend.epsilon()
+    p = tf.clip_by_value(y_pred, eps, 1.0 - eps)
+    return -(y_true * tf.math.log(p + eps) + (1.0 - y_true) * tf.math.log(1.0 - p + eps))
 
 
 def categorical_crossentropy(y_true: Any, y_pred: Any, from_logits: bool = False,
@@ -158,8 +175,134 @@ def _check_same_shape(name: str, y_true: Any, y_pred: Any) -> None:
                          "sparse_categorical_crossentropy.")
 
 
+def mean_absolute_percentage_error(y_true: Any, y_pred: Any) -> Any:
+    """100 * mean over the last axis of |y_true - y_pred| / max(|y_true|, epsilon)."""
+    y_true, y_pred = _prepare(y_true, y_pred, "mean_absolute_percentage_error")
+    diff = tf.math.abs((y_true - y_pred) / tf.math.maximum(tf.math.abs(y_true),
+                                                             backend.epsilon()))
+    return 100.0 * tf.reduce_mean(diff, axis=-1)
+
+
+def mean_squared_logarithmic_error(y_true: Any, y_pred: Any) -> Any:
+    """Mean over the last axis of (log(1 + y_pred) - log(1 + y_true))^2, both floored at
+    epsilon."""
+    y_true, y_pred = _prepare(y_true, y_pred, "mean_squared_logarithmic_error")
+    eps = backend.epsilon()
+    first = tf.math.log(tf.math.maximum(y_pred, eps) + 1.0)
+    second = tf.math.log(tf.math.maximum(y_true, eps) + 1.0)
+    return tf.reduce_mean(tf.math.square(first - second), axis=-1)
+
+
+def _signed_labels(y_true: Any) -> Any:
+    """Keras's hinge labels: when every label is 0 or 1, map them to -1/+1 (decided on the
+    values at run time, so it works traced); other labels are used as they are."""
+    is_binary = tf.reduce_all(tf.logical_or(tf.math.equal(y_true, 0.0),
+                                            tf.math.equal(y_true, 1.0)))
+    return y_true + tf.cast(is_binary, y_true.dtype) * (y_true - 1.0)
+
+
+def hinge(y_true: Any, y_pred: Any) -> Any:
+    """Mean over the last axis of max(1 - y_true * y_pred, 0), labels in {-1, 1} (or 0/1)."""
+    y_true, y_pred = _prepare(y_true, y_pred, "hinge")
+    margin = 1.0 - _signed_labels(y_true) * y_pred
+    return tf.reduce_mean(tf.math.maximum(margin, 0.0), axis=-1)
+
+
+def squared_hinge(y_true: Any, y_pred: Any) -> Any:
+    """Mean over the last axis of max(1 - y_true * y_pred, 0)^2."""
+    y_true, y_pred = _prepare(y_true, y_pred, "squared_hinge")
+    margin = 1.0 - _signed_labels(y_true) * y_pred
+    return tf.reduce_mean(tf.math.square(tf.math.maximum(margin, 0.0)), axis=-1)
+
+
+def categorical_hinge(y_true: Any, y_pred: Any) -> Any:
+    """max(max_wrong - score_true + 1, 0) per sample, for one-hot y_true."""
+    y_pred = _as_tensor(y_pred)
+    y_true = _as_tensor(y_true, y_pred.dtype)
+    _check_broadcastable("categorical_hinge", y_true, y_pred)
+    pos = tf.reduce_sum(y_true * y_pred, axis=-1)
+    neg = tf.reduce_max((1.0 - y_true) * y_pred, axis=-1)
+    return tf.math.maximum(neg - pos + 1.0, 0.0)
+
+
+def log_cosh(y_true: Any, y_pred: Any) -> Any:
+    """Mean over the last axis of log(cosh(y_pred - y_true)), computed without overflow."""
+    y_true, y_pred = _prepare(y_true, y_pred, "log_cosh")
+    x = y_pred - y_true
+    # log(cosh x) = x + log(1 + exp(-2x)) - log 2: cosh itself overflows for |x| > ~89 (f32)
+    return tf.reduce_mean(x + tf.math.softplus(-2.0 * x) - math.log(2.0), axis=-1)
+
+
+def kl_divergence(y_true: Any, y_pred: Any) -> Any:
+    """Sum over the last axis of y_true * log(y_true / y_pred), both clipped to [eps, 1]."""
+    y_true, y_pred = _prepare(y_true, y_pred, "kl_divergence")
+    eps = backend.epsilon()
+    y_true = tf.clip_by_value(y_true, eps, 1.0)
+    y_pred = tf.clip_by_value(y_pred, eps, 1.0)
+    return tf.reduce_sum(y_true * tf.math.log(y_true / y_pred), axis=-1)
+
+
+def poisson(y_true: Any, y_pred: Any) -> Any:
+    """Mean over the last axis of y_pred - y_true * log(y_pred + eps) (Poisson NLL up to a
+    constant)."""
+    y_true, y_pred = _prepare(y_true, y_pred, "poisson")
+    return tf.reduce_mean(y_pred - y_true * tf.math.log(y_pred + backend.epsilon()), axis=-1)
+
+
+def cosine_similarity(y_true: Any, y_pred: Any, axis: int = -1) -> Any:
+    """Minus the cosine of the angle between y_true and y_pred along `axis` (so minimizing
+    it aligns them); a zero vector gives 0."""
+    y_pred = _as_tensor(y_pred)
+    y_true = _as_tensor(y_true, y_pred.dtype)
+    _check_broadcastable("cosine_similarity", y_true, y_pred)
+    return -tf.reduce_sum(tf.nn.l2_normalize(y_true, axis=axis)
+                          * tf.nn.l2_normalize(y_pred, axis=axis), axis=axis)
+
+
+def binary_focal_crossentropy(y_true: Any, y_pred: Any, apply_class_balancing: bool = False,
+                              alpha: float = 0.25, gamma: float = 2.0,
+                              from_logits: bool = False, label_smoothing: float = 0.0,
+                              axis: int = -1) -> Any:
+    """Binary cross-entropy times (1 - p_t)^gamma (Lin et al. 2017), which down-weighs easy
+    examples; with class balancing, positives also weigh alpha and negatives 1 - alpha."""
+    y_true, y_pred = _prepare(y_true, y_pred, "binary_focal_crossentropy")
+    if label_smoothing:
+        y_true = y_true * (1.0 - label_smoothing) + 0.5 * label_smoothing
+    p = tf.sigmoid(y_pred) if from_logits else y_pred
+    p_t = y_true * p + (1.0 - y_true) * (1.0 - p)
+    focal = tf.math.pow(1.0 - p_t, gamma) * _binary_crossentropy_values(y_true, y_pred,
+                                                                         from_logits)
+    if apply_class_balancing:
+        focal = (y_true * alpha + (1.0 - y_true) * (1.0 - alpha)) * focal
+    return tf.reduce_mean(focal, axis=axis)
+
+
+def categorical_focal_crossentropy(y_true: Any, y_pred: Any, alpha: Any = 0.25,
+                                   gamma: float = 2.0, from_logits: bool = False,
+                                   label_smoothing: float = 0.0, axis: int = -1) -> Any:
+    """Categorical cross-entropy with each class's term times alpha * (1 - p)^gamma; alpha
+    may be one number or one per class."""
+    y_pred = _as_tensor(y_pred)
+    y_true = _as_tensor(y_true, y_pred.dtype)
+    _check_same_shape("categorical_focal_crossentropy", y_true, y_pred)
+    if label_smoothing:
+        classes = y_pred.shape[-1] or tf.cast(tf.shape(y_pred)[-1], y_pred.dtype)
+        y_true = y_true * (1.0 - label_smoothing) + label_smoothing / classes
+    if from_logits:
+        y_pred = tf.nn.softmax(y_pred, axis=axis)
+    eps = backend.epsilon()
+    p = tf.clip_by_value(y_pred / tf.reduce_sum(y_pred, axis=axis, keepdims=True), eps, 1 - eps)
+    alpha = _as_tensor(alpha, p.dtype)
+    return tf.reduce_sum(alpha * tf.math.pow(1.0 - p, gamma) * (-y_true * tf.math.log(p)),
+                         axis=axis)
+
+
 mse = MSE = mean_squared_error
 mae = MAE = mean_absolute_error
+mape = MAPE = mean_absolute_percentage_error
+msle = MSLE = mean_squared_logarithmic_error
+kld = KLD = kullback_leibler_divergence = kl_divergence
+logcosh = log_cosh
 
 
 # --- Loss objects ----------------------------------------------------------------------
@@ -267,6 +410,11 @@ class LossFunctionWrapper(Loss):
     def get_config(self) -> dict:
         return {**self._fn_kwargs, **super().get_config()}
 
+    @classmethod
+    def from_config(cls, config: dict) -> Loss:
+        # tf-keras's configs also name the function ("fn"); the class already knows it
+        return cls(**{k: v for k, v in config.items() if k != "fn"})
+
 
 class MeanSquaredError(LossFunctionWrapper):
     def __init__(self, reduction: str = Reduction.AUTO, name: str = "mean_squared_error"):
@@ -308,19 +456,91 @@ class SparseCategoricalCrossentropy(LossFunctionWrapper):
         self.from_logits = from_logits
 
 
-_BY_NAME: dict[str, Any] = {
-    "mean_squared_error": mean_squared_error, "mse": mean_squared_error,
-    "MSE": mean_squared_error,
-    "mean_absolute_error": mean_absolute_error, "mae": mean_absolute_error,
-    "MAE": mean_absolute_error,
-    "huber": huber, "huber_loss": huber,
-    "binary_crossentropy": binary_crossentropy,
-    "categorical_crossentropy": categorical_crossentropy,
-    "sparse_categorical_crossentropy": sparse_categorical_crossentropy,
-}
-_CLASSES = {cls.__name__: cls for cls in (MeanSquaredError, MeanAbsoluteError, Huber,
-                                          BinaryCrossentropy, CategoricalCrossentropy,
-                                          SparseCategoricalCrossentropy)}
+class MeanAbsolutePercentageError(LossFunctionWrapper):
+    def __init__(self, reduction: str = Reduction.AUTO,
+                 name: str = "mean_absolute_percentage_error"):
+        super().__init__(mean_absolute_percentage_error, reduction=reduction, name=name)
+
+
+class MeanSquaredLogarithmicError(LossFunctionWrapper):
+    def __init__(self, reduction: str = Reduction.AUTO,
+                 name: str = "mean_squared_logarithmic_error"):
+        super().__init__(mean_squared_logarithmic_error, reduction=reduction, name=name)
+
+
+class Hinge(LossFunctionWrapper):
+    def __init__(self, reduction: str = Reduction.AUTO, name: str = "hinge"):
+        super().__init__(hinge, reduction=reduction, name=name)
+
+
+class SquaredHinge(LossFunctionWrapper):
+    def __init__(self, reduction: str = Reduction.AUTO, name: str = "squared_hinge"):
+        super().__init__(squared_hinge, reduction=reduction, name=name)
+
+
+class CategoricalHinge(LossFunctionWrapper):
+    def __init__(self, reduction: str = Reduction.AUTO, name: str = "categorical_hinge"):
+        super().__init__(categorical_hinge, reduction=reduction, name=name)
+
+
+class LogCosh(LossFunctionWrapper):
+    def __init__(self, reduction: str = Reduction.AUTO, name: str = "log_cosh"):
+        super().__init__(log_cosh, reduction=reduction, name=name)
+
+
+class KLDivergence(LossFunctionWrapper):
+    def __init__(self, reduction: str = Reduction.AUTO, name: str = "kl_divergence"):
+        super().__init__(kl_divergence, reduction=reduction, name=name)
+
+
+class Poisson(LossFunctionWrapper):
+    def __init__(self, reduction: str = Reduction.AUTO, name: str = "poisson"):
+        super().__init__(poisson, reduction=reduction, name=name)
+
+
+class CosineSimilarity(LossFunctionWrapper):
+    def __init__(self, axis: int = -1, reduction: str = Reduction.AUTO,
+                 name: str = "cosine_similarity"):
+        super().__init__(cosine_similarity, reduction=reduction, name=name, axis=axis)
+
+
+class BinaryFocalCrossentropy(LossFunctionWrapper):
+    def __init__(self, apply_class_balancing: bool = False, alpha: float = 0.25,
+                 gamma: float = 2.0, from_logits: bool = False, label_smoothing: float = 0.0,
+                 axis: int = -1, reduction: str = Reduction.AUTO,
+                 name: str = "binary_focal_crossentropy"):
+        super().__init__(binary_focal_crossentropy, reduction=reduction, name=name,
+                         apply_class_balancing=apply_class_balancing, alpha=alpha, gamma=gamma,
+                         from_logits=from_logits, label_smoothing=label_smoothing, axis=axis)
+        self.from_logits = from_logits
+
+
+class CategoricalFocalCrossentropy(LossFunctionWrapper):
+    def __init__(self, alpha: Any = 0.25, gamma: float = 2.0, from_logits: bool = False,
+                 label_smoothing: float = 0.0, axis: int = -1,
+                 reduction: str = Reduction.AUTO, name: str = "categorical_focal_crossentropy"):
+        super().__init__(categorical_focal_crossentropy, reduction=reduction, name=name,
+                         alpha=alpha, gamma=gamma, from_logits=from_logits,
+                         label_smoothing=label_smoothing, axis=axis)
+        self.from_logits = from_logits
+
+
+_FUNCTIONS = (mean_squared_error, mean_absolute_error, huber, binary_crossentropy,
+              categorical_crossentropy, sparse_categorical_crossentropy,
+              mean_absolute_percentage_error, mean_squared_logarithmic_error, hinge,
+              squared_hinge, categorical_hinge, log_cosh, kl_divergence, poisson,
+              cosine_similarity, binary_focal_crossentropy, categorical_focal_crossentropy)
+_BY_NAME: dict[str, Any] = {fn.__name__: fn for fn in _FUNCTIONS}
+_BY_NAME.update({
+    "mse": mean_squared_error, "MSE": mean_squared_error,
+    "mae": mean_absolute_error, "MAE": mean_absolute_error, "huber_loss": huber,
+    "mape": mean_absolute_percentage_error, "MAPE": mean_absolute_percentage_error,
+    "msle": mean_squared_logarithmic_error, "MSLE": mean_squared_logarithmic_error,
+    "kld": kl_divergence, "KLD": kl_divergence, "kullback_leibler_divergence": kl_divergence,
+    "logcosh": log_cosh,
+})
+_CLASSES = {cls.__name__: cls for cls in LossFunctionWrapper.__subclasses__()}
+
 
 
 def get(identifier: Any) -> Any:
