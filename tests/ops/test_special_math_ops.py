@@ -29,6 +29,22 @@ CASES = [
     OpCase("lgamma", tf.math.lgamma, special.gammaln, _in(0.5, 4)),
     OpCase("digamma", tf.math.digamma, special.digamma, _in(0.5, 4)),
     OpCase("bessel_i0e", tf.math.bessel_i0e, special.i0e, _in(0.2, 3)),
+    # tf.math.special: the forward is SciPy's; the gradients (TF's rules) are what is checked
+    OpCase("bessel_j0", tf.math.special.bessel_j0, special.j0, _in(0.2, 6)),
+    OpCase("bessel_j1", tf.math.special.bessel_j1, special.j1, _in(0.2, 6)),
+    OpCase("bessel_y0", tf.math.special.bessel_y0, special.y0, _in(0.3, 6)),
+    OpCase("bessel_y1", tf.math.special.bessel_y1, special.y1, _in(0.3, 6)),
+    OpCase("bessel_k0", tf.math.special.bessel_k0, special.k0, _in(0.3, 4)),
+    OpCase("bessel_k1", tf.math.special.bessel_k1, special.k1, _in(0.3, 4)),
+    OpCase("bessel_k0e", tf.math.special.bessel_k0e, special.k0e, _in(0.3, 4)),
+    OpCase("bessel_k1e", tf.math.special.bessel_k1e, special.k1e, _in(0.3, 4)),
+    OpCase("dawsn", tf.math.special.dawsn, special.dawsn, _in(-3, 3)),
+    OpCase("expint", tf.math.special.expint, special.expi, _in(0.2, 3)),
+    OpCase("fresnel_cos", tf.math.special.fresnel_cos, lambda x: special.fresnel(x)[1],
+           _in(-2, 2)),
+    OpCase("fresnel_sin", tf.math.special.fresnel_sin, lambda x: special.fresnel(x)[0],
+           _in(-2, 2)),
+    OpCase("spence", tf.math.special.spence, special.spence, _in(0.2, 3)),
     OpCase("atan2", tf.math.atan2, np.arctan2, lambda rng: [rng.uniform(-2, 2, (3, 4)),
                                                             rng.uniform(0.5, 2, (4,))]),
     OpCase("xlogy", tf.math.xlogy, special.xlogy,
@@ -54,3 +70,16 @@ def test_counting_ops():
     np.testing.assert_allclose(tf.math.xdivy([0.0, 2.0], [0.0, 4.0]).numpy(), [0.0, 0.5])
     np.testing.assert_allclose(tf.math.multiply_no_nan([np.inf, 2.0], [0.0, 3.0]).numpy(),
                                [0.0, 6.0])
+
+
+def test_special_gradients_at_their_limits():
+    x = tf.constant([0.0, 1.0, 2.0], tf.float64)
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        j1, sp = tf.math.special.bessel_j1(x), tf.math.special.spence(x)
+    # J1'(0) = 1/2 and spence'(1) = -1: the limits TF's rules take where x / (1 - x) is 0/0
+    np.testing.assert_allclose(tape.gradient(j1, x).numpy(),
+                               [0.5, special.j0(1.0) - special.j1(1.0), special.j0(2.0)
+                                - special.j1(2.0) / 2.0], rtol=1e-12)
+    np.testing.assert_allclose(tape.gradient(sp, x).numpy()[1:], [-1.0, np.log(2.0) / -1.0])
+    assert tf.math.special.dawsn(tf.constant([0.5], tf.float32)).dtype == tf.float32

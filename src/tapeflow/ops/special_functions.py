@@ -86,6 +86,68 @@ def bessel_i1e(x: Any, name: str | None = None) -> Any:
     return apply(_i1e, _tensor(x))
 
 
+# --- tf.math.special: Bessel functions of the first and second kinds, Dawson, Ei, Fresnel,
+# Spence (derivatives as TensorFlow's gradients take them) -----------------------------------
+
+
+def _special(name: str, kernel: Any, tf_name: str, doc: str) -> tuple:
+    o = op(name, elementwise=True, shape=same_as_first)(_same(kernel))
+
+    def api(x: Any, name: str | None = None) -> Any:
+        return apply(o, _tensor(x))
+
+    api.__name__, api.__doc__ = tf_name, doc
+    export(f"math.special.{tf_name}")(api)
+    return o, api
+
+
+_j0, bessel_j0 = _special("BesselJ0", special.j0, "bessel_j0", "Bessel function J0.")
+_j1, bessel_j1 = _special("BesselJ1", special.j1, "bessel_j1", "Bessel function J1.")
+_y0, bessel_y0 = _special("BesselY0", special.y0, "bessel_y0", "Bessel function Y0.")
+_y1, bessel_y1 = _special("BesselY1", special.y1, "bessel_y1", "Bessel function Y1.")
+_k0, bessel_k0 = _special("BesselK0", special.k0, "bessel_k0",
+                          "Modified Bessel function of the second kind, K0.")
+_k1, bessel_k1 = _special("BesselK1", special.k1, "bessel_k1",
+                          "Modified Bessel function of the second kind, K1.")
+_k0e, bessel_k0e = _special("BesselK0e", special.k0e, "bessel_k0e", "exp(x) K0(x).")
+_k1e, bessel_k1e = _special("BesselK1e", special.k1e, "bessel_k1e", "exp(x) K1(x).")
+_dawsn, dawsn = _special("Dawsn", special.dawsn, "dawsn", "Dawson's integral.")
+_expint, expint = _special("Expint", special.expi, "expint", "The exponential integral Ei.")
+_fresnel_cos, fresnel_cos = _special("FresnelCos", lambda x: special.fresnel(x)[1],
+                                     "fresnel_cos", "Fresnel's cosine integral C(x).")
+_fresnel_sin, fresnel_sin = _special("FresnelSin", lambda x: special.fresnel(x)[0],
+                                     "fresnel_sin", "Fresnel's sine integral S(x).")
+_spence, spence = _special("Spence", special.spence, "spence",
+                           "Spence's integral: the integral of log(t) / (1 - t) from 1 to x.")
+
+
+def _over_x(y: Any, x: Any) -> Any:
+    return y / x
+
+
+_j0.def_grad(lambda g, out, x: -g * apply(_j1, x))
+_j1.def_grad(lambda g, out, x: g * (apply(_j0, x) - _safe_ratio(out, x)))
+_y0.def_grad(lambda g, out, x: -g * apply(_y1, x))
+_y1.def_grad(lambda g, out, x: g * (apply(_y0, x) - _over_x(out, x)))
+_k0.def_grad(lambda g, out, x: -g * apply(_k1, x))
+_k1.def_grad(lambda g, out, x: -g * (apply(_k0, x) + _over_x(out, x)))
+_k0e.def_grad(lambda g, out, x: g * (out - apply(_k1e, x)))
+_k1e.def_grad(lambda g, out, x: g * (out - apply(_k0e, x) - _over_x(out, x)))
+_dawsn.def_grad(lambda g, out, x: g * (1.0 - 2.0 * x * out))
+_expint.def_grad(lambda g, out, x: g * math_ops.exp(x) / x)
+_fresnel_cos.def_grad(lambda g, out, x: g * math_ops.cos(float(np.pi / 2) * x * x))
+_fresnel_sin.def_grad(lambda g, out, x: g * math_ops.sin(float(np.pi / 2) * x * x))
+
+
+@_spence.def_grad
+def _(g, out, x):
+    one = math_ops.equal(x, 1.0)  # log(x) / (1 - x) tends to -1 there
+    safe = math_ops.where(one, array_ops.zeros_like(x), 1.0 - x)
+    return g * math_ops.where(one, -array_ops.ones_like(x),
+                              math_ops.log(x) / math_ops.where(one, array_ops.ones_like(x),
+                                                               safe))
+
+
 _erfcinv = op("Erfcinv", elementwise=True, shape=same_as_first)(_same(special.erfcinv))
 
 
