@@ -86,6 +86,11 @@ ARGS = {
     "RandomTranslation": lambda: L.RandomTranslation(0.1, 0.2, fill_value=1.0),
     "Adam": lambda: tf.keras.optimizers.Adam(S.ExponentialDecay(0.1, 10, 0.5), amsgrad=True),
     "SGD": lambda: tf.keras.optimizers.SGD(0.1, momentum=0.9, nesterov=True, clipnorm=1.0),
+    "MeanRelativeError": lambda: tf.keras.metrics.MeanRelativeError([1.0, 2.0]),
+    "PrecisionAtRecall": lambda: tf.keras.metrics.PrecisionAtRecall(0.5, num_thresholds=9),
+    "RecallAtPrecision": lambda: tf.keras.metrics.RecallAtPrecision(0.7, class_id=1),
+    "SensitivityAtSpecificity": lambda: tf.keras.metrics.SensitivityAtSpecificity(0.2),
+    "SpecificityAtSensitivity": lambda: tf.keras.metrics.SpecificityAtSensitivity(0.9),
 }
 
 

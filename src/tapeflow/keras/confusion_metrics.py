@@ -1,4 +1,5 @@
-"""Metrics built on confusion counts at thresholds: ``Precision``, ``Recall``, ``AUC``.
+"""Metrics built on confusion counts at thresholds: ``Precision``, ``Recall``, ``AUC``, the
+counts themselves (``TruePositives``...) and rates at a constraint (``PrecisionAtRecall``...).
 
 Each keeps true/false positive/negative counts per threshold in variables (a prediction above a
 threshold counts as positive), so streaming over batches gives the same result as one big batch
@@ -256,3 +257,137 @@ class AUC(_ConfusionMetric):
                 "multi_label": self.multi_label, "num_labels": self.num_labels,
                 "label_weights": None if self.label_weights is None
                 else self.label_weights.tolist()}
+
+
+class _ThresholdCount(_ConfusionMetric):
+    """One weighted confusion count per threshold (a number when there is one threshold)."""
+
+    _count = ""
+
+    def __init__(self, thresholds: Any = None, name: str | None = None, dtype: Any = None):
+        super().__init__(_checked_thresholds(thresholds, 0.5, type(self).__name__),
+                         (self._count,), name, dtype)
+        self._given_thresholds = thresholds
+
+    def result(self) -> Any:
+        return self._single(getattr(self, self._count).read_value())
+
+    def get_config(self) -> dict:
+        thresholds = self._given_thresholds
+        if thresholds is not None and not isinstance(thresholds, (int, float)):
+            thresholds = [float(t) for t in np.atleast_1d(thresholds)]
+        return {"name": self.name, "dtype": self.dtype, "thresholds": thresholds}
+
+
+class TruePositives(_ThresholdCount):
+    """Weighted count of positives predicted above the threshold."""
+
+    _count = "true_positives"
+
+
+class FalsePositives(_ThresholdCount):
+    """Weighted count of negatives predicted above the threshold."""
+
+    _count = "false_positives"
+
+
+class TrueNegatives(_ThresholdCount):
+    """Weighted count of negatives predicted at or below the threshold."""
+
+    _count = "true_negatives"
+
+
+class FalseNegatives(_ThresholdCount):
+    """Weighted count of positives predicted at or below the threshold."""
+
+    _count = "false_negatives"
+
+
+def _rates(tp: Any, fp: Any, tn: Any, fn: Any) -> dict[str, Any]:
+    recall = _safe_divide(tp, tp + fn)
+    return {"precision": _safe_divide(tp, tp + fp), "recall": recall, "sensitivity": recall,
+            "specificity": _safe_divide(tn, tn + fp)}
+
+
+class _RateAtConstraint(_ConfusionMetric):
+    """The best `_dependent` rate over the thresholds whose `_constrained` rate is at least
+    `value` (0 when none is); Keras's ``SensitivitySpecificityBase``.
+
+    `num_thresholds` evenly spaced thresholds from 0 to 1 (one threshold: 0.5); a prediction
+    above a threshold counts as positive.
+    """
+
+    _constrained = _dependent = ""
+
+    def __init__(self, value: float, num_thresholds: int = 200, class_id: int | None = None,
+                 name: str | None = None, dtype: Any = None):
+        who = type(self).__name__
+        if not 0.0 <= value <= 1.0:
+            raise ValueError(f"{who}: argument `{self._constrained}` must be in the range "
+                             f"[0, 1], got {value}")
+        if int(num_thresholds) != num_thresholds or num_thresholds <= 0:
+            raise ValueError(f"{who}: argument `num_thresholds` must be an integer > 0, got "
+                             f"{num_thresholds}")
+        inner = [(i + 1) / (num_thresholds - 1) for i in range(num_thresholds - 2)]
+        thresholds = [0.5] if num_thresholds == 1 else [0.0, *inner, 1.0]
+        super().__init__(thresholds, _COUNTS, name, dtype, class_id)
+        self.value = float(value)
+        self.num_thresholds = int(num_thresholds)
+        setattr(self, self._constrained, value)
+
+    def result(self) -> Any:
+        rates = _rates(*(getattr(self, c).read_value() for c in _COUNTS))
+        feasible = rates[self._constrained] >= self.value
+        # the rates are >= 0, so the max over all with the infeasible ones zeroed is the max
+        # over the feasible ones, and 0 when there is none
+        return tf.reduce_max(tf.where(feasible, rates[self._dependent],
+                                      tf.zeros_like(rates[self._dependent])))
+
+    def get_config(self) -> dict:
+        return {"name": self.name, "dtype": self.dtype, "class_id": self.class_id,
+                "num_thresholds": self.num_thresholds, self._constrained: self.value}
+
+
+class SensitivityAtSpecificity(_RateAtConstraint):
+    """Best sensitivity (recall) at specificity >= `specificity`."""
+
+    _constrained, _dependent = "specificity", "sensitivity"
+
+    def __init__(self, specificity: float, num_thresholds: int = 200,
+                 class_id: int | None = None, name: str | None = None, dtype: Any = None):
+        super().__init__(specificity, num_thresholds, class_id, name, dtype)
+
+
+class SpecificityAtSensitivity(_RateAtConstraint):
+    """Best specificity at sensitivity (recall) >= `sensitivity`."""
+
+    _constrained, _dependent = "sensitivity", "specificity"
+
+    def __init__(self, sensitivity: float, num_thresholds: int = 200,
+                 class_id: int | None = None, name: str | None = None, dtype: Any = None):
+        super().__init__(sensitivity, num_thresholds, class_id, name, dtype)
+
+
+class PrecisionAtRecall(_RateAtConstraint):
+    """Best precision at recall >= `recall`."""
+
+    _constrained, _dependent = "recall", "precision"
+
+    def __init__(self, recall: float, num_thresholds: int = 200, class_id: int | None = None,
+                 name: str | None = None, dtype: Any = None):
+        super().__init__(recall, num_thresholds, class_id, name, dtype)
+
+
+class RecallAtPrecision(_RateAtConstraint):
+    """Best recall at precision >= `precision`."""
+
+    _constrained, _dependent = "precision", "recall"
+
+    def __init__(self, precision: float, num_thresholds: int = 200,
+                 class_id: int | None = None, name: str | None = None, dtype: Any = None):
+        super().__init__(precision, num_thresholds, class_id, name, dtype)
+
+
+CLASSES = {cls.__name__: cls for cls in (
+    Precision, Recall, AUC, TruePositives, FalsePositives, TrueNegatives, FalseNegatives,
+    SensitivityAtSpecificity, SpecificityAtSensitivity, PrecisionAtRecall, RecallAtPrecision)}

@@ -88,6 +88,18 @@ class Metric:
         return f"<{type(self).__name__} name={self.name}>"
 
 
+def _broadcast_weight(weight: Any, values: Any) -> Any:
+    """Sample weights shaped like `values`: a trailing size-1 dim squeezed, missing trailing
+    dims added, then broadcast (Keras's ``broadcast_weights``)."""
+    rank_v, rank_w = values.shape.rank, weight.shape.rank
+    if rank_w is not None and rank_v is not None:
+        if rank_w == rank_v + 1 and weight.shape[-1] == 1:
+            weight = tf.squeeze(weight, -1)
+        while weight.shape.rank < rank_v:
+            weight = tf.expand_dims(weight, -1)
+    return weight * tf.ones_like(values)
+
+
 class Reduce(Metric):
     """Weighted sum (and count) of every value seen."""
 
@@ -105,16 +117,9 @@ class Reduce(Metric):
             total = tf.reduce_sum(values)
             count = tf.cast(tf.size(values), self._dtype)
         else:
-            weight = _tensor(sample_weight, self._dtype)
-            rank_v, rank_w = values.shape.rank, weight.shape.rank
-            if rank_w is not None and rank_v is not None:
-                if rank_w == rank_v + 1 and weight.shape[-1] == 1:
-                    weight = tf.squeeze(weight, -1)
-                while weight.shape.rank < rank_v:
-                    weight = tf.expand_dims(weight, -1)
-            weighted = values * weight
-            total = tf.reduce_sum(weighted)
-            count = tf.reduce_sum(weight * tf.ones_like(values))
+            weight = _broadcast_weight(_tensor(sample_weight, self._dtype), values)
+            total = tf.reduce_sum(values * weight)
+            count = tf.reduce_sum(weight)
         self.total.assign_add(total)
         if self._divide:
             return self.count.assign_add(count)
@@ -142,6 +147,47 @@ class Sum(Reduce):
 
     def __init__(self, name: str = "sum", dtype: Any = None):
         super().__init__(name=name, dtype=dtype)
+
+
+class MeanTensor(Metric):
+    """The elementwise (weighted) mean of every tensor seen; all must have one shape, fixed by
+    the first (or by `shape`)."""
+
+    def __init__(self, name: str = "mean_tensor", dtype: Any = None, shape: Any = None):
+        super().__init__(name=name, dtype=dtype)
+        self._shape = None
+        if shape is not None:
+            self._build(tuple(shape))
+
+    def _build(self, shape: tuple) -> None:
+        self._shape = shape
+        self.total = self.add_weight("total", shape=shape)
+        self.count = self.add_weight("count", shape=shape)
+
+    def update_state(self, values: Any, sample_weight: Any = None) -> Any:
+        values = _tensor(values, self._dtype)
+        shape = tuple(values.shape.as_list())
+        if self._shape is None:
+            if None in shape:
+                raise ValueError(f"MeanTensor: the first values need a fully known shape, got "
+                                 f"{values.shape}")
+            self._build(shape)
+        elif shape != self._shape:
+            raise ValueError("MeanTensor input values must always have the same shape. Expected "
+                             f"shape (set during the first call): {self._shape}. Got: {shape}")
+        count = tf.ones_like(values)
+        if sample_weight is not None:
+            weight = _broadcast_weight(_tensor(sample_weight, self._dtype), values)
+            values, count = values * weight, count * weight
+        self.count.assign_add(count)
+        return self.total.assign_add(values)
+
+    def result(self) -> Any:
+        if self._shape is None:
+            raise ValueError("MeanTensor does not have any value yet. Please call the MeanTensor "
+                             "instance or use `.update_state(value)` before retrieving the "
+                             "result.")
+        return tf.math.divide_no_nan(self.total.read_value(), self.count.read_value())
 
 
 class MeanMetricWrapper(Mean):
@@ -284,11 +330,107 @@ class BinaryCrossentropy(MeanMetricWrapper):
                          label_smoothing=label_smoothing)
 
 
+def cosine_similarity(y_true: Any, y_pred: Any, axis: int = -1) -> Any:
+    """The cosine of the angle between y_true and y_pred along `axis` (1 when aligned): the
+    loss of the same name with the sign flipped."""
+    return -losses.cosine_similarity(y_true, y_pred, axis=axis)
+
+
+class MeanAbsolutePercentageError(MeanMetricWrapper):
+    def __init__(self, name: str = "mean_absolute_percentage_error", dtype: Any = None):
+        super().__init__(losses.mean_absolute_percentage_error, name, dtype=dtype)
+
+
+class MeanSquaredLogarithmicError(MeanMetricWrapper):
+    def __init__(self, name: str = "mean_squared_logarithmic_error", dtype: Any = None):
+        super().__init__(losses.mean_squared_logarithmic_error, name, dtype=dtype)
+
+
+class Hinge(MeanMetricWrapper):
+    def __init__(self, name: str = "hinge", dtype: Any = None):
+        super().__init__(losses.hinge, name, dtype=dtype)
+
+
+class SquaredHinge(MeanMetricWrapper):
+    def __init__(self, name: str = "squared_hinge", dtype: Any = None):
+        super().__init__(losses.squared_hinge, name, dtype=dtype)
+
+
+class CategoricalHinge(MeanMetricWrapper):
+    def __init__(self, name: str = "categorical_hinge", dtype: Any = None):
+        super().__init__(losses.categorical_hinge, name, dtype=dtype)
+
+
+class LogCoshError(MeanMetricWrapper):
+    def __init__(self, name: str = "logcosh", dtype: Any = None):
+        super().__init__(losses.log_cosh, name, dtype=dtype)
+
+
+class KLDivergence(MeanMetricWrapper):
+    def __init__(self, name: str = "kullback_leibler_divergence", dtype: Any = None):
+        super().__init__(losses.kl_divergence, name, dtype=dtype)
+
+
+class Poisson(MeanMetricWrapper):
+    def __init__(self, name: str = "poisson", dtype: Any = None):
+        super().__init__(losses.poisson, name, dtype=dtype)
+
+
+class CosineSimilarity(MeanMetricWrapper):
+    def __init__(self, name: str = "cosine_similarity", dtype: Any = None, axis: int = -1):
+        super().__init__(cosine_similarity, name, dtype=dtype, axis=axis)
+
+
+class RootMeanSquaredError(Mean):
+    """sqrt of the (weighted) mean of squared errors over every value seen."""
+
+    def __init__(self, name: str = "root_mean_squared_error", dtype: Any = None):
+        super().__init__(name=name, dtype=dtype)
+
+    def update_state(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> Any:
+        y_true, y_pred = losses._prepare(_tensor(y_true, self._dtype), _tensor(y_pred, self._dtype),
+                                         "RootMeanSquaredError")
+        return super().update_state(tf.math.square(y_pred - y_true), sample_weight)
+
+    def result(self) -> Any:
+        return tf.math.sqrt(tf.math.divide_no_nan(self.total.read_value(),
+                                                  self.count.read_value()))
+
+
+class MeanRelativeError(Mean):
+    """(Weighted) mean of |y_true - y_pred| / normalizer (0 where the normalizer is 0)."""
+
+    def __init__(self, normalizer: Any, name: str | None = None, dtype: Any = None):
+        super().__init__(name=name or "mean_relative_error", dtype=dtype)
+        self.normalizer = np.asarray(normalizer, self._dtype._np)
+
+    def update_state(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> Any:
+        y_true, y_pred = losses._prepare(_tensor(y_true, self._dtype), _tensor(y_pred, self._dtype),
+                                         "MeanRelativeError")
+        normalizer = self.normalizer
+        if normalizer.ndim == y_pred.shape.rank + 1 and normalizer.shape[-1] == 1:
+            normalizer = normalizer[..., 0]
+        normalizer = tf.constant(normalizer)
+        losses._check_broadcastable("MeanRelativeError (normalizer)", normalizer, y_pred)
+        errors = tf.math.divide_no_nan(tf.math.abs(y_true - y_pred), normalizer)
+        return super().update_state(errors, sample_weight)
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "normalizer": self.normalizer.tolist()}
+
+
 mean_squared_error = mse = MSE = losses.mean_squared_error
 mean_absolute_error = mae = MAE = losses.mean_absolute_error
 binary_crossentropy = losses.binary_crossentropy
 categorical_crossentropy = losses.categorical_crossentropy
 sparse_categorical_crossentropy = losses.sparse_categorical_crossentropy
+mean_absolute_percentage_error = mape = MAPE = losses.mean_absolute_percentage_error
+mean_squared_logarithmic_error = msle = MSLE = losses.mean_squared_logarithmic_error
+hinge, squared_hinge, poisson = losses.hinge, losses.squared_hinge, losses.poisson
+kl_divergence = kld = KLD = kullback_leibler_divergence = losses.kl_divergence
+log_cosh = logcosh = losses.log_cosh
+binary_focal_crossentropy = losses.binary_focal_crossentropy
+categorical_focal_crossentropy = losses.categorical_focal_crossentropy
 
 _FUNCTIONS: dict[str, Callable] = {
     "accuracy": accuracy, "binary_accuracy": binary_accuracy,
@@ -301,11 +443,14 @@ _FUNCTIONS: dict[str, Callable] = {
     "binary_crossentropy": losses.binary_crossentropy,
     "categorical_crossentropy": losses.categorical_crossentropy,
     "sparse_categorical_crossentropy": losses.sparse_categorical_crossentropy,
+    "cosine_similarity": cosine_similarity,
 }
+# every loss function name (kld, mape, logcosh, hinge...) names the same metric function
+_FUNCTIONS.update({k: v for k, v in losses._BY_NAME.items() if k not in _FUNCTIONS
+                   and v is not losses.cosine_similarity})
 _CLASSES = {cls.__name__: cls for cls in (
-    Mean, Sum, Accuracy, BinaryAccuracy, CategoricalAccuracy, SparseCategoricalAccuracy,
-    TopKCategoricalAccuracy, SparseTopKCategoricalAccuracy, MeanSquaredError, MeanAbsoluteError,
-    CategoricalCrossentropy, SparseCategoricalCrossentropy, BinaryCrossentropy)}
+    Mean, Sum, MeanTensor, RootMeanSquaredError, MeanRelativeError,
+    *MeanMetricWrapper.__subclasses__())}
 
 
 def get(identifier: Any) -> Any:
@@ -335,6 +480,19 @@ def deserialize(config: Any) -> Any:
 
 
 # threshold metrics live in their own module (they subclass Metric, defined above)
-from tapeflow.keras.confusion_metrics import AUC, Precision, Recall  # noqa: E402
+from tapeflow.keras import confusion_metrics  # noqa: E402
+from tapeflow.keras.confusion_metrics import (  # noqa: E402, F401  (tf.keras.metrics names)
+    AUC,
+    FalseNegatives,
+    FalsePositives,
+    Precision,
+    PrecisionAtRecall,
+    Recall,
+    RecallAtPrecision,
+    SensitivityAtSpecificity,
+    SpecificityAtSensitivity,
+    TrueNegatives,
+    TruePositives,
+)
 
-_CLASSES.update({cls.__name__: cls for cls in (AUC, Precision, Recall)})
+_CLASSES.update(confusion_metrics.CLASSES)
