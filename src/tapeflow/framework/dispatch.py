@@ -44,7 +44,9 @@ class Op:
     - ``elementwise``: pointwise over broadcast inputs (fusible; implies ``same_dtype``).
     - ``stateful`` / ``random``: never folded, CSE'd or reordered; run even when unused.
     - ``variable``: ``"read"`` or ``"write"`` when the op reads or replaces ``attrs["var"]``
-      (effects ordered per variable; an unused read has no effect and may be dropped).
+      (effects ordered per variable; an unused read has no effect and may be dropped);
+      ``"assign"``: a write after which the variable holds input 0's value, so a later read in
+      the same graph may take that value instead (``jit_compile``'s clusters see through it).
     - ``output``: the output buffer. ``"fresh"``: a new array the executor may overwrite once
       dead; ``"fresh_float"``: fresh when input 0 is floating; ``"input"``: input 0 itself
       (no line is emitted); ``"view"``: a view of input 0 (no new memory; the memory plan
@@ -97,8 +99,8 @@ class Op:
                  passthrough: bool | Callable = False, inverse: Op | None = None,
                  workspace: Callable | None = None, allocates: Callable | None = None,
                  scalar: tuple | None = None, reduction: str | None = None):
-        if variable not in (None, "read", "write"):
-            raise ValueError(f"Op {name}: variable must be None, 'read' or 'write'")
+        if variable not in (None, "read", "write", "assign"):
+            raise ValueError(f"Op {name}: variable must be None, 'read', 'write' or 'assign'")
         if reduction not in (None, "sum", "mean"):
             raise ValueError(f"Op {name}: reduction must be None, 'sum' or 'mean'")
         if output not in _OUTPUTS:

@@ -7,7 +7,9 @@ registers and writes the output once. Inputs are the output's shape ("full"), it
 dimension broadcast over the rows ("row", a bias), or one element ("scalar").
 
 Each step is a NumPy ufunc (numba compiles it per element) or a ``scalar_math`` function, with
-optional constant operands, in the cluster's float dtype. A cluster may end in a reduction (a
+optional constant operands, in the cluster's float dtype. A cluster may also write
+out values computed on the way (``extra``: Adam's new moments, which variables are assigned,
+beside the update that reads them), or end in a reduction (a
 sum or mean over every axis or over the last one): the loop then adds each last value into a
 float64 accumulator (per row, or one for all) and writes only the sums, so the summed
 elementwise result is never stored either. The generated source is written to a
@@ -53,12 +55,17 @@ class Program:
     reduce: str | None = None
     over: str = "all"
     out_shape: tuple | None = None
+    extra: tuple = ()  # refs of further values written out (a multi-output cluster), in order
 
     def __post_init__(self) -> None:
         if self.reduce is not None and (self.reduce not in REDUCTIONS or self.over not in OVER
-                                        or self.out_shape is None):
+                                        or self.out_shape is None or self.extra):
             raise ValueError(f"jit cluster: bad reduction {self.reduce!r} over {self.over!r} "
                              f"to {self.out_shape!r}")
+        n = len(self.kinds)
+        if any(not n <= r < n + len(self.steps) - 1 for r in self.extra):
+            raise ValueError(f"jit cluster: extra outputs {self.extra!r} must be steps before "
+                             "the last")
 
     @property
     def result_shape(self) -> tuple:
@@ -102,7 +109,8 @@ def source(program: Program) -> str:
     n = len(program.kinds)
     reduce = program.reduce
     if reduce is None:
-        params = ", ".join(["out"] + [f"x{i}" for i in range(n)])
+        params = ", ".join(["out"] + [f"out{j}" for j in range(len(program.extra))]
+                           + [f"x{i}" for i in range(n)])
         body = [f"def cluster({params}):", "    rows, cols = out.shape"]
     else:  # out is the flat result: one value, or one per row
         params = ", ".join(["out", "rows", "cols"] + [f"x{i}" for i in range(n)])
@@ -127,6 +135,7 @@ def source(program: Program) -> str:
         body.append(f"            v{j} = {module}.{fn.__name__}({', '.join(args)})")
     last = f"v{len(program.steps) - 1}" if program.steps else value(0)
     if reduce is None:
+        body += [f"            out{j}[r, c] = {value(ref)}" for j, ref in enumerate(program.extra)]
         body.append(f"            out[r, c] = {last}")
     else:
         body.append(f"            acc += {last}")
@@ -203,11 +212,15 @@ def run(program: Program, *arrays: np.ndarray) -> np.ndarray:
         return _numpy(program, arrays, dtype)
     out = np.empty(program.result_shape, dtype)
     flat = [a.reshape(dims) if f else a.reshape(-1) for a, f in zip(arrays, full)]
-    if program.reduce is None:
-        loop(out.reshape(dims), *flat)
-    else:
+    if program.reduce is not None:
         loop(out.reshape(-1), dims[0], dims[1], *flat)
-    return out
+        return out
+    if not program.extra:
+        loop(out.reshape(dims), *flat)
+        return out
+    extra = [np.empty(program.shape, dtype) for _ in program.extra]
+    loop(out.reshape(dims), *[e.reshape(dims) for e in extra], *flat)
+    return (out, *extra)
 
 
 def _numpy(program: Program, arrays: tuple, dtype: np.dtype) -> np.ndarray:
@@ -217,6 +230,9 @@ def _numpy(program: Program, arrays: tuple, dtype: np.dtype) -> np.ndarray:
         values.append(np.asarray(fn(*args), dtype=dtype))
     full = np.broadcast_to(values[-1], program.shape)
     if program.reduce is None:
+        if program.extra:
+            return tuple(np.broadcast_to(values[r], program.shape).astype(dtype, copy=True)
+                         for r in (len(values) - 1, *program.extra))
         return full.astype(dtype, copy=True)
     axes = tuple(range(full.ndim)) if program.over == "all" else (full.ndim - 1,)
     reduce = np.sum if program.reduce == "sum" else np.mean

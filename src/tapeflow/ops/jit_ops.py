@@ -24,13 +24,18 @@ def _jit_cluster(*arrays, program, _replay):
     return jit_cluster.run(program, *arrays)
 
 
-def replay_ops(replay: tuple, inputs: tuple):
-    """The cluster's original ops applied to `inputs`: (op, attrs, refs) per step, refs as in
-    ``jit_cluster.Program``."""
+def replay_values(replay: tuple, inputs: tuple) -> list:
+    """The inputs, then each of the cluster's original ops applied: (op, attrs, refs) per step,
+    refs as in ``jit_cluster.Program``."""
     values = list(inputs)
     for o, attrs, refs in replay:
         values.append(apply(o, *[values[r] for r in refs], **dict(attrs)))
-    return values[-1]
+    return values
+
+
+def replay_ops(replay: tuple, inputs: tuple):
+    """The value of the cluster's last op applied to `inputs`."""
+    return replay_values(replay, inputs)[-1]
 
 
 @_jit_cluster.def_grad
@@ -39,3 +44,25 @@ def _(g, out, *inputs, program, _replay):
         tape.watch(list(inputs))
         y = replay_ops(_replay, inputs)
     return tape.gradient(y, list(inputs), output_gradients=g)
+
+
+def _rule_n(*specs, program, _replay):
+    spec = (program.shape, _dtypes.as_dtype(program.dtype))
+    return [spec] * (1 + len(program.extra))
+
+
+@op("JitClusterN", shape=_rule_n, output="fresh", multi_output=True)
+def _jit_cluster_n(*arrays, program, _replay):
+    """A cluster with further outputs (``Program.extra``): the last value, then those."""
+    return jit_cluster.run(program, *arrays)
+
+
+@_jit_cluster_n.def_grad
+def _(gs, outs, *inputs, program, _replay):
+    with GradientTape(watch_accessed_variables=False) as tape:
+        tape.watch(list(inputs))
+        values = replay_values(_replay, inputs)
+    ys = [values[-1]] + [values[r] for r in program.extra]
+    pairs = [(y, g) for y, g in zip(ys, gs) if g is not None]
+    return tape.gradient([y for y, _ in pairs], list(inputs),
+                         output_gradients=[g for _, g in pairs])

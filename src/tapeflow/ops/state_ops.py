@@ -81,7 +81,7 @@ def _emit_write_into(fast):
     return emit
 
 
-@op("AssignVariableOp", variable="write", shape=lambda v, *, var: _var_spec(var=var),
+@op("AssignVariableOp", variable="assign", shape=lambda v, *, var: _var_spec(var=var),
     emit=_emit_write(_set))
 def _assign(value, *, var):
     if value.dtype != var.dtype._np:

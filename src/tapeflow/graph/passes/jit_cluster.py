@@ -16,7 +16,15 @@ from the op's facts.
 
 from __future__ import annotations
 
-from tapeflow.graph.ir import Graph, Node, clone, readers, remove_nodes, substitute
+from tapeflow.graph.ir import (
+    Graph,
+    Node,
+    clone,
+    readers,
+    remove_nodes,
+    replace_uses,
+    substitute,
+)
 from tapeflow.kernels import jit_cluster
 from tapeflow.ops import jit_ops
 
@@ -99,13 +107,59 @@ def _pays(nodes: list, reducing: dict) -> bool:
     return len(nodes) >= MIN_OPS or (len(nodes) > 1 and (len(nodes) - 1) * n >= MIN_SAVED)
 
 
+def forward_assigned_reads(g: Graph) -> int:
+    """A variable read whose variable was last assigned (an ``"assign"`` write) earlier in the
+    graph reads the assigned value itself: Adam written in ops assigns m and v and reads them
+    back for the update, which then joins their cluster. Any other write, or a stateful node
+    that is no variable access (a loop or call that might assign), ends what is known."""
+    known: dict[int, object] = {}
+    dead = set()
+    for node in g.nodes:
+        kind = node.op.variable
+        var = node.attrs.get("var") if kind is not None else None
+        if kind == "read" and var is not None and not node.control_inputs:
+            value, out = known.get(id(var)), node.outputs[0]
+            if value is not None and value.dtype is out.dtype and value.shape == out.shape \
+                    and out.shape.is_fully_defined():
+                replace_uses(g, out, value)
+                dead.add(id(node))
+        elif kind is not None and var is not None:
+            known[id(var)] = node.inputs[0] if kind == "assign" and not node.control_inputs \
+                else None
+        elif node.op.stateful and not node.op.random:
+            known.clear()
+    remove_nodes(g, dead)
+    return len(dead)
+
+
+def _sink(node: Node, reads: dict, ordered: set) -> bool:
+    """A variable write no value of which is read (a cluster may write its value out)."""
+    return (node.op.variable in ("write", "assign") and not node.control_inputs
+            and id(node) not in ordered and not any(reads.get(id(t)) for t in node.outputs))
+
+
+def _may_move(g: Graph, at: int, to: int) -> bool:
+    """Whether the write at `at` may move to just after position `to` (> at): nothing between
+    touches its variable, and no node there has an effect beyond variables (print, a loop)."""
+    var = g.nodes[at].attrs["var"]
+    for node in g.nodes[at + 1:to + 1]:
+        if node.op.variable is not None and node.attrs.get("var") is var:
+            return False
+        if node.op.stateful and node.op.variable is None:
+            return False
+    return True
+
+
 def run(graph: Graph) -> tuple[Graph, str]:
     g, _ = clone(graph)
+    forwarded = forward_assigned_reads(g)
     reads = readers(g)
     pos = {id(n): i for i, n in enumerate(g.nodes)}
+    ordered = {id(c) for n in g.nodes for c in n.control_inputs}
     forms = {id(n): f for n in g.nodes if (f := _eligible(n)) is not None}
     reducing = {id(n): over for n in g.nodes if (over := reduced_over(n)) is not None}
     root_of: dict[int, Node] = {}  # walked backwards: a node joins the cluster of its readers
+    sinks: dict[int, list[Node]] = {}  # a cluster's member -> writes of its value to move
     for i in range(len(g.nodes) - 1, -1, -1):
         node = g.nodes[i]
         if id(node) in reducing:  # always a cluster's last op
@@ -114,11 +168,22 @@ def run(graph: Graph) -> tuple[Graph, str]:
         if id(node) not in forms:
             continue
         out = node.outputs[0]
-        roots = [root_of.get(id(g.nodes[r])) if r < len(g.nodes) else None
-                 for r in reads.get(id(out), [])]
+        at = reads.get(id(out), [])
+        into = [g.nodes[r] for r in at if r < len(g.nodes) and not _sink(g.nodes[r], reads,
+                                                                          ordered)]
+        written = [g.nodes[r] for r in at if r < len(g.nodes) and _sink(g.nodes[r], reads,
+                                                                         ordered)]
+        roots = [root_of.get(id(n)) for n in into] + [None] * (len(at) - len(into)
+                                                              - len(written))
         root = roots[0] if roots else None
         joins = (root is not None and all(r is root for r in roots)
                  and _loop_shape(root, reducing) == out.shape)
+        if joins and written:  # a value written out too: a further output of the cluster
+            joins = id(root) not in reducing and all(
+                pos[id(w)] > pos[id(root)] or _may_move(g, pos[id(w)], pos[id(root)])
+                for w in written)
+            if joins:
+                sinks[id(node)] = written
         root_of[id(node)] = root if joins else node
     members: dict[int, list[Node]] = {}
     for node in g.nodes:
@@ -128,6 +193,7 @@ def run(graph: Graph) -> tuple[Graph, str]:
     members = {k: v for k, v in members.items() if _pays(v, reducing)}
     dead: set[int] = set()
     sizes = []
+    moves: dict[int, list[Node]] = {}  # cluster node -> writes placed right after it
     for nodes in members.values():  # in program order: the root last
         root = nodes[-1]
         inputs, kinds, refs, steps, replay = [], [], {}, [], []
@@ -153,15 +219,39 @@ def run(graph: Graph) -> tuple[Graph, str]:
 
         steps = [(fn, tuple(fix(r) for r in rs), c) for fn, rs, c in steps]
         replay = [(o, a, tuple(fix(r) for r in rs)) for o, a, rs in replay]
+        written = [n for n in nodes[:-1] if id(n) in sinks]
         over = reducing.get(id(root))
         program = jit_cluster.Program(
             root.outputs[0].dtype.name, shape, tuple(kinds), tuple(steps),
             reduce=None if over is None else root.op.reduction, over=over or "all",
-            out_shape=None if over is None else root.outputs[0].shape.as_tuple())
-        substitute(g, pos[id(root)], jit_ops._jit_cluster, inputs,
-                   {"program": program, "_replay": tuple(replay)}, [root.outputs[0]])
+            out_shape=None if over is None else root.outputs[0].shape.as_tuple(),
+            extra=tuple(fix(refs[id(n.outputs[0])]) for n in written))
+        op = jit_ops._jit_cluster_n if written else jit_ops._jit_cluster
+        node = substitute(g, pos[id(root)], op, inputs,
+                          {"program": program, "_replay": tuple(replay)}, [root.outputs[0]])
+        for n, new in zip(written, node.outputs[1:]):
+            replace_uses(g, n.outputs[0], new)
+            moves.setdefault(id(node), []).extend(
+                w for w in sinks[id(n)] if pos[id(w)] < pos[id(root)])
         dead.update(id(n) for n in nodes[:-1])
         sizes.append(len(nodes))
     remove_nodes(g, dead)
+    _place_after(g, moves)
     return g, (f"jit_cluster: compiled {len(sizes)} clusters of {sum(sizes)} ops"
-               + (f" (largest {max(sizes)})" if sizes else ""))
+               + (f" (largest {max(sizes)})" if sizes else "")
+               + (f"; {forwarded} variable reads took the value assigned before them"
+                  if forwarded else ""))
+
+
+def _place_after(g: Graph, moves: dict[int, list[Node]]) -> None:
+    """Move each cluster's writes (of values it now computes) to just after it, in order."""
+    if not moves:
+        return
+    moved = {id(w) for ws in moves.values() for w in ws}
+    order = []
+    for node in g.nodes:
+        if id(node) in moved:
+            continue
+        order.append(node)
+        order.extend(sorted(moves.get(id(node), ()), key=g.nodes.index))
+    g.nodes = order
