@@ -91,6 +91,10 @@ ARGS = {
     "RecallAtPrecision": lambda: tf.keras.metrics.RecallAtPrecision(0.7, class_id=1),
     "SensitivityAtSpecificity": lambda: tf.keras.metrics.SensitivityAtSpecificity(0.2),
     "SpecificityAtSensitivity": lambda: tf.keras.metrics.SpecificityAtSensitivity(0.9),
+    "IoU": lambda: tf.keras.metrics.IoU(3, [0, 2], ignore_class=255),
+    "MeanIoU": lambda: tf.keras.metrics.MeanIoU(4, sparse_y_pred=False),
+    "OneHotIoU": lambda: tf.keras.metrics.OneHotIoU(3, [1]),
+    "OneHotMeanIoU": lambda: tf.keras.metrics.OneHotMeanIoU(2),
 }
 
 

@@ -479,8 +479,9 @@ def deserialize(config: Any) -> Any:
     return get(config)
 
 
-# threshold metrics live in their own module (they subclass Metric, defined above)
-from tapeflow.keras import confusion_metrics  # noqa: E402
+# metrics on confusion counts, IoU and F/R2 scores live in their own modules (they
+# subclass Metric, defined above)
+from tapeflow.keras import confusion_metrics, iou_metrics, score_metrics  # noqa: E402
 from tapeflow.keras.confusion_metrics import (  # noqa: E402, F401  (tf.keras.metrics names)
     AUC,
     FalseNegatives,
@@ -494,5 +495,13 @@ from tapeflow.keras.confusion_metrics import (  # noqa: E402, F401  (tf.keras.me
     TrueNegatives,
     TruePositives,
 )
+from tapeflow.keras.iou_metrics import (  # noqa: E402, F401
+    BinaryIoU,
+    IoU,
+    MeanIoU,
+    OneHotIoU,
+    OneHotMeanIoU,
+)
+from tapeflow.keras.score_metrics import F1Score, FBetaScore, R2Score  # noqa: E402, F401
 
-_CLASSES.update(confusion_metrics.CLASSES)
+_CLASSES.update({**confusion_metrics.CLASSES, **iou_metrics.CLASSES, **score_metrics.CLASSES})
