@@ -205,3 +205,54 @@ def test_check_numerics_sees_the_fast_paths():
             tf.reduce_sum(tf.constant([np.inf, -np.inf]))
     finally:
         tf.debugging.disable_check_numerics()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
+def test_reflected_operators_with_numbers(dtype):
+    v = np.array([1, -2, 3], dtype=dtype)
+    a = tf.constant(v)
+    for got, want in ((2 * a, 2 * v), (1 - a, 1 - v), (3 + a, 3 + v), (a - 1, v - 1)):
+        assert got.dtype == tf.as_dtype(dtype)
+        np.testing.assert_array_equal(got.numpy(), want.astype(dtype))
+    with tf.GradientTape() as tape:
+        x = tf.constant([1.0, 2.0])
+        tape.watch(x)
+        y = 1.0 - 3.0 * x
+    np.testing.assert_array_equal(tape.gradient(y, x).numpy(), [-3.0, -3.0])
+
+
+def test_division_fast_path_keeps_tf_rules():
+    v = np.array([1.0, -2.0, 3.0], dtype=np.float32)
+    a = tf.constant(v)
+    np.testing.assert_array_equal((a / 2.0).numpy(), v / np.float32(2))
+    np.testing.assert_array_equal((a / 3).numpy(), v / np.float32(3))
+    np.testing.assert_array_equal((a / a).numpy(), np.ones(3, np.float32))
+    assert (a / 2.0).dtype == tf.float32
+    ints = tf.constant([1, 2], dtype=tf.int32)
+    assert (ints / 2).dtype == tf.float64  # integers are cast first, as TF does
+    with pytest.raises(tf.errors.InvalidArgumentError, match="RealDiv") as info:
+        a / tf.constant([1.0, 2.0, 3.0], dtype=tf.float64)  # the mixed division line
+    assert "the mixed division line" in str(info.value)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="RealDiv"):
+        a / True  # a bool is not a number here
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape, axis, keepdims", [
+    ((10,), None, False), ((3, 4, 5), None, True), ((3, 4, 5), 1, False),
+    ((3, 4, 5), [0, 2], True), ((7, 1000), -1, False), ((100000,), None, False)])
+def test_mean_has_numpy_means_bits(dtype, shape, axis, keepdims):
+    v = (np.random.default_rng(2).standard_normal(shape) * 100).astype(dtype)
+    got = tf.reduce_mean(tf.constant(v), axis=axis, keepdims=keepdims).numpy()
+    want = np.mean(v, axis=None if axis is None else tuple(np.atleast_1d(axis)),
+                   keepdims=keepdims)
+    assert got.dtype == dtype and got.shape == np.shape(want)
+    np.testing.assert_array_equal(_bits(got), _bits(want))
+
+
+def test_mean_of_other_dtypes_and_empty_inputs():
+    assert tf.reduce_mean(tf.constant([1, 2], dtype=tf.int32)).numpy() == 1  # truncated
+    half = np.array([0.1, 0.2, 0.3], dtype=np.float16)
+    assert tf.reduce_mean(tf.constant(half)).numpy() == np.mean(half)  # float32 accumulator
+    with pytest.warns(RuntimeWarning):
+        assert np.isnan(tf.reduce_mean(tf.zeros([0])).numpy())

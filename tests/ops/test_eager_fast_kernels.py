@@ -21,12 +21,13 @@ def _bits(a):
     return np.ascontiguousarray(a).view(np.uint8)
 
 
+@pytest.mark.parametrize("size", [1000, 5000])  # NumPy's path below 2,048 elements, compiled above
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_relu_kernel_same_bits_as_maximum(dtype):
-    x = rng.standard_normal(1000).astype(dtype)
+def test_relu_kernel_same_bits_as_maximum(dtype, size):
+    x = rng.standard_normal(size).astype(dtype)
     x[:4] = [-0.0, np.nan, np.inf, -np.inf]
     np.testing.assert_array_equal(_bits(act_kernels.relu(x)), _bits(np.maximum(x, 0)))
-    strided = x.reshape(20, 50)[:, ::3]  # not contiguous: NumPy's path
+    strided = x.reshape(20, -1)[:, ::3]  # not contiguous: NumPy's path
     np.testing.assert_array_equal(act_kernels.relu(strided), np.maximum(strided, 0))
     ints = np.arange(-3, 4, dtype=np.int32)
     assert act_kernels.relu(ints).dtype == np.int32

@@ -240,34 +240,48 @@ def apply(op: Op, *inputs: Any, **attrs: Any):
 _new = object.__new__
 
 
-def eager_binary(op: Op, general: Callable) -> Callable:
-    """The operator method ``x <op> y`` of eager tensors (``EagerTensor.__add__``): when `y` is
-    an eager tensor of `x`'s dtype and the thread runs plain eager (no tape, no tf.device),
-    the kernel runs at once, as `apply` would run it, without its argument packing and the
-    checks that cannot fire; everything else is `general(x, y)`, the method of every tensor.
+def eager_binary(op: Op, general: Callable, reflected: bool = False) -> Callable:
+    """The operator method ``x <op> y`` of eager tensors (``EagerTensor.__add__``; ``y <op> x``
+    when `reflected`, ``EagerTensor.__radd__``): when the thread runs plain eager (no tape, no
+    tf.device) and `y` is an eager tensor of `x`'s dtype or a Python number that fits it (TF's
+    rule, as ``number_operand``), the kernel runs at once, as `apply` would run it, without its
+    argument packing and the checks that cannot fire; everything else is `general(x, y)`, the
+    method of every tensor.
 
     `op` must be a same-dtype, single-output elementwise op. ``a + b`` on float32[10] costs
-    ~0.75 us this way against ~1.2 us through `apply` (2-core EPYC, thread CPU time)."""
+    ~0.8 us this way against ~1.2 us through `apply` (2-core EPYC, thread CPU time)."""
     if not (op.elementwise and op.same_dtype) or op.multi_output:
         raise ValueError(f"eager_binary: {op.name} is not a same-dtype elementwise op")
     kernel = op.kernel
 
     def method(x, y):
-        if type(y) is EagerTensor and _state.plain:
+        if _state.plain:
             a = x._value
-            b = y._value
-            if a.dtype is b.dtype:
-                try:
-                    out = kernel(a, b)
-                except errors.OpError:
-                    raise
-                except Exception as e:  # as apply words it: op, shapes and the user's line
-                    raise kernel_error(op, [a, b], _NO_ATTRS, e) from e
-                t = _new(EagerTensor)
-                t._value = out if type(out) is np.ndarray else np.asarray(out)
-                if check_numerics_hook is not None:
-                    check_numerics_hook(op, t)
-                return t
+            kind = type(y)
+            if kind is EagerTensor:
+                b = y._value
+                if a.dtype is not b.dtype:
+                    return general(x, y)  # mixed (an error) or equal but distinct dtypes
+            elif kind is float or kind is int:
+                number = number_operand(y, a.dtype)
+                if number is None:
+                    return general(x, y)
+                b = number._value
+            else:
+                return general(x, y)
+            if reflected:
+                a, b = b, a
+            try:
+                out = kernel(a, b)
+            except errors.OpError:
+                raise
+            except Exception as e:  # as apply words it: op, shapes and the user's line
+                raise kernel_error(op, [a, b], _NO_ATTRS, e) from e
+            t = _new(EagerTensor)
+            t._value = out if type(out) is np.ndarray else np.asarray(out)
+            if check_numerics_hook is not None:
+                check_numerics_hook(op, t)
+            return t
         return general(x, y)
 
     method.__name__ = method.__qualname__ = general.__name__

@@ -9,7 +9,7 @@ import numpy as np
 from tapeflow._api import export
 from tapeflow.framework import dtypes as _dtypes
 from tapeflow.framework.constant import convert_to_tensor
-from tapeflow.framework.dispatch import apply, eager_binary, number_operand, op
+from tapeflow.framework.dispatch import apply, eager_binary, op
 from tapeflow.framework.shape_rules import broadcast_shapes, elementwise, same_as_first, with_dtype
 from tapeflow.framework.tensor import EagerTensor, Tensor
 from tapeflow.framework.variable import Variable
@@ -179,11 +179,22 @@ def cast(x: Any, dtype: Any, name: str | None = None):
 @export("math.truediv", "truediv")
 def truediv(x: Any, y: Any, name: str | None = None):
     """x / y; integer inputs are first cast to float (int32 -> float64, as TF)."""
+    if type(x) is EagerTensor and x._value.dtype.kind in "fc":  # a / b, a / 2.0
+        return _eager_truediv(x, y)
+    return _truediv(x, y)
+
+
+def _truediv(x: Any, y: Any):
     x, y = _as_pair(x, y)
     if x.dtype.is_integer:
         target = _dtypes.float32 if x.dtype.size <= 2 else _dtypes.float64
         x, y = cast(x, target), cast(y, target)
     return apply(_div, x, y)
+
+
+# a float x: RealDiv at once for a y of its dtype or a number (_as_pair would convert the number
+# to the same tensor, at ~3 us); any other y takes _truediv
+_eager_truediv = eager_binary(_div, _truediv)
 
 
 @export("math.divide", "divide")
@@ -402,14 +413,10 @@ def _binary(o):
     def general(x: Any, y: Any):
         return apply(o, x, y)
 
-    eager = eager_binary(o, general)  # two eager tensors of one dtype: the kernel at once
+    eager = eager_binary(o, general)  # maximum(x, 0.0), maximum(x, y): the kernel at once
 
     def run(x: Any, y: Any, name: str | None = None):
         if type(x) is EagerTensor:
-            if type(y) in _NUMBERS:  # maximum(x, 0.0): the usual case
-                number = number_operand(y, x._value.dtype)
-                if number is not None:
-                    return eager(x, number)
             return eager(x, y)
         return apply(o, x, y)
 

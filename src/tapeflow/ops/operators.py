@@ -1,8 +1,9 @@
 """Python operators on Tensor and Variable (``+``, ``@``, ``<``, ``[]`` ...), bound to ops.
 
-The hot arithmetic operators call ``apply`` directly; on eager tensors ``+``, ``-`` and ``*``
-of two tensors of one dtype go straight to the kernel (``dispatch.eager_binary``) and ``[]``
-straight to ``slice_by_index``. The rest look their op function up by name.
+The hot arithmetic operators call ``apply`` directly; on eager tensors ``+``, ``-``, ``*`` and
+``/`` with a tensor or number of the same dtype go straight to the kernel
+(``dispatch.eager_binary``) and ``[]`` straight to ``slice_by_index``. The rest look their op
+function up by name.
 """
 
 from __future__ import annotations
@@ -136,7 +137,11 @@ for _cls in (Tensor, Variable):
     _cls.__ne__ = _ne
     _cls.__hash__ = lambda self: id(self)
 
-# eager tensors: two tensors of one dtype skip apply's general walk (x is an EagerTensor here)
+# eager tensors: a tensor or number of the same dtype skips apply's general walk (x, the
+# tensor the method is called on, is an EagerTensor here)
 EagerTensor.__add__ = eager_binary(_add, __add__)
+EagerTensor.__radd__ = eager_binary(_add, __radd__, reflected=True)
 EagerTensor.__sub__ = eager_binary(_sub, __sub__)
+EagerTensor.__rsub__ = eager_binary(_sub, __rsub__, reflected=True)
 EagerTensor.__mul__ = eager_binary(_mul, __mul__)
+EagerTensor.__rmul__ = eager_binary(_mul, __rmul__, reflected=True)

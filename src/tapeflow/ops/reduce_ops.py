@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -91,6 +92,14 @@ def _(g, out, x, *, axis, keepdims):
 
 @op("Mean", shape=reduced_shape_rule, emit=_reduce_emit, reduction="mean")
 def _mean(x, *, axis, keepdims):
+    if x.dtype.kind == "f" and x.dtype.itemsize >= 4:
+        # np.mean's own arithmetic for float32/64 (the sum in x's dtype over the count in x's
+        # dtype) without its Python wrapper: 1.5 us instead of 4.5 us on float32[10]
+        count = x.size if axis is None or len(axis) == x.ndim else math.prod(
+            [x.shape[a] for a in axis])
+        if count:  # (an empty mean: np.mean's warning and NaN, below)
+            return np.true_divide(np.add.reduce(x, axis, None, None, keepdims),
+                                  x.dtype.type(count))
     r = np.mean(x, axis=axis, keepdims=keepdims)
     return r.astype(x.dtype) if x.dtype.kind in "iu" else r.astype(x.dtype, copy=False)
 
