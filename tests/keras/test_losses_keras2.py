@@ -208,6 +208,8 @@ def test_bad_input_names_the_loss_and_shapes():
         losses.hinge(TARGET, PROB[:3])
     with pytest.raises(ValueError, match="categorical_focal_crossentropy"):
         losses.CategoricalFocalCrossentropy()(ONE_HOT[:, :3], PROB)
+    with pytest.raises(ValueError, match=r"alpha needs one weight per class.*\(2,\).*\(5, 4\)"):
+        losses.CategoricalFocalCrossentropy(alpha=[0.2, 0.8])(ONE_HOT, PROB)
     with pytest.raises(ValueError, match="Invalid Reduction"):
         losses.KLDivergence(reduction="mean")
 

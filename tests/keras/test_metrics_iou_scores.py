@@ -225,3 +225,35 @@ def test_score_metrics_in_a_traced_fit():
                                _np_iou(y.argmax(-1), pred.argmax(-1), 3, [0, 1, 2], ones),
                                rtol=1e-5)
     np.testing.assert_allclose(results["r2_score"], _np_r2(y, pred, ones), rtol=1e-4)
+
+
+def test_metrics_built_in_a_replicated_step_match_one_replica(monkeypatch):
+    """Two mirrored replicas (the CPU split in two) report what one replica does: variables
+    built lazily in the first step and summed over replicas."""
+    from tapeflow.framework import config
+
+    monkeypatch.setitem(config._settings, "logical",
+                        [tf.config.LogicalDeviceConfiguration()] * 2)
+    x = RNG.normal(size=(32, 4)).astype(np.float32)
+    y = np.eye(3, dtype=np.float32)[RNG.integers(0, 3, 32)]
+
+    def fit(strategy):
+        with strategy.scope():
+            tf.random.set_seed(3)
+            model = keras.Sequential([layers.Dense(3, activation="softmax", input_shape=(4,))])
+            model.compile("sgd", "categorical_focal_crossentropy",
+                          metrics=[metrics.F1Score(average="macro"), metrics.R2Score(),
+                                   metrics.OneHotMeanIoU(3), metrics.PrecisionAtRecall(0.5),
+                                   "kld"])
+        history = model.fit(x, y, batch_size=16, epochs=2, shuffle=False, verbose=0).history
+        return history, model.evaluate(x, y, batch_size=16, verbose=0, return_dict=True)
+
+    mirrored = tf.distribute.MirroredStrategy()
+    assert mirrored.num_replicas_in_sync == 2
+    two, two_eval = fit(mirrored)
+    one, one_eval = fit(tf.distribute.MirroredStrategy(["/cpu:0"]))
+    assert set(two) == {"loss", "f1_score", "r2_score", "one_hot_mean_io_u",
+                        "precision_at_recall", "kld"}
+    for key in one:
+        np.testing.assert_allclose(two[key], one[key], rtol=1e-5, err_msg=key)
+        np.testing.assert_allclose(two_eval[key], one_eval[key], rtol=1e-5, err_msg=key)

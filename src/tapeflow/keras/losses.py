@@ -293,6 +293,9 @@ def categorical_focal_crossentropy(y_true: Any, y_pred: Any, alpha: Any = 0.25,
     eps = backend.epsilon()
     p = tf.clip_by_value(y_pred / tf.reduce_sum(y_pred, axis=axis, keepdims=True), eps, 1 - eps)
     alpha = _as_tensor(alpha, p.dtype)
+    if alpha.shape.rank and alpha.shape[-1] not in (None, 1, p.shape[-1]):
+        raise ValueError("categorical_focal_crossentropy: alpha needs one weight per class, "
+                         f"got alpha.shape={alpha.shape} for y_pred.shape={p.shape}")
     return tf.reduce_sum(alpha * tf.math.pow(1.0 - p, gamma) * (-y_true * tf.math.log(p)),
                          axis=axis)
 
