@@ -482,6 +482,7 @@ def deserialize(config: Any) -> Any:
 # metrics on confusion counts, IoU and F/R2 scores live in their own modules (they
 # subclass Metric, defined above)
 from tapeflow.keras import confusion_metrics, iou_metrics, score_metrics  # noqa: E402
+from tapeflow.keras import py_metric as experimental  # noqa: E402, F401  (PyMetric)
 from tapeflow.keras.confusion_metrics import (  # noqa: E402, F401  (tf.keras.metrics names)
     AUC,
     FalseNegatives,
