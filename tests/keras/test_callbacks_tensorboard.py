@@ -82,7 +82,9 @@ def test_graph_histograms_images_embeddings_and_profile(tmp_path):
     events = _events(tmp_path / "train")
     (graph,) = [graph_pb2.GraphDef.FromString(e.graph_def) for e in events if e.graph_def]
     names = {n.name for n in graph.node}
-    assert "sequential/dense/MatMul" in names and "dense/kernel" in names
+    products = {n.name: n.op for n in graph.node if n.name.startswith("sequential/dense/")
+                and n.op in ("MatMul", "_FusedMatMul")}  # the step as optimized: bias fused
+    assert products and "dense/kernel" in names
     tags = {}
     for e in events:
         for v in e.summary.value:
@@ -138,7 +140,8 @@ def test_profile_batch_times_the_real_steps(tmp_path):
     events = json.load(gzip.open(trace))["traceEvents"]
     spans = [(e["ts"], e["ts"] + e["dur"]) for e in events if e["name"] == "train"]
     ops = [e for e in events if e.get("cat") == "op"]
-    assert len(spans) == 2 and {e["name"] for e in ops} >= {"MatMul", "Relu", "AddV2"}
+    ran = {e["name"] for e in ops}  # the optimized step: Dense's bias and ReLU fused in
+    assert len(spans) == 2 and "KerasApplyAdam" in ran and ran & {"MatMul", "_FusedMatMul"}
     for e in ops:  # timed in the real steps, not replayed afterwards
         assert any(lo <= e["ts"] and e["ts"] + e["dur"] <= hi + 1 for lo, hi in spans), e
 
@@ -150,7 +153,9 @@ def test_profile_batch_times_the_real_steps(tmp_path):
         stats = config_pb2.RunMetadata.FromString(t.run_metadata).step_stats.dev_stats[0]
         by_name = {s.node_name: s for s in stats.node_stats}
         assert set(by_name) <= {n.name for n in graph.node}
-        matmul = by_name[f"{profiled.name}/{profiled.layers[0].name}/MatMul"]
+        scope = f"{profiled.name}/{profiled.layers[0].name}/"  # MatMul, or with bias and ReLU
+        (matmul,) = [by_name[n.name] for n in graph.node if n.name.startswith(scope)
+                     and n.op in ("MatMul", "_FusedMatMul") and n.name in by_name]
         assert [d.size for d in matmul.output[0].tensor_description.shape.dim] == [4, 4]
         assert matmul.memory[0].total_bytes == 4 * 4 * 4
         assert sum(s.all_end_rel_micros for s in stats.node_stats) > 0
