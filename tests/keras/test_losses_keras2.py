@@ -1,6 +1,7 @@
-"""The rest of Keras 2's losses (hinges, focal cross-entropies, KLD, log-cosh, MAPE, MSLE,
-Poisson, cosine similarity): values against NumPy formulas written here, gradients against
-finite differences (float64), eager against traced, configs, string names and bad input.
+"""Every Keras 2 loss (the cross-entropies and their focal forms, hinges, KLD, log-cosh, MSE,
+MAE, MAPE, MSLE, Huber, Poisson, cosine similarity): values against NumPy formulas written here,
+gradients against finite differences (float64), eager against traced, configs, string names and
+bad input.
 """
 
 from __future__ import annotations
@@ -92,6 +93,24 @@ CASES = {
         losses.BinaryFocalCrossentropy(apply_class_balancing=True, alpha=0.3, gamma=1.5,
                                        from_logits=True, label_smoothing=0.1),
         BINARY, LOGIT, _np_binary_focal(BINARY, LOGIT, 1.5, 0.3, True, 0.1, logits=True)),
+    "mse": (losses.MeanSquaredError(), TARGET, LOGIT, np.mean((LOGIT - TARGET) ** 2, -1)),
+    "mae": (losses.MeanAbsoluteError(), TARGET, LOGIT, np.mean(np.abs(LOGIT - TARGET), -1)),
+    "huber": (losses.Huber(delta=0.7), TARGET, LOGIT,
+              np.mean(np.where(np.abs(LOGIT - TARGET) <= 0.7, 0.5 * (LOGIT - TARGET) ** 2,
+                               0.7 * np.abs(LOGIT - TARGET) - 0.5 * 0.7 ** 2), -1)),
+    "binary_crossentropy": (losses.BinaryCrossentropy(label_smoothing=0.2), BINARY, PROB,
+                            _np_binary_focal(BINARY, PROB, gamma=0.0, smoothing=0.2)),
+    "binary_crossentropy_logits": (losses.BinaryCrossentropy(from_logits=True), BINARY, LOGIT,
+                                   _np_binary_focal(BINARY, LOGIT, gamma=0.0, logits=True)),
+    "categorical_crossentropy": (losses.CategoricalCrossentropy(), ONE_HOT, PROB,
+                                 -np.sum(ONE_HOT * np.log(PROB / PROB.sum(-1, keepdims=True)),
+                                         -1)),
+    "categorical_crossentropy_logits": (
+        losses.CategoricalCrossentropy(from_logits=True, label_smoothing=0.1), ONE_HOT, LOGIT,
+        -np.sum((ONE_HOT * 0.9 + 0.1 / 4) * np.log(_softmax(LOGIT)), -1)),
+    "sparse_categorical_crossentropy": (
+        losses.SparseCategoricalCrossentropy(from_logits=True), ONE_HOT.argmax(-1), LOGIT,
+        -np.log(_softmax(LOGIT))[np.arange(5), ONE_HOT.argmax(-1)]),
     "categorical_focal": (losses.CategoricalFocalCrossentropy(), ONE_HOT, PROB,
                           _np_categorical_focal(ONE_HOT, PROB)),
     "categorical_focal_logits": (
