@@ -28,38 +28,53 @@ def _stats_nb(x2, shift, s1, s2):
             s2[j] += d * d
 
 
+# Rows per block of ``_grad_sums_nb``'s partial sums, kept in the data's dtype and added into
+# the float64 totals after each block
+SUM_BLOCK = 64
+
+
 @jit()
 def _grad_sums_nb(g2, x2, mean, y2, ab, sum_g, sum_gx):
     """Per-column sums of g and g*(x - mean), g masked as ReluGrad masks it (g*0 where off, so
     a NaN gradient stays NaN): by y2 > 0 if y2 (the ReLU output) has rows, else by
     x*ab[0] + ab[1] > 0 if ab (the forward's coefficients) has rows, else not at all.
     Rows are taken one at a time as 1-D slices and the mask is a float32 select (a float64
-    1.0/0.0 factor converted every element), so each row's loop vectorizes."""
+    1.0/0.0 factor converted every element), so each row's loop vectorizes. Each block of
+    SUM_BLOCK rows is summed in the data's dtype, then added into the float64 totals: float64
+    arithmetic on every element (a conversion each) ran the pass 25% slower on W4's shapes."""
     m, c = g2.shape[0], mean.shape[0]
     zero = np.float32(0.0)
-    if y2.shape[0] == m:
-        for i in range(m):
-            gi, xi, yi = g2[i], x2[i, :c], y2[i]
-            for j in range(c):
-                gv = gi[j] if yi[j] > 0 else zero * gi[j]
-                sum_g[j] += gv
-                sum_gx[j] += gv * (xi[j] - mean[j])
-    elif ab.shape[0] == 2:
-        a, b = ab[0], ab[1]
-        for i in range(m):
+    mu = mean.astype(x2.dtype)
+    part_g = np.zeros(c, dtype=x2.dtype)
+    part_gx = np.zeros(c, dtype=x2.dtype)
+    masked = y2.shape[0] == m
+    recomputed = not masked and ab.shape[0] == 2
+    a, b = ab[0:1].reshape(-1), ab[1:2].reshape(-1)  # empty unless recomputed
+    for i0 in range(0, m, SUM_BLOCK):
+        for i in range(i0, min(m, i0 + SUM_BLOCK)):
             gi, xi = g2[i], x2[i, :c]
-            for j in range(c):
-                xv = xi[j]
-                gv = gi[j] if xv * a[j] + b[j] > 0 else zero * gi[j]
-                sum_g[j] += gv
-                sum_gx[j] += gv * (xv - mean[j])
-    else:
-        for i in range(m):
-            gi, xi = g2[i], x2[i, :c]
-            for j in range(c):
-                gv = gi[j]
-                sum_g[j] += gv
-                sum_gx[j] += gv * (xi[j] - mean[j])
+            if masked:
+                yi = y2[i]
+                for j in range(c):
+                    gv = gi[j] if yi[j] > 0 else zero * gi[j]
+                    part_g[j] += gv
+                    part_gx[j] += gv * (xi[j] - mu[j])
+            elif recomputed:
+                for j in range(c):
+                    xv = xi[j]
+                    gv = gi[j] if xv * a[j] + b[j] > 0 else zero * gi[j]
+                    part_g[j] += gv
+                    part_gx[j] += gv * (xv - mu[j])
+            else:
+                for j in range(c):
+                    gv = gi[j]
+                    part_g[j] += gv
+                    part_gx[j] += gv * (xi[j] - mu[j])
+        for j in range(c):
+            sum_g[j] += part_g[j]
+            sum_gx[j] += part_gx[j]
+            part_g[j] = 0
+            part_gx[j] = 0
 
 
 @jit()
