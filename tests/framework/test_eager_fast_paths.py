@@ -256,3 +256,18 @@ def test_mean_of_other_dtypes_and_empty_inputs():
     assert tf.reduce_mean(tf.constant(half)).numpy() == np.mean(half)  # float32 accumulator
     with pytest.warns(RuntimeWarning):
         assert np.isnan(tf.reduce_mean(tf.zeros([0])).numpy())
+
+
+def test_tf_add_subtract_multiply_take_the_same_paths():
+    a, b = tf.constant([1.0, -2.0]), tf.constant([3.0, 4.0])
+    for fn, symbol in ((tf.add, "+"), (tf.subtract, "-"), (tf.multiply, "*")):
+        for x, y in ((a, b), (a, 2.0), (2.0, a), (a, 3)):
+            want = eval(f"x {symbol} y", {"x": x, "y": y})
+            got = fn(x, y)
+            assert got.dtype == tf.float32
+            np.testing.assert_array_equal(got.numpy(), want.numpy())
+    with pytest.raises(tf.errors.InvalidArgumentError, match="Sub") as info:
+        tf.subtract(a, tf.constant([1, 2]))  # the tf.subtract line
+    assert "the tf.subtract line" in str(info.value)
+    traced = tf.function(lambda x, y: tf.multiply(tf.add(x, y), 2.0))
+    np.testing.assert_array_equal(traced(a, b).numpy(), [8.0, 4.0])

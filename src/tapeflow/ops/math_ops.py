@@ -142,22 +142,38 @@ def _(g, out, x, *, dtype):
 # --- public API ------------------------------------------------------------------------------
 
 
-@export("math.add", "add")
-def add(x: Any, y: Any, name: str | None = None):
-    """Elementwise x + y with broadcasting (both must share a dtype)."""
-    return apply(_add, x, y)
+def _binary(o):
+    def general(x: Any, y: Any):
+        return apply(o, x, y)
+
+    eager = eager_binary(o, general)  # maximum(x, 0.0), maximum(x, y): the kernel at once
+
+    def run(x: Any, y: Any, name: str | None = None):
+        if type(x) is EagerTensor:
+            return eager(x, y)
+        return apply(o, x, y)
+
+    return run
 
 
-@export("math.subtract", "subtract")
-def subtract(x: Any, y: Any, name: str | None = None):
-    """Elementwise x - y."""
-    return apply(_sub, x, y)
+def _unary(o):
+    def run(x: Any, name: str | None = None):
+        return apply(o, x)
+
+    return run
 
 
-@export("math.multiply", "multiply")
-def multiply(x: Any, y: Any, name: str | None = None):
-    """Elementwise x * y."""
-    return apply(_mul, x, y)
+def _public(fn, doc: str, *names: str):
+    """Give a generated op wrapper its TF name and docstring, and export it."""
+    fn.__name__ = fn.__qualname__ = names[0].rsplit(".", 1)[-1]
+    fn.__doc__ = doc
+    return export(*names)(fn)
+
+
+add = _public(_binary(_add), "Elementwise x + y with broadcasting (both must share a dtype).",
+              "math.add", "add")
+subtract = _public(_binary(_sub), "Elementwise x - y.", "math.subtract", "subtract")
+multiply = _public(_binary(_mul), "Elementwise x * y.", "math.multiply", "multiply")
 
 
 @export("math.negative", "negative")
@@ -404,37 +420,6 @@ def _where_indices(cond):
 
 
 # --- public API (continued) -------------------------------------------------------------------
-
-
-_NUMBERS = (float, int)
-
-
-def _binary(o):
-    def general(x: Any, y: Any):
-        return apply(o, x, y)
-
-    eager = eager_binary(o, general)  # maximum(x, 0.0), maximum(x, y): the kernel at once
-
-    def run(x: Any, y: Any, name: str | None = None):
-        if type(x) is EagerTensor:
-            return eager(x, y)
-        return apply(o, x, y)
-
-    return run
-
-
-def _unary(o):
-    def run(x: Any, name: str | None = None):
-        return apply(o, x)
-
-    return run
-
-
-def _public(fn, doc: str, *names: str):
-    """Give a generated op wrapper its TF name and docstring, and export it."""
-    fn.__name__ = fn.__qualname__ = names[0].rsplit(".", 1)[-1]
-    fn.__doc__ = doc
-    return export(*names)(fn)
 
 
 floordiv = _public(_binary(_floordiv), "x // y, rounding toward -inf.",
