@@ -554,3 +554,37 @@ def test_bias_add_grad_channel_sums_match_float64_sums(shape, layout, dtype):
     want = g.astype(np.float64).reshape(-1, shape[-1]).sum(0)
     assert sums.dtype == dtype and sums.shape == (shape[-1],)
     np.testing.assert_allclose(sums, want, rtol=2e-7 if dtype == np.float32 else 1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+@pytest.mark.parametrize("compiled", [True, False])
+def test_dropout_mask_kernel_same_bits_as_the_numpy_formulation(monkeypatch, dtype, compiled):
+    """The compiled mask pass draws the same raw bits and keeps the same entries (ties on the
+    top byte settled by 32 more bits) as the NumPy passes it replaced, scale for scale."""
+    from tapeflow.kernels import dropout as dropout_kernel
+    from tapeflow.ops import nn_ops
+
+    if not compiled:
+        monkeypatch.setattr(dropout_kernel, "_mask_nb", None)
+    like = np.ones((300, 77), dtype)  # ~90 ties on the top byte
+    rate = 0.3
+
+    def numpy_mask(gen):
+        raw = gen.bit_generator.random_raw
+        cut = min(round(rate * 2.0**40), 2**40 - 1)
+        top, rest = cut >> 32, cut & 0xFFFFFFFF
+        first = raw(-(-like.size // 8)).view(np.uint8)[:like.size]
+        keep = first > top
+        tied = np.flatnonzero(first == top)
+        assert tied.size
+        keep[tied] = raw(-(-tied.size // 2)).view(np.uint32)[:tied.size] >= rest
+        work = like.dtype if like.dtype in (np.float32, np.float64) else np.dtype(np.float64)
+        mask = keep.reshape(like.shape).astype(work)
+        mask *= work.type(1.0 / (1.0 - rate))
+        return mask.astype(like.dtype)
+
+    want = numpy_mask(np.random.Generator(np.random.PCG64(3)))
+    got = nn_ops._dropout_mask.kernel(like, rate=rate, noise_shape=(-1, -1),
+                                      gen=np.random.Generator(np.random.PCG64(3)))
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))

@@ -21,6 +21,7 @@ from tapeflow.framework.dispatch import apply, op
 from tapeflow.framework.shape_rules import same_as_first
 from tapeflow.kernels import activations as _activations
 from tapeflow.kernels import bias as _bias
+from tapeflow.kernels import dropout as _dropout_kernel
 from tapeflow.kernels import layer_norm as _layer_norm
 from tapeflow.kernels import scalar_math
 from tapeflow.kernels import xent as _xent_kernel
@@ -522,14 +523,13 @@ def _dropout_mask(like, *, rate, noise_shape, gen):
     cut = min(round(rate * 2.0**40), 2**40 - 1)
     top, rest = cut >> 32, cut & 0xFFFFFFFF
     first = raw(-(-size // 8)).view(np.uint8)[:size]
-    keep = first > top
-    tied = np.flatnonzero(first == top)
-    if tied.size:
-        keep[tied] = raw(-(-tied.size // 2)).view(np.uint32)[:tied.size] >= rest
     dtype = like.dtype if like.dtype in (np.float32, np.float64) else np.dtype(np.float64)
-    mask = keep.reshape(shape).astype(dtype)
-    mask *= dtype.type(1.0 / (1.0 - rate))
-    return mask.astype(like.dtype, copy=False)
+    scale = dtype.type(1.0 / (1.0 - rate))
+    mask, ties = _dropout_kernel.mask(first, top, scale, dtype)  # one compiled pass
+    if ties:
+        extra = raw(-(-ties // 2)).view(np.uint32)[:ties]
+        _dropout_kernel.settle(first, top, extra, rest, scale, mask)
+    return mask.reshape(shape).astype(like.dtype, copy=False)
 
 
 @export("nn.dropout")
