@@ -159,7 +159,7 @@ def test_wrapper_errors_are_clear():
         layers.Bidirectional(layers.LSTM(2))(X[..., 0])
     with pytest.raises(ValueError, match="backward_layer"):
         layers.Bidirectional(layers.LSTM(2), backward_layer=layers.LSTM(2))
-    with pytest.raises(TypeError, match="TimeDistributed"):
+    with pytest.raises(ValueError, match="TimeDistributed"):  # tf-keras raises ValueError
         layers.TimeDistributed(lambda t: t)
     with pytest.raises(ValueError, match=r"TimeDistributed 'time_distributed'.*\(3, 5\)"):
         layers.TimeDistributed(layers.Dense(2))(X[..., 0])

@@ -84,6 +84,10 @@ ARGS = {
     "RandomRotation": lambda: L.RandomRotation((-0.1, 0.2), fill_mode="wrap", seed=3),
     "RandomZoom": lambda: L.RandomZoom(0.2, (-0.1, 0.3), interpolation="nearest"),
     "RandomTranslation": lambda: L.RandomTranslation(0.1, 0.2, fill_value=1.0),
+    "RandomHeight": lambda: L.RandomHeight((-0.2, 0.3), interpolation="nearest", seed=1),
+    "RandomWidth": lambda: L.RandomWidth(0.4),
+    "CosineDecayRestarts": lambda: S.CosineDecayRestarts(0.1, 10, t_mul=1.5, m_mul=0.9,
+                                                         alpha=0.01),
     "Adam": lambda: tf.keras.optimizers.Adam(S.ExponentialDecay(0.1, 10, 0.5), amsgrad=True),
     "SGD": lambda: tf.keras.optimizers.SGD(0.1, momentum=0.9, nesterov=True, clipnorm=1.0),
     "MeanRelativeError": lambda: tf.keras.metrics.MeanRelativeError([1.0, 2.0]),
@@ -106,7 +110,7 @@ def _double(x, k):
 # bases and wrappers that are not objects of their own (never in a saved config by themselves)
 ABSTRACT = {"LearningRateSchedule", "_StepDecay", "Optimizer", "LossFunctionWrapper",
             "MeanMetricWrapper", "Functional", "Model", "Layer", "Loss", "Metric", "Initializer",
-            "Regularizer", "Constraint", "Reduction", "Sequential"}
+            "Regularizer", "Constraint", "Reduction", "Sequential", "Wrapper"}
 CASES = sorted({(kind, name) for kind in serialization._KINDS
                 for name in serialization._classes(kind) if name not in ABSTRACT})
 

@@ -55,7 +55,7 @@ def test_custom_class_needs_registration_or_custom_objects(tmp_path):
     registry = object_registration.get_custom_objects()
     saved = registry.pop("fixtures>Scaled")
     try:
-        with pytest.raises(ValueError, match="Unknown layers: 'Scaled'"):
+        with pytest.raises(ValueError, match="Unknown layer: 'Scaled'"):
             tf.keras.models.load_model(os.path.join(HERE, "functional.keras"))
         model = tf.keras.models.load_model(os.path.join(HERE, "functional.keras"),
                                            custom_objects={"Scaled": saving_fixtures.Scaled})

@@ -151,7 +151,7 @@ def test_corrupt_files_give_clear_errors(tmp_path):
                                          "config": {"command": "touch pwned"}}
         out.writestr("config.json", json.dumps(config))
         out.writestr("model.weights.h5", zf.read("model.weights.h5"))
-    with pytest.raises(ValueError, match="Unknown layers: 'system'"):
+    with pytest.raises(ValueError, match="Unknown layer: 'system'"):
         tf.keras.models.load_model(str(tmp_path / "evil.keras"))
     other = tf.keras.Sequential([L.Dense(3, input_shape=(4,))])
     other.save_weights(str(tmp_path / "w.weights.h5"))

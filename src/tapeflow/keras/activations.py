@@ -107,6 +107,12 @@ def gelu(x: Any, approximate: bool = False):
     return tf.nn.gelu(x, approximate=approximate)
 
 
+def mish(x: Any):
+    """x * tanh(softplus(x)) (Misra 2019): smooth, non-monotonic, unbounded above."""
+    x = tf.convert_to_tensor(x)
+    return x * tf.math.tanh(tf.math.softplus(x))
+
+
 def exponential(x: Any):
     """exp(x)."""
     return tf.exp(x)
@@ -114,7 +120,7 @@ def exponential(x: Any):
 
 _BY_NAME: dict[str, Callable] = {
     f.__name__: f for f in (linear, relu, sigmoid, hard_sigmoid, tanh, softmax, log_softmax, elu,
-                            selu, softplus, softsign, swish, gelu, exponential)
+                            selu, softplus, softsign, swish, gelu, mish, exponential)
 }
 _BY_NAME["silu"] = swish
 

@@ -536,6 +536,43 @@ class LambdaCallback(Callback):
             self.on_train_batch_end = hooks["on_batch_end"]
 
 
+class BaseLogger(Callback):
+    """Keras 1's epoch averager: sums each batch's logs weighted by ``logs["size"]`` (times
+    ``logs["num_steps"]``, default 1) and at epoch end writes ``total / samples seen`` into the
+    epoch logs for every name in ``params["metrics"]``; names in `stateful_metrics` keep their
+    last value instead. TF2's ``fit`` already averages its logs and sets no
+    ``params["metrics"]`` (tf-keras's BaseLogger raises KeyError there): this one then leaves
+    the epoch logs as they are."""
+
+    def __init__(self, stateful_metrics: Any = None):
+        super().__init__()
+        self.stateful_metrics = set(stateful_metrics or [])
+        self.seen = 0
+        self.totals: dict = {}
+
+    def on_epoch_begin(self, epoch: int, logs: dict | None = None) -> None:
+        self.seen = 0
+        self.totals = {}
+
+    def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
+        logs = logs or {}
+        batch_size = logs.get("size", 0)
+        self.seen += batch_size * logs.get("num_steps", 1)
+        for key, value in logs.items():
+            if key in self.stateful_metrics:
+                self.totals[key] = value
+            else:
+                self.totals[key] = self.totals.get(key, 0) + value * batch_size
+
+    def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
+        if logs is None:
+            return
+        for key in self.params.get("metrics", ()):
+            if key in self.totals:
+                logs[key] = self.totals[key] if key in self.stateful_metrics \
+                    else self.totals[key] / self.seen
+
+
 class TerminateOnNaN(Callback):
     """Stop training as soon as the loss becomes NaN or infinite."""
 

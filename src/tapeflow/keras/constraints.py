@@ -4,12 +4,15 @@ optimizer update (``Optimizer.apply_gradients`` assigns ``constraint(var)``).
 Keras 2's formulas, with its epsilon 1e-7 in the denominators: ``MaxNorm`` rescales columns
 whose norm along `axis` exceeds `max_value`, ``UnitNorm`` scales them to norm 1, ``MinMaxNorm``
 moves their norm into [min_value, max_value] at `rate`, ``NonNeg`` zeroes negative entries.
-A Conv2D kernel (h, w, in, out) uses ``axis=[0, 1, 2]`` to constrain each filter.
+A Conv2D kernel (h, w, in, out) uses ``axis=[0, 1, 2]`` to constrain each filter;
+``RadialConstraint`` makes each of its (h, w) slices radially symmetric.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+import numpy as np
 
 import tapeflow as tf
 from tapeflow.keras.identifiers import Registry
@@ -104,10 +107,48 @@ class MinMaxNorm(Constraint):
                 "axis": self.axis}
 
 
+def _radial_sources(size: int) -> np.ndarray:
+    """For each (row, col) of a size x size kernel, the diagonal entry Keras copies there:
+    ring j around the centre (Chebyshev distance) takes ``kernel[q, q]`` with q = s - 1 + j
+    for an odd size 2s + 1, and q = s - 1 (centre 2x2) or s + j (j >= 1) for an even 2s."""
+    half = size // 2
+    pos = np.arange(size)
+    if size % 2:
+        ring = np.abs(pos - half)
+        rings = np.maximum(ring[:, None], ring[None, :])
+        return half - 1 + rings
+    ring = np.where(pos < half, half - 1 - pos, pos - half)
+    rings = np.maximum(ring[:, None], ring[None, :])
+    return np.where(rings == 0, half - 1, half + rings)
+
+
+class RadialConstraint(Constraint):
+    """Makes every (height, width) slice of a Conv2D kernel (h, w, in, out) radially
+    symmetric, as tf-keras does: each ring around the centre takes one value of the kernel's
+    diagonal (see ``_radial_sources``). Kernels must be square."""
+
+    def __call__(self, w: Any):
+        w = tf.convert_to_tensor(w)
+        shape = w.shape
+        if shape.rank != 4:
+            raise ValueError("The weight tensor must have rank 4. Received weight tensor with "
+                             f"shape: {shape}")
+        height, width, channels, kernels = shape.as_list()
+        if height != width:
+            raise ValueError(f"RadialConstraint: the kernel must be square (height == width), "
+                             f"got shape {shape}")
+        sources = _radial_sources(height)
+        flat = tf.reshape(w, [height * width, channels, kernels])
+        picked = tf.gather(flat, (sources * width + sources).reshape(-1))
+        return tf.reshape(picked, [height, width, channels, kernels])
+
+
 max_norm, non_neg, unit_norm, min_max_norm = MaxNorm, NonNeg, UnitNorm, MinMaxNorm
+radial_constraint = RadialConstraint
 _BY_NAME = {"MaxNorm": MaxNorm, "NonNeg": NonNeg, "UnitNorm": UnitNorm,
-            "MinMaxNorm": MinMaxNorm, "max_norm": MaxNorm, "non_neg": NonNeg,
-            "unit_norm": UnitNorm, "min_max_norm": MinMaxNorm}
+            "MinMaxNorm": MinMaxNorm, "RadialConstraint": RadialConstraint,
+            "max_norm": MaxNorm, "non_neg": NonNeg, "unit_norm": UnitNorm,
+            "min_max_norm": MinMaxNorm, "radial_constraint": RadialConstraint}
 
 
 _REGISTRY = Registry("constraint", _BY_NAME)

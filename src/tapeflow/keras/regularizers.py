@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 import tapeflow as tf
 from tapeflow.keras.identifiers import Registry
 
@@ -98,6 +100,38 @@ class L1L2(Regularizer):
         return {"l1": self.l1, "l2": self.l2}
 
 
+class OrthogonalRegularizer(Regularizer):
+    """Pushes the rows (``mode="rows"``) or columns of a 2-D weight towards orthogonality:
+    ``factor * 0.5 * mean |cos|`` over the pairs of distinct unit-normalised rows/columns
+    (the sum of |off-diagonal| entries of their Gram matrix over ``n (n - 1) / 2``)."""
+
+    def __init__(self, factor: float = 0.01, mode: str = "rows"):
+        # stored as Keras stores it (a float32 number), so configs match tf-keras's
+        self.factor = float(np.float32(_factor(factor, "factor")))
+        if mode not in {"rows", "columns"}:
+            raise ValueError('Invalid value for argument `mode`. Expected one of {"rows", '
+                             f'"columns"}}. Received: mode={mode}')
+        self.mode = mode
+
+    def __call__(self, x: Any):
+        x = _as_tensor(x)
+        if x.shape.rank != 2:
+            raise ValueError("Inputs to OrthogonalRegularizer must have rank 2. Received: "
+                             f"inputs.shape == {x.shape}")
+        if self.mode == "rows":
+            unit = tf.math.l2_normalize(x, axis=1)
+            gram, size = tf.matmul(unit, unit, transpose_b=True), x.shape[0]
+        else:
+            unit = tf.math.l2_normalize(x, axis=0)
+            gram, size = tf.matmul(unit, unit, transpose_a=True), x.shape[1]
+        off_diagonal = gram * (1.0 - tf.eye(size, dtype=x.dtype))
+        pairs = size * (size - 1.0) / 2.0
+        return self.factor * 0.5 * tf.reduce_sum(tf.abs(off_diagonal)) / pairs
+
+    def get_config(self) -> dict:
+        return {"factor": self.factor, "mode": self.mode}
+
+
 def l1(l1: float = 0.01) -> L1:  # noqa: E741 - Keras's name
     """``L1(l1)``."""
     return L1(l1)
@@ -113,7 +147,10 @@ def l1_l2(l1: float = 0.01, l2: float = 0.01) -> L1L2:  # noqa: E741
     return L1L2(l1, l2)
 
 
-_BY_NAME = {"L1": L1, "L2": L2, "L1L2": L1L2, "l1": L1, "l2": L2, "l1_l2": L1L2}
+orthogonal_regularizer = OrthogonalRegularizer
+_BY_NAME = {"L1": L1, "L2": L2, "L1L2": L1L2, "l1": L1, "l2": L2, "l1_l2": L1L2,
+            "OrthogonalRegularizer": OrthogonalRegularizer,
+            "orthogonal_regularizer": OrthogonalRegularizer}
 
 
 _REGISTRY = Registry("regularizer", _BY_NAME)

@@ -38,7 +38,8 @@ _UNTRACKED = frozenset({
     "_output_specs", "_train_fn", "_test_fn", "_predict_fn", "history", "stop_training",
     "optimizer", "compiled_loss", "compiled_metrics", "_loss_spec", "_metric_specs",
     "_callbacks_model", "inputs", "outputs", "_input_layers", "_output_layers",
-    "_added_metrics", "_weights_cache", "_compute_np",
+    "_added_metrics", "_weights_cache", "_compute_np", "_input_spec",
+    "_unowned_layer",  # a layer referred to, not owned (Bidirectional's original layer)
 })
 
 _KNOWN_KWARGS = frozenset({"input_shape", "batch_input_shape", "batch_size", "input_dim",
@@ -194,7 +195,7 @@ class Layer:
         # as Keras: a layer with its own compute_mask supports masking
         self.supports_masking = self._passes_mask or \
             type(self).compute_mask is not Layer.compute_mask
-        self.input_spec = None
+        self._input_spec = None
         self._own_weights: list[Variable] = []
         self._regularized: list[tuple[Any, Variable]] = []
         self._eager_losses: list[Any] = []
@@ -338,6 +339,21 @@ class Layer:
         return variable
 
     # --- calling --------------------------------------------------------------------
+    @property
+    def input_spec(self) -> Any:
+        """`InputSpec` (or a nested structure of them, one per input) every call is checked
+        against before the layer builds or runs; None checks nothing."""
+        return self._input_spec
+
+    @input_spec.setter
+    def input_spec(self, value: Any) -> None:
+        from tapeflow.keras.engine.input_spec import InputSpec
+
+        for v in nest.flatten(value):
+            if v is not None and not isinstance(v, InputSpec):
+                raise TypeError(f"Layer input_spec must be an instance of InputSpec. Got: {v}")
+        self._input_spec = value
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if args:
             inputs, args = args[0], args[1:]
@@ -345,6 +361,10 @@ class Layer:
             inputs = kwargs.pop("inputs")
         else:
             raise TypeError(f"Layer {self._name} was called without inputs")
+        if self._input_spec is not None:  # before any cast: the dtype the caller passed
+            from tapeflow.keras.engine.input_spec import assert_input_compatibility
+
+            assert_input_compatibility(self._input_spec, inputs, self._name)
         if type(inputs) is not EagerTensor or (inputs._value.dtype is not self._compute_np
                                                 and self._needs_cast(inputs)):
             # the fast path above: one eager tensor the layer takes as it is

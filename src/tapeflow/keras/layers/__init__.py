@@ -2,6 +2,7 @@
 
 from tapeflow.keras.engine.base_layer import Layer
 from tapeflow.keras.engine.input_layer import Input, InputLayer
+from tapeflow.keras.engine.input_spec import InputSpec
 from tapeflow.keras.layers import experimental
 from tapeflow.keras.layers.activation import ELU, LeakyReLU, PReLU, ReLU, Softmax, ThresholdedReLU
 from tapeflow.keras.layers.attention import AdditiveAttention, Attention
@@ -38,6 +39,7 @@ from tapeflow.keras.layers.core import (
     Dense,
     Dropout,
     Flatten,
+    Identity,
     Lambda,
     Reshape,
     SpatialDropout1D,
@@ -99,8 +101,10 @@ from tapeflow.keras.layers.preprocessing import (
     RandomContrast,
     RandomCrop,
     RandomFlip,
+    RandomHeight,
     RandomRotation,
     RandomTranslation,
+    RandomWidth,
     RandomZoom,
     Rescaling,
     Resizing,
@@ -111,6 +115,7 @@ from tapeflow.keras.layers.recurrent import (
     GRU,
     LSTM,
     RNN,
+    AbstractRNNCell,
     GRUCell,
     LSTMCell,
     SimpleRNN,
@@ -134,4 +139,5 @@ from tapeflow.keras.layers.separable import (
     SeparableConvolution1D,
     SeparableConvolution2D,
 )
-from tapeflow.keras.layers.wrappers import Bidirectional, TimeDistributed
+from tapeflow.keras.layers.serialization import deserialize, serialize
+from tapeflow.keras.layers.wrappers import Bidirectional, TimeDistributed, Wrapper

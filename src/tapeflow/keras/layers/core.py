@@ -1,4 +1,4 @@
-"""Core layers: Dense, Activation, Flatten, Reshape, Dropout, SpatialDropout2D, Lambda."""
+"""Core layers: Dense, Activation, Identity, Flatten, Reshape, Dropout, SpatialDropout2D, Lambda."""
 
 from __future__ import annotations
 
@@ -122,6 +122,14 @@ class Activation(Layer):
 
     def get_config(self) -> dict:
         return {**super().get_config(), "activation": activations.serialize(self.activation)}
+
+
+class Identity(Layer):
+    """Returns its inputs unchanged (a placeholder layer); every tensor passes through
+    ``tf.identity``, nested structures keep their structure."""
+
+    def call(self, inputs: Any):
+        return tf.nest.map_structure(tf.identity, inputs)
 
 
 class Flatten(Layer):

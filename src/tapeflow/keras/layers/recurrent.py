@@ -572,6 +572,58 @@ def _keep_masked(keep: Any, out: Any, previous: Any, new_states: list,
             [tf.where(keep, n, s) for n, s in zip(new_states, states)])
 
 
+class AbstractRNNCell(Layer):
+    """The base of a user's recurrent cell: subclasses give ``state_size``, ``output_size``
+    and ``call(inputs, states) -> (output, new_states)``; ``RNN(cell)`` runs it over time.
+
+    >>> class MinimalRNNCell(AbstractRNNCell):
+    ...     def __init__(self, units, **kwargs):
+    ...         super().__init__(**kwargs)
+    ...         self.units = units
+    ...     state_size = property(lambda self: self.units)
+    ...     output_size = property(lambda self: self.units)
+    """
+
+    def call(self, inputs: Any, states: Any) -> Any:
+        raise NotImplementedError(f"{type(self).__name__}: an AbstractRNNCell subclass must "
+                                  "define call(inputs, states)")
+
+    @property
+    def state_size(self) -> Any:
+        """The size of the state(s): an int, a TensorShape, or a list/tuple of them."""
+        raise NotImplementedError(f"{type(self).__name__}: an AbstractRNNCell subclass must "
+                                  "define state_size")
+
+    @property
+    def output_size(self) -> Any:
+        """The size of the output (an int or a TensorShape)."""
+        raise NotImplementedError(f"{type(self).__name__}: an AbstractRNNCell subclass must "
+                                  "define output_size")
+
+    def get_initial_state(self, inputs: Any = None, batch_size: Any = None,
+                          dtype: Any = None) -> Any:
+        """Zero states shaped [batch] + each state size, in ``state_size``'s structure (one
+        tensor for a single size); the batch and dtype come from `inputs` when given."""
+        if inputs is not None:
+            batch_size = tf.shape(inputs)[0]
+            dtype = inputs.dtype
+        if batch_size is None or dtype is None:
+            raise ValueError("batch_size and dtype cannot be None while constructing initial "
+                             f"state. Received: batch_size={batch_size}, dtype={dtype}")
+
+        def zeros(size: Any) -> Any:
+            dims = tf.TensorShape(size).as_list()
+            if isinstance(batch_size, int):
+                return tf.zeros([batch_size] + dims, dtype=dtype)
+            return tf.zeros(tf.concat([tf.reshape(batch_size, [1]),
+                                       tf.constant(dims, tf.int32)], 0), dtype=dtype)
+
+        size = self.state_size
+        if tf.nest.is_nested(size) and not isinstance(size, tf.TensorShape):
+            return tf.nest.map_structure(zeros, size)
+        return zeros(size)
+
+
 def _state_sizes(cell: Any) -> list[int]:
     """A cell's state sizes as a flat list of ints (Keras allows an int or a list)."""
     sizes = cell.state_size

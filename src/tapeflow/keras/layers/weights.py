@@ -5,7 +5,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from tapeflow.keras import initializers, regularizers
+from tapeflow.keras import constraints, initializers, regularizers
+
+_WEIGHT_ARGUMENTS = (("kernel_initializer", initializers), ("bias_initializer", initializers),
+                     ("kernel_regularizer", regularizers), ("bias_regularizer", regularizers),
+                     ("activity_regularizer", regularizers),
+                     ("kernel_constraint", constraints), ("bias_constraint", constraints))
+
+
+def serialize_argument(value: Any, module: Any) -> Any:
+    """Keras's config form of a built-in initializer, regularizer or constraint; None and a
+    user's own objects stay as they are (the model saver serializes those)."""
+    if value is None or type(value).__module__ != module.__name__:
+        return value
+    return module.serialize(value)
 
 
 class KernelAndBias:
@@ -18,8 +31,15 @@ class KernelAndBias:
         self.bias_initializer = initializers.get(bias_initializer)
         self.kernel_regularizer = regularizers.get(kernel_regularizer)
         self.bias_regularizer = regularizers.get(bias_regularizer)
-        self.kernel_constraint = kernel_constraint
-        self.bias_constraint = bias_constraint
+        self.kernel_constraint = constraints.get(kernel_constraint)
+        self.bias_constraint = constraints.get(bias_constraint)
+
+    def get_config(self) -> dict:
+        """The layer's config with its weight arguments, as tf-keras writes them."""
+        config = super().get_config()
+        for name, module in _WEIGHT_ARGUMENTS:
+            config[name] = serialize_argument(getattr(self, name), module)
+        return config
 
     def _add_kernel_and_bias(self, kernel_shape: Any, bias_shape: Any | None) -> None:
         """``self.kernel``, and ``self.bias`` (None when `bias_shape` is None)."""

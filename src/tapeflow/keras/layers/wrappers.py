@@ -1,5 +1,5 @@
-"""Layer wrappers: TimeDistributed (one layer applied to every time step) and Bidirectional
-(a recurrent layer run forwards and backwards, outputs merged).
+"""Layer wrappers: the ``Wrapper`` base, TimeDistributed (one layer applied to every time
+step) and Bidirectional (a recurrent layer run forwards and backwards, outputs merged).
 
 Weights are named as in Keras 2: TimeDistributed builds its layer in its own scope
 (``time_distributed/kernel:0``); Bidirectional builds two copies of its layer, named
@@ -16,20 +16,48 @@ from tapeflow.keras.layers.recurrent import RNN
 from tapeflow.keras.layers.utils import layer_error, static_shape
 
 
-def _serialize_layer(layer: Layer) -> dict:
-    return {"class_name": type(layer).__name__, "config": layer.get_config()}
+class Wrapper(Layer):
+    """The base of layers that take another layer and augment it (TimeDistributed,
+    Bidirectional): holds it as ``self.layer``, builds it on the wrapper's input shape, and
+    saves it in its config (``{"layer": <the layer's serialized config>, ...}``)."""
+
+    def __init__(self, layer: Layer, **kwargs: Any):
+        if not isinstance(layer, Layer):
+            raise ValueError(f"Layer {layer} supplied to wrapper is not a supported layer "
+                             "type. Please ensure wrapped layer is a valid TF-Keras layer.")
+        super().__init__(**kwargs)
+        self.layer = layer
+
+    def build(self, input_shape: Any = None) -> None:
+        if not self.layer.built:
+            self.layer.build(input_shape)
+            self.layer.built = True
+        self.built = True
+
+    def get_config(self) -> dict:
+        from tapeflow.keras.saving.serialization import serialize_keras_object
+
+        return {**super().get_config(), "layer": serialize_keras_object(self.layer)}
+
+    @classmethod
+    def from_config(cls, config: dict, custom_objects: dict | None = None) -> Wrapper:
+        config = dict(config)
+        return cls(_deserialize_layer(config.pop("layer"), custom_objects), **config)
 
 
-def _deserialize_layer(config: dict) -> Layer:
-    from tapeflow.keras import layers
+def _deserialize_layer(config: dict, custom_objects: dict | None = None) -> Layer:
+    """The wrapped layer of a wrapper's config, unbuilt: the wrapper builds it in its own
+    scope, so its weights keep the wrapper's names."""
+    from tapeflow.keras.saving.serialization import deserialize_keras_object
 
-    cls = getattr(layers, config["class_name"], None)
-    if not (isinstance(cls, type) and issubclass(cls, Layer)):
-        raise ValueError(f"Unknown layer class {config['class_name']!r} in a wrapper config")
-    return cls.from_config(config["config"])
+    config = {k: v for k, v in config.items() if k != "build_config"}
+    layer = deserialize_keras_object(config, custom_objects, kind="layers")
+    if not isinstance(layer, Layer):
+        raise ValueError(f"A wrapper's 'layer' must describe a layer, got {config!r}")
+    return layer
 
 
-class TimeDistributed(Layer):
+class TimeDistributed(Wrapper):
     """Apply `layer` to every slice ``inputs[:, t]`` of [batch, time, ...] inputs.
 
     The time axis is folded into the batch (one call of `layer` on [batch * time, ...]), so
@@ -41,11 +69,10 @@ class TimeDistributed(Layer):
 
     def __init__(self, layer: Layer, **kwargs: Any):
         if not isinstance(layer, Layer):
-            raise TypeError(f"TimeDistributed: `layer` must be a Keras layer instance, got "
-                            f"{layer!r}")
+            raise ValueError("Please initialize `TimeDistributed` layer with a "
+                             f"`tf.keras.layers.Layer` instance. Received: {layer}")
         kwargs.setdefault("dtype", layer.dtype_policy)  # so inputs are not cast away from its dtype
-        super().__init__(**kwargs)
-        self.layer = layer
+        super().__init__(layer, **kwargs)
 
     def build(self, input_shape: Any) -> None:
         shape = tf.TensorShape(input_shape)
@@ -71,13 +98,6 @@ class TimeDistributed(Layer):
             return tf.reshape(y, [-1 if d is None else d for d in dims[:2]] + inner)
         return tf.reshape(y, tf.concat([tf.shape(x)[:2], tf.shape(y)[1:]], 0))
 
-    def get_config(self) -> dict:
-        return {**super().get_config(), "layer": _serialize_layer(self.layer)}
-
-    @classmethod
-    def from_config(cls, config: dict) -> TimeDistributed:
-        return cls(_deserialize_layer(config["layer"]),
-                   **{k: v for k, v in config.items() if k != "layer"})
 
 
 _MERGES = {
@@ -94,7 +114,7 @@ def _copy_rnn(layer: RNN, name: str, go_backwards: bool) -> RNN:
     return type(layer).from_config(config)  # a plain RNN's config holds its cell's config
 
 
-class Bidirectional(Layer):
+class Bidirectional(Wrapper):
     """Run a recurrent layer over the sequence forwards and backwards and merge the outputs.
 
     ``merge_mode``: 'concat' (default, 2 * units features), 'sum', 'mul', 'ave', or None (a
@@ -105,6 +125,9 @@ class Bidirectional(Layer):
 
     def __init__(self, layer: RNN, merge_mode: str | None = "concat", weights: Any = None,
                  backward_layer: RNN | None = None, **kwargs: Any):
+        if not isinstance(layer, Layer):
+            raise ValueError("Please initialize `Bidirectional` layer with a "
+                             f"`tf.keras.layers.Layer` instance. Received: {layer}")
         if not isinstance(layer, RNN):
             raise TypeError(f"Bidirectional: `layer` must be a recurrent layer (LSTM, GRU, "
                             f"SimpleRNN, RNN), got {layer!r}")
@@ -112,7 +135,7 @@ class Bidirectional(Layer):
             raise layer_error(f"Bidirectional: `merge_mode` must be one of 'concat', 'sum', "
                              f"'mul', 'ave' or None, got {merge_mode!r}")
         kwargs.setdefault("dtype", layer.dtype_policy)
-        super().__init__(**kwargs)
+        super().__init__(layer, **kwargs)
         self.forward_layer = _copy_rnn(layer, f"forward_{layer.name}", layer.go_backwards)
         if backward_layer is None:
             self.backward_layer = _copy_rnn(layer, f"backward_{layer.name}",
@@ -132,6 +155,15 @@ class Bidirectional(Layer):
         self.return_sequences = layer.return_sequences
         self.return_state = layer.return_state
         self._initial_weights = weights
+
+    @property
+    def layer(self) -> RNN:
+        """The layer given (never built or run: its two copies are, as in Keras)."""
+        return self._unowned_layer
+
+    @layer.setter
+    def layer(self, value: RNN) -> None:
+        self._unowned_layer = value
 
     def build(self, input_shape: Any) -> None:
         shape = tf.TensorShape(input_shape)
@@ -199,12 +231,9 @@ class Bidirectional(Layer):
         self.backward_layer.reset_states(states[half:])
 
     def get_config(self) -> dict:
-        config = {**super().get_config(), "merge_mode": self.merge_mode,
-                  "layer": _serialize_layer(self.forward_layer)}
+        from tapeflow.keras.saving.serialization import serialize_keras_object
+
+        config = {**Layer.get_config(self), "merge_mode": self.merge_mode,
+                  "layer": serialize_keras_object(self.forward_layer)}
         config["layer"]["config"]["name"] = self.forward_layer.name[len("forward_"):]
         return config
-
-    @classmethod
-    def from_config(cls, config: dict) -> Bidirectional:
-        return cls(_deserialize_layer(config["layer"]),
-                   **{k: v for k, v in config.items() if k != "layer"})

@@ -55,6 +55,20 @@ def _cosine(step, *, initial, decay_steps, alpha, warmup_target, warmup_steps, d
     return _out(start * ((1.0 - alpha) * cosine + alpha), dtype)
 
 
+@op("CosineDecayRestartsSchedule", shape=_scalar)
+def _cosine_restarts(step, *, initial, first_decay_steps, t_mul, m_mul, alpha, dtype):
+    fraction = float(step) / first_decay_steps
+    if t_mul == 1.0:
+        restart = math.floor(fraction)
+        fraction -= restart
+    else:  # period i lasts first_decay_steps * t_mul ** i steps
+        restart = math.floor(math.log(1.0 - fraction * (1.0 - t_mul)) / math.log(t_mul))
+        done = (1.0 - t_mul ** restart) / (1.0 - t_mul)
+        fraction = (fraction - done) / t_mul ** restart
+    cosine = 0.5 * m_mul ** restart * (1.0 + math.cos(math.pi * fraction))
+    return _out(initial * ((1.0 - alpha) * cosine + alpha), dtype)
+
+
 @op("PolynomialDecaySchedule", shape=_scalar)
 def _polynomial(step, *, initial, decay_steps, end, power, cycle, dtype):
     s = float(step)
@@ -167,6 +181,35 @@ class CosineDecay(LearningRateSchedule):
                 "warmup_target": self.warmup_target, "warmup_steps": self.warmup_steps}
 
 
+class CosineDecayRestarts(LearningRateSchedule):
+    """SGDR (Loshchilov & Hutter): cosine decay from the initial rate to alpha * it over
+    `first_decay_steps`, then restarts; period i lasts ``first_decay_steps * t_mul ** i``
+    steps and starts from ``initial * m_mul ** i``."""
+
+    def __init__(self, initial_learning_rate: float, first_decay_steps: int,
+                 t_mul: float = 2.0, m_mul: float = 1.0, alpha: float = 0.0,
+                 name: str | None = None):
+        self.initial_learning_rate = float(initial_learning_rate)
+        self.first_decay_steps = _positive("CosineDecayRestarts: first_decay_steps",
+                                           first_decay_steps)
+        if float(t_mul) <= 0:
+            raise ValueError(f"CosineDecayRestarts: t_mul must be positive, got {t_mul}")
+        self._t_mul = float(t_mul)
+        self._m_mul = float(m_mul)
+        self.alpha = float(alpha)
+        self.name = name
+
+    def __call__(self, step: Any) -> Any:
+        return apply(_cosine_restarts, step, initial=self.initial_learning_rate,
+                     first_decay_steps=self.first_decay_steps, t_mul=self._t_mul,
+                     m_mul=self._m_mul, alpha=self.alpha, dtype=_dtypes.float32)
+
+    def get_config(self) -> dict[str, Any]:
+        return {"initial_learning_rate": self.initial_learning_rate,
+                "first_decay_steps": self.first_decay_steps, "t_mul": self._t_mul,
+                "m_mul": self._m_mul, "alpha": self.alpha, "name": self.name}
+
+
 class PolynomialDecay(LearningRateSchedule):
     """(initial - end) * (1 - step / decay_steps) ** power + end, optionally cycling."""
 
@@ -192,7 +235,8 @@ class PolynomialDecay(LearningRateSchedule):
 
 
 _SCHEDULES = {cls.__name__: cls for cls in (ExponentialDecay, InverseTimeDecay,
-                                            PiecewiseConstantDecay, CosineDecay, PolynomialDecay)}
+                                            PiecewiseConstantDecay, CosineDecay,
+                                            CosineDecayRestarts, PolynomialDecay)}
 
 
 def serialize(schedule: LearningRateSchedule) -> dict[str, Any]:

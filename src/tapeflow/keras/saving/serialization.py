@@ -33,7 +33,7 @@ _MODEL_MODULES = {"Functional": "keras.src.engine.functional", "Sequential": "ke
 # constructor arguments tf-keras writes that tapeflow's layers do not take: dropped on load
 # when their value changes nothing (a default, or a choice of implementation only)
 _NOT_UNDERSTOOD = re.compile(r"keyword argument\(s\) not understood: (\[.*?\])")
-_IMPLEMENTATION_ONLY = frozenset({"implementation", "unroll"})
+_IMPLEMENTATION_ONLY = frozenset({"implementation", "unroll", "rng_type"})
 
 
 def _classes(kind: str) -> dict[str, Any]:
@@ -175,7 +175,8 @@ def find_class(config: dict, custom_objects: dict | None = None,
         cls = _classes(k).get(short)
         if cls is not None:
             return cls
-    raise ValueError(f"Unknown {kind or 'Keras object'}: '{name}'"
+    what = {"losses": "loss"}.get(kind, kind[:-1]) if kind else "Keras object"
+    raise ValueError(f"Unknown {what}: '{name}'"  # tf-keras's "Unknown layer: 'Name'"
                      + (f" (registered as '{registered}')" if registered else "")
                      + ". Please ensure you are using a `keras.utils.custom_object_scope` and "
                        "that this object is included in the scope, or pass it in "

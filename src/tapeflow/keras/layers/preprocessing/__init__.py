@@ -6,6 +6,8 @@ from tapeflow.keras.layers.preprocessing.image import (
     RandomContrast,
     RandomCrop,
     RandomFlip,
+    RandomHeight,
+    RandomWidth,
     Rescaling,
     Resizing,
     smart_resize,
@@ -26,5 +28,5 @@ from tapeflow.keras.layers.preprocessing.text import TextVectorization
 
 __all__ = ["CategoryEncoding", "CenterCrop", "Discretization", "Hashing", "IntegerLookup",
            "Normalization", "RandomBrightness", "RandomContrast", "RandomCrop", "RandomFlip",
-           "RandomRotation", "RandomTranslation", "RandomZoom", "Rescaling", "Resizing",
-           "StringLookup", "TextVectorization", "smart_resize"]
+           "RandomHeight", "RandomRotation", "RandomTranslation", "RandomWidth", "RandomZoom",
+           "Rescaling", "Resizing", "StringLookup", "TextVectorization", "smart_resize"]

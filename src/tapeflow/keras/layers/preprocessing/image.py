@@ -1,5 +1,6 @@
 """Image preprocessing layers: Rescaling, Resizing, CenterCrop and the random augmentations
-RandomCrop, RandomFlip, RandomContrast, RandomBrightness (Keras 2 names, defaults, configs).
+RandomCrop, RandomHeight, RandomWidth, RandomFlip, RandomContrast, RandomBrightness (Keras 2
+names, defaults, configs).
 
 Random layers act only with ``training=True`` (``fit`` passes it), as in Keras; at inference they
 are the identity (RandomCrop resizes, as Keras does). They are built on ``tf.image``, so they
@@ -9,6 +10,8 @@ trace and run in ``Dataset.map``.
 from __future__ import annotations
 
 from typing import Any
+
+import numpy as np
 
 import tapeflow as tf
 from tapeflow.keras.engine.base_layer import Layer
@@ -26,15 +29,23 @@ def _images(layer: Layer, inputs: Any) -> Any:
 
 def smart_resize(x: Any, size: Any, interpolation: str = "bilinear") -> Any:
     """``tf.keras.preprocessing.image.smart_resize``: centre-crop to the target aspect ratio,
-    then resize (Keras's integer arithmetic for the crop box)."""
+    then resize (Keras's integer arithmetic for the crop box). A NumPy image in gives a
+    NumPy image out, as Keras."""
+    if len(size) != 2:
+        raise ValueError(f"Expected `size` to be a tuple of 2 integers, but got: {size}.")
     img = tf.convert_to_tensor(x)
+    if img.shape.rank is not None and img.shape.rank not in (3, 4):
+        raise ValueError("Expected an image array with shape `(height, width, channels)`, or "
+                         "`(batch_size, height, width, channels)`, but got input with "
+                         f"incorrect rank, of shape {img.shape}.")
     height, width = img.shape.as_list()[-3:-1]
     th, tw = (int(s) for s in size)
     crop_h = min(height, int(float(width * th) / tw))
     crop_w = min(width, int(float(height * tw) / th))
     top, left = int(float(height - crop_h) / 2), int(float(width - crop_w) / 2)
     img = img[..., top:top + crop_h, left:left + crop_w, :]
-    return tf.image.resize(img, [th, tw], method=interpolation)
+    out = tf.image.resize(img, [th, tw], method=interpolation)
+    return out.numpy() if isinstance(x, np.ndarray) else out
 
 
 class Rescaling(Layer):
@@ -130,6 +141,81 @@ class RandomCrop(_SizedLayer):
 
     def get_config(self) -> dict:
         return {**super().get_config(), "seed": self.seed}
+
+
+_RESIZE_METHODS = ("bilinear", "nearest", "bicubic", "area", "lanczos3")
+
+
+class _RandomSide(Layer):
+    """Training: stretch or squeeze one image axis (``_axis``) by a factor drawn once per
+    call from 1 + [lower, upper] (the whole batch alike, as Keras); inference: the identity.
+    The new size is ``int(factor * size)`` (float32 product, truncated), as Keras."""
+
+    _axis = -3
+
+    def __init__(self, factor: Any, interpolation: str = "bilinear", seed: int | None = None,
+                 **kwargs: Any):
+        super().__init__(**kwargs)
+        name = type(self).__name__
+        lower, upper = (factor[0], factor[1]) if isinstance(factor, (tuple, list)) \
+            else (-factor, factor)
+        if upper < lower:
+            raise ValueError("`factor` argument cannot have an upper bound lesser than the "
+                             f"lower bound. Received: factor={factor}")
+        if lower < -1.0 or upper < -1.0:
+            raise ValueError("`factor` argument must have values larger than -1. "
+                             f"Received: factor={factor}")
+        if interpolation not in _RESIZE_METHODS:
+            raise NotImplementedError(f"{name}: value not recognized for `interpolation`: "
+                                      f"{interpolation!r}. Supported values are: "
+                                      f"{_RESIZE_METHODS}")
+        self.factor, self.lower, self.upper = factor, float(lower), float(upper)
+        self.interpolation, self.seed = interpolation, seed
+
+    def _resize(self, x: Any, size: Any) -> Any:
+        sizes = x.shape.as_list()[-3:-1]
+        sizes[self._axis + 3] = int(size)
+        return tf.cast(tf.image.resize(x, sizes, method=self.interpolation), self.compute_dtype)
+
+    def call(self, inputs: Any, training: Any = True) -> Any:
+        x = _images(self, inputs)
+        if not training:
+            return x
+        factor = tf.random.uniform([], 1.0 + self.lower, 1.0 + self.upper, seed=self.seed)
+        side = tf.cast(tf.shape(x)[self._axis], tf.float32)
+        size = tf.cast(factor * side, tf.int32)
+        if tf.executing_eagerly():
+            return self._resize(x, size.numpy())
+        # traced: the output size is data, so the resize runs as a Python op at run time
+        out = tf.py_function(lambda images, n: self._resize(images, n.numpy()), [x, size],
+                             self.compute_dtype)
+        shape = x.shape.as_list()
+        shape[self._axis] = None
+        out.set_shape(shape)
+        return out
+
+    def compute_output_shape(self, input_shape: Any) -> tf.TensorShape:
+        dims = tf.TensorShape(input_shape).as_list()
+        dims[self._axis] = None
+        return tf.TensorShape(dims)
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "factor": self.factor,
+                "interpolation": self.interpolation, "seed": self.seed}
+
+
+class RandomHeight(_RandomSide):
+    """Training: resize the images' height by a random factor ``1 + [lower, upper]`` of
+    `factor` (a float f: [-f, f]; a pair: [lower, upper]), keeping the width."""
+
+    _axis = -3
+
+
+class RandomWidth(_RandomSide):
+    """Training: resize the images' width by a random factor ``1 + [lower, upper]`` of
+    `factor` (a float f: [-f, f]; a pair: [lower, upper]), keeping the height."""
+
+    _axis = -2
 
 
 HORIZONTAL, VERTICAL, HORIZONTAL_AND_VERTICAL = "horizontal", "vertical", "horizontal_and_vertical"
