@@ -7,7 +7,8 @@ every core) in its own warm process; the two take turns, one step each, the orde
 by round, so both steps of a round see the same machine. On the project's shared 2-core VM the
 machine's speed drifts by 20-40% within minutes (other helpers, other tenants), and a run of
 tree A followed by a run of tree B measured that drift more than the change; the median of
-the per-round ratios B/A does not. An A/A run gave 0.987 (IQR 0.95-1.03) over 30 rounds.
+the per-round ratios B/A does not. Two A/A runs of 30 rounds gave 0.987 (IQR 0.95-1.03)
+and 0.995 (IQR 0.97-1.01): differences under ~1.5% are not resolved.
 
 ``--rt`` runs both processes under ``chrt -f 20`` (root): their threads preempt everything
 else, so other load neither slows nor interleaves with the steps. The kernels' idle-core test
