@@ -150,3 +150,23 @@ def test_sparse_categorical_loss_same_for_int32_int64_and_float_labels():
         tf.TensorSpec([None], tf.int32), tf.TensorSpec([None, 5], tf.float32)])
     np.testing.assert_allclose(unknown_batch(tf.constant(labels.astype(np.int32)), logits),
                                values[0], rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_graph_sqrt_of_a_large_array_is_the_compiled_pass_with_numpys_bits(dtype):
+    from tapeflow.kernels import activations
+
+    x = tf.constant((rng.random((784, 128)) * 10).astype(dtype))
+    small = tf.constant(rng.random((3, 4)).astype(dtype))
+    f = tf.function(lambda x, s: (tf.sqrt(x), tf.sqrt(x * 2.0), tf.sqrt(s)))
+    got = f(x, small)
+    want = (np.sqrt(x.numpy()), np.sqrt(x.numpy() * dtype(2)), np.sqrt(small.numpy()))
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g.numpy(), w)
+    code = f.get_concrete_function(x, small).code
+    if activations._sqrt_nb is not None:
+        assert code.count("= sqrt(") == 2 and ", out=" in code  # x * 2.0 dies into its root
+    np.testing.assert_array_equal(activations.sqrt(x.numpy()[:, ::2].copy()),
+                                  np.sqrt(x.numpy()[:, ::2]))
+    strided = x.numpy()[:, ::2]
+    np.testing.assert_array_equal(activations.sqrt(strided), np.sqrt(strided))

@@ -13,6 +13,7 @@ from tapeflow.framework.dispatch import apply, eager_binary, op
 from tapeflow.framework.shape_rules import broadcast_shapes, elementwise, same_as_first, with_dtype
 from tapeflow.framework.tensor import EagerTensor, Tensor
 from tapeflow.framework.variable import Variable
+from tapeflow.kernels import activations as _activations
 from tapeflow.kernels import low_precision, scalar_math
 from tapeflow.kernels.low_precision import BFLOAT16
 from tapeflow.ops.array_ops import _tensor, ones_like, zeros_like
@@ -316,8 +317,23 @@ def _(g, out, x, y):
 _abs = op("Abs", elementwise=True, shape=same_as_first)(np.abs)
 _sign = op("Sign", elementwise=True, shape=same_as_first)(np.sign)
 _square = op("Square", elementwise=True, shape=same_as_first)(np.square)
-_sqrt = op("Sqrt", elementwise=True, shape=same_as_first, ufunc=(np.sqrt, ()))(
-    _float_kernel(np.sqrt))
+def _sqrt_emit(node, args: list[str], bind) -> str | None:
+    """Large float arrays through the compiled square root (``kernels.activations.sqrt``: the
+    same bits at half NumPy's time); the rest as the ufunc call."""
+    x = node.inputs[0]
+    n = x.shape.num_elements() if x.shape.is_fully_defined() else None
+    if x.dtype.name not in ("float32", "float64") or n is None or n < _activations.SQRT_MIN:
+        return None
+    return f"{bind(_activations.sqrt)}({args[0]})"
+
+
+def _sqrt_emit_into(node, args: list[str], bind) -> str | None:
+    expr = _sqrt_emit(node, args, bind)
+    return None if expr is None else f"{expr[:-1]}, out={args[0]})"
+
+
+_sqrt = op("Sqrt", elementwise=True, shape=same_as_first, ufunc=(np.sqrt, ()), emit=_sqrt_emit,
+           emit_into=_sqrt_emit_into)(_float_kernel(np.sqrt))
 _rsqrt = op("Rsqrt", elementwise=True, shape=same_as_first,
             scalar=(scalar_math.rsqrt, (1,)))(_float_kernel(lambda x: 1 / np.sqrt(x)))
 _reciprocal = op("Reciprocal", elementwise=True, shape=same_as_first,
