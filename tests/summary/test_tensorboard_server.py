@@ -78,7 +78,9 @@ def test_tensorboard_serves_what_was_written(tmp_path):
         assert 'name: "Const_1"' in seed and 'op: "AddV2"' in seed and "DT_INT32" in seed
         step_graph = tb.get("/data/plugin/graphs/graph", run="train",
                             conceptual="false").decode()
-        assert f'name: "{model.name}/{dense.name}/MatMul"' in step_graph
+        scope = f'name: "{model.name}/{dense.name}/'  # its product, bias and ReLU fused or not
+        assert scope in step_graph and ('op: "_FusedMatMul"' in step_graph
+                                        or f'{scope}MatMul"' in step_graph)
         assert 'op: "VarHandleOp"' in step_graph
         keras_graph = tb.get("/data/plugin/graphs/graph", run="train", conceptual="true",
                              tag="keras").decode()
