@@ -113,3 +113,20 @@ def test_einsum_has_no_gradient_through_a_diagonal():
         y = tf.einsum("ii->i", x)
     with pytest.raises(tf.errors.UnimplementedError, match="repeated subscript"):
         tape.gradient(y, x)
+
+
+def test_einsum_flops_fact_counts_the_contractions_multiply_adds():
+    """The scheduler's cost estimate (and ``concrete.flops()``): 2 x every letter's size, as a
+    matmul of the same product; one operand (a transpose or a sum) counts none."""
+    import tapeflow as tf
+
+    a, b = tf.zeros([2, 3, 4]), tf.zeros([4, 5])
+    f = tf.function(lambda a, b: (tf.einsum("abc,cd->abd", a, b),
+                                  tf.matmul(tf.reshape(a, [6, 4]), b),
+                                  tf.einsum("abc->cba", a)))
+    concrete = f.get_concrete_function(a, b)
+    flops = {n.op.name: n.op.flops(n) for n in concrete.traced_graph.nodes
+             if n.op.flops is not None and n.op.name in ("Einsum", "MatMul")}
+    assert flops["MatMul"] == 2 * 6 * 4 * 5
+    facts = [n.op.flops(n) for n in concrete.traced_graph.nodes if n.op.name == "Einsum"]
+    assert facts == [2 * 2 * 3 * 4 * 5, 0.0]

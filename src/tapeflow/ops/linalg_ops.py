@@ -185,7 +185,22 @@ def _einsum_rule(*xs, equation):
     return tuple(sizes[c] for c in equation.split("->")[1]), xs[0][1]
 
 
-@op("Einsum", same_dtype=True, shape=_einsum_rule, output="fresh")
+def _einsum_flops(node) -> float:
+    """2 x the product of every letter's size (a contraction's multiply-adds), 0 if unknown."""
+    shapes = [t.shape.as_tuple() for t in node.inputs]
+    if any(s is None or None in s for s in shapes):
+        return 0.0
+    sizes: dict = {}
+    for term, shape in zip(node.attrs["equation"].split("->")[0].split(","), shapes):
+        sizes.update(zip(term, shape))
+    total = 2.0
+    for d in sizes.values():
+        total *= d
+    return total if len(node.inputs) == 2 else 0.0
+
+
+@op("Einsum", same_dtype=True, shape=_einsum_rule, output="fresh", worker=True,
+    flops=_einsum_flops)
 @widened
 def _einsum(*xs, equation):
     _letter_sizes([x.shape for x in xs], equation)
