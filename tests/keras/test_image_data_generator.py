@@ -194,3 +194,69 @@ def test_generator_errors_and_warnings():
         image.ImageDataGenerator(featurewise_std_normalization=True)
     with pytest.raises(ValueError, match="Asked to retrieve element 5"):
         gen.flow(X, batch_size=4)[5]
+
+
+def _image_tree(root):
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    for cls, n in (("cats", 3), ("dogs", 4), ("zebra", 2)):
+        (root / cls / "sub").mkdir(parents=True)
+        for i in range(n):
+            ext = "PNG" if i == 1 else "png"
+            path = root / cls / ("sub" if i == 0 else "") / f"img{i}.{ext}"
+            Image.fromarray((rng.random((12, 10, 3)) * 255).astype(np.uint8)).save(path)
+    (root / "cats" / "notes.txt").write_text("not an image")
+    (root / "stray.png").write_bytes(b"")  # files beside the class folders are not classes
+
+
+def test_flow_from_directory_lists_labels_and_batches(tmp_path, capsys):
+    _image_tree(tmp_path)
+    gen = image.ImageDataGenerator(rescale=1 / 255.0, rotation_range=20, horizontal_flip=True,
+                                   validation_split=0.5)
+    it = gen.flow_from_directory(str(tmp_path), target_size=(8, 6), batch_size=4, seed=2)
+    assert "Found 9 images belonging to 3 classes." in capsys.readouterr().out
+    # recorded from tf_keras 2.21: class folders sorted, files walked sorted, any case
+    assert it.filenames == ["cats/img1.PNG", "cats/img2.png", "cats/sub/img0.png",
+                            "dogs/img1.PNG", "dogs/img2.png", "dogs/img3.png",
+                            "dogs/sub/img0.png", "zebra/img1.PNG", "zebra/sub/img0.png"]
+    assert it.class_indices == {"cats": 0, "dogs": 1, "zebra": 2}
+    assert it.classes.tolist() == [0, 0, 0, 1, 1, 1, 1, 2, 2]
+    bx, by = it[0]
+    np.random.seed(2)
+    order = np.random.permutation(9)
+    for i, j in enumerate(order[:4]):
+        img = image.load_img(tmp_path / it.filenames[j], target_size=(8, 6))
+        x = image.img_to_array(img)
+        want = gen.standardize(gen.apply_transform(x, gen.get_random_transform(x.shape)))
+        np.testing.assert_allclose(bx[i], want, rtol=1e-6)
+    np.testing.assert_array_equal(by, np.eye(3, dtype=np.float32)[it.classes[order[:4]]])
+    val = gen.flow_from_directory(str(tmp_path), target_size=(8, 6), class_mode="sparse",
+                                  subset="validation", color_mode="grayscale", shuffle=False)
+    assert val.filenames == ["cats/img1.PNG", "dogs/img1.PNG", "dogs/img2.png",
+                             "zebra/img1.PNG"]  # the first half of each class
+    vx, vy = val[0]
+    assert vx.shape == (4, 8, 6, 1) and vy.tolist() == [0.0, 1.0, 1.0, 2.0]
+    chosen = gen.flow_from_directory(str(tmp_path), target_size=(5, 5), class_mode=None,
+                                     classes=["zebra", "cats"], shuffle=False)
+    assert chosen.class_indices == {"zebra": 0, "cats": 1} and chosen[0].shape == (5, 5, 5, 3)
+    same = gen.flow_from_directory(str(tmp_path), target_size=(8, 6), class_mode="input",
+                                   shuffle=False)[0]
+    np.testing.assert_array_equal(same[0], same[1])
+    with pytest.raises(ValueError, match="Invalid class_mode"):
+        gen.flow_from_directory(str(tmp_path), class_mode="onehot")
+    with pytest.raises(ValueError, match="Invalid color mode"):
+        gen.flow_from_directory(str(tmp_path), color_mode="cmyk")
+
+
+def test_load_img_keep_aspect_ratio_resamples_the_centre_box(tmp_path):
+    from PIL import Image
+
+    arr = (np.random.default_rng(3).random((12, 10, 3)) * 255).astype(np.uint8)
+    Image.fromarray(arr).save(tmp_path / "a.png")
+    got = image.img_to_array(image.load_img(tmp_path / "a.png", target_size=(5, 5),
+                                            interpolation="bilinear", keep_aspect_ratio=True))
+    # the centred 10x10 box, resampled by Pillow with box= (as tf-keras), not crop-then-resize
+    want = np.asarray(Image.fromarray(arr).resize((5, 5), Image.BILINEAR, box=(0, 1, 10, 11)),
+                      dtype=np.float32)
+    np.testing.assert_array_equal(got, want)

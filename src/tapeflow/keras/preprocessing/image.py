@@ -15,6 +15,7 @@ from tapeflow.keras.preprocessing.image_affine import (
     random_shift,
     random_zoom,
 )
+from tapeflow.keras.preprocessing.image_directory import DirectoryIterator
 from tapeflow.keras.preprocessing.image_generator import (
     ImageDataGenerator,
     Iterator,
@@ -22,7 +23,8 @@ from tapeflow.keras.preprocessing.image_generator import (
 )
 from tapeflow.keras.utils.image_utils import array_to_img, img_to_array, load_img, save_img
 
-__all__ = ["ImageDataGenerator", "Iterator", "NumpyArrayIterator", "apply_affine_transform",
-           "apply_brightness_shift", "apply_channel_shift", "array_to_img", "img_to_array",
-           "load_img", "random_brightness", "random_channel_shift", "random_rotation",
-           "random_shear", "random_shift", "random_zoom", "save_img", "smart_resize"]
+__all__ = ["DirectoryIterator", "ImageDataGenerator", "Iterator", "NumpyArrayIterator",
+           "apply_affine_transform", "apply_brightness_shift", "apply_channel_shift",
+           "array_to_img", "img_to_array", "load_img", "random_brightness",
+           "random_channel_shift", "random_rotation", "random_shear", "random_shift",
+           "random_zoom", "save_img", "smart_resize"]

@@ -296,6 +296,27 @@ class ImageDataGenerator:
                                   ignore_class_split=ignore_class_split, subset=subset,
                                   dtype=self.dtype)
 
+    def flow_from_directory(self, directory: str, target_size: tuple = (256, 256),
+                            color_mode: str = "rgb", classes: list | None = None,
+                            class_mode: str | None = "categorical", batch_size: int = 32,
+                            shuffle: bool = True, seed: int | None = None,
+                            save_to_dir: str | None = None, save_prefix: str = "",
+                            save_format: str = "png", follow_links: bool = False,
+                            subset: str | None = None, interpolation: str = "nearest",
+                            keep_aspect_ratio: bool = False) -> Any:
+        """Augmented, standardised batches of the images in `directory` (one sub-directory
+        per class), resized to `target_size`; see ``DirectoryIterator``."""
+        from tapeflow.keras.preprocessing.image_directory import DirectoryIterator
+
+        return DirectoryIterator(directory, self, target_size=target_size,
+                                 color_mode=color_mode, keep_aspect_ratio=keep_aspect_ratio,
+                                 classes=classes, class_mode=class_mode,
+                                 data_format=self.data_format, batch_size=batch_size,
+                                 shuffle=shuffle, seed=seed, save_to_dir=save_to_dir,
+                                 save_prefix=save_prefix, save_format=save_format,
+                                 follow_links=follow_links, subset=subset,
+                                 interpolation=interpolation, dtype=self.dtype)
+
     def standardize(self, x: np.ndarray) -> np.ndarray:
         """Normalise one image (or a batch) in place where possible, in Keras's order."""
         if self.preprocessing_function:

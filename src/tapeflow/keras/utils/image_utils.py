@@ -91,13 +91,15 @@ def load_img(path: Any, grayscale: bool = False, color_mode: str = "rgb",
             if interpolation not in _RESAMPLE:
                 raise ValueError(f"Invalid interpolation method {interpolation} specified. "
                                  f"Supported methods are {', '.join(_RESAMPLE)}")
-            if keep_aspect_ratio:  # centre crop to the target aspect ratio first
+            box = None
+            if keep_aspect_ratio:  # resample only the centre box of the target aspect ratio
                 width, height = img.size
                 crop_h = min(height, width * target_size[0] // target_size[1])
                 crop_w = min(width, height * target_size[1] // target_size[0])
                 top, left = (height - crop_h) // 2, (width - crop_w) // 2
-                img = img.crop((left, top, left + crop_w, top + crop_h))
-            img = img.resize(size, _RESAMPLE[interpolation])
+                # as Keras: Pillow's `box` (its filter also reads the pixels just outside)
+                box = (left, top, left + crop_w, top + crop_h)
+            img = img.resize(size, _RESAMPLE[interpolation], box=box)
     return img
 
 
