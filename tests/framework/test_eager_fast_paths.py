@@ -271,3 +271,23 @@ def test_tf_add_subtract_multiply_take_the_same_paths():
     assert "the tf.subtract line" in str(info.value)
     traced = tf.function(lambda x, y: tf.multiply(tf.add(x, y), 2.0))
     np.testing.assert_array_equal(traced(a, b).numpy(), [8.0, 4.0])
+
+
+def test_unary_ops_and_negation():
+    v = np.array([0.5, -2.0, 3.0], dtype=np.float32)
+    a = tf.constant(v)
+    for fn, np_fn in ((tf.exp, np.exp), (tf.math.sigmoid, None), (tf.square, np.square),
+                      (tf.math.abs, np.abs), (lambda t: -t, np.negative)):
+        got = fn(a)
+        assert got.dtype == tf.float32
+        if np_fn is not None:
+            np.testing.assert_array_equal(got.numpy(), np_fn(v))
+    assert (-tf.constant([1, -2], dtype=tf.int32)).dtype == tf.int32
+    np.testing.assert_array_equal(tf.exp([0.0, 1.0]).numpy(), np.exp([0.0, 1.0], dtype=np.float32))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="LogicalNot") as info:
+        tf.math.logical_not(a)  # the non-bool line
+    assert "the non-bool line" in str(info.value)
+    with tf.GradientTape() as tape:
+        tape.watch(a)
+        y = -tf.exp(a)
+    np.testing.assert_allclose(tape.gradient(y, a).numpy(), -np.exp(v), rtol=1e-6)

@@ -289,6 +289,35 @@ def eager_binary(op: Op, general: Callable, reflected: bool = False) -> Callable
     return method
 
 
+def eager_unary(op: Op, general: Callable) -> Callable:
+    """``fn(x)`` for the single-output op `op` on one input (``tf.exp``, ``-x``): an eager tensor
+    in a plain eager thread runs the kernel at once, as `apply` would; anything else is
+    `general(x)` (tf.exp on float32[10] ~0.8 us against ~1.0 us through apply)."""
+    if op.multi_output:
+        raise ValueError(f"eager_unary: {op.name} has several outputs")
+    kernel = op.kernel
+
+    def run(x):
+        if type(x) is EagerTensor and _state.plain:
+            a = x._value
+            try:
+                out = kernel(a)
+            except errors.OpError:
+                raise
+            except Exception as e:  # as apply words it: op, shapes and the user's line
+                raise kernel_error(op, [a], _NO_ATTRS, e) from e
+            t = _new(EagerTensor)
+            t._value = out if type(out) is np.ndarray else np.asarray(out)
+            if check_numerics_hook is not None:
+                check_numerics_hook(op, t)
+            return t
+        return general(x)
+
+    run.__name__ = run.__qualname__ = general.__name__
+    run.__doc__ = general.__doc__
+    return run
+
+
 def eager_output(op: Op, out: Any) -> EagerTensor:
     """A single-output kernel's result as apply returns it in a plain eager thread (see
     ``state.plain``), for fast paths that call an op's kernel themselves: calling it with its

@@ -9,7 +9,7 @@ import numpy as np
 from tapeflow._api import export
 from tapeflow.framework import dtypes as _dtypes
 from tapeflow.framework.constant import convert_to_tensor
-from tapeflow.framework.dispatch import apply, eager_binary, op
+from tapeflow.framework.dispatch import apply, eager_binary, eager_unary, op
 from tapeflow.framework.shape_rules import broadcast_shapes, elementwise, same_as_first, with_dtype
 from tapeflow.framework.tensor import EagerTensor, Tensor
 from tapeflow.framework.variable import Variable
@@ -158,8 +158,13 @@ def _binary(o):
 
 
 def _unary(o):
-    def run(x: Any, name: str | None = None):
+    def general(x: Any):
         return apply(o, x)
+
+    eager = eager_unary(o, general)  # tf.exp(x) on an eager tensor: the kernel at once
+
+    def run(x: Any, name: str | None = None):
+        return eager(x)
 
     return run
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib
 
-from tapeflow.framework.dispatch import apply, eager_binary, number_operand
+from tapeflow.framework.dispatch import apply, eager_binary, eager_unary, number_operand
 from tapeflow.framework.tensor import EagerTensor, Tensor
 from tapeflow.framework.variable import Variable
 from tapeflow.ops import indexing_ops, linalg_ops, math_ops
@@ -145,3 +145,4 @@ EagerTensor.__sub__ = eager_binary(_sub, __sub__)
 EagerTensor.__rsub__ = eager_binary(_sub, __rsub__, reflected=True)
 EagerTensor.__mul__ = eager_binary(_mul, __mul__)
 EagerTensor.__rmul__ = eager_binary(_mul, __rmul__, reflected=True)
+EagerTensor.__neg__ = eager_unary(math_ops._neg, __neg__)
