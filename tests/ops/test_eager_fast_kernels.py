@@ -170,3 +170,24 @@ def test_graph_sqrt_of_a_large_array_is_the_compiled_pass_with_numpys_bits(dtype
                                   np.sqrt(x.numpy()[:, ::2]))
     strided = x.numpy()[:, ::2]
     np.testing.assert_array_equal(activations.sqrt(strided), np.sqrt(strided))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_bias_gradient_sums_same_bits_eager_and_graph_and_near_exact(dtype):
+    """A large gradient summed to a bias's shape (leading axes) takes the blocked sums
+    (``kernels.bias.leading_sums``) in both modes; small ones and other axes stay NumPy's."""
+    from tapeflow.kernels import bias as bias_kernels
+    from tapeflow.ops import math_ops
+
+    g = tf.constant(rng.standard_normal((32, 64, 4, 32)).astype(dtype))
+    b, b2 = tf.zeros([4, 32], dtype), tf.zeros([1, 4, 32], dtype)
+    eager = math_ops.unbroadcast(g, b).numpy()
+    f = tf.function(lambda g, b, b2: (math_ops.unbroadcast(g, b), math_ops.unbroadcast(g, b2)))
+    graph, kept = (t.numpy() for t in f(g, b, b2))
+    np.testing.assert_array_equal(eager, graph)
+    exact = g.numpy().astype(np.float64).sum(axis=(0, 1))
+    assert np.abs(graph - exact).max() <= (1e-9 if dtype == np.float64 else 2e-4)
+    np.testing.assert_allclose(kept[0], exact, rtol=1e-4, atol=1e-3)
+    code = f.get_concrete_function(g, b, b2).code
+    assert code.count("leading_sums(") == 1  # [1, 4, 32] keeps a size-1 axis: NumPy's
+    assert bias_kernels.leading_sums(np.ones((3, 4), dtype), (4,)) is None  # small

@@ -13,6 +13,8 @@ added in float64, so 10^5+ rows keep ~1e-7 relative accuracy.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from tapeflow.kernels._jit import jit
@@ -33,6 +35,20 @@ def channel_sums(g: np.ndarray) -> np.ndarray:
                        rows[:whole].reshape(-1, ROWS_PER_SUM, c))
     total = blocks.sum(axis=0, dtype=np.float64) + rows[whole:].sum(axis=0, dtype=np.float64)
     return total.astype(g.dtype)
+
+
+LEADING_MIN = 1 << 16  # elements: below, NumPy's reduction is as fast
+
+
+def leading_sums(g: np.ndarray, shape: tuple) -> np.ndarray | None:
+    """g summed over its leading axes down to `shape` (g's shape ends with it), by the blocked
+    BLAS sums above; None where NumPy's reduction should do it (small, not float, or not a
+    plain leading-axes sum). A bias's gradient: W9's 13 took 45-75 us each as NumPy's row
+    reduction over [2048, 128-256], 22-39 us here (and ~10x closer to the exact sums)."""
+    if (g.dtype not in (np.float32, np.float64) or g.size < LEADING_MIN or not shape
+            or g.ndim <= len(shape) or tuple(g.shape[g.ndim - len(shape):]) != tuple(shape)):
+        return None
+    return channel_sums(g.reshape(-1, math.prod(shape))).reshape(shape)
 
 
 @jit()

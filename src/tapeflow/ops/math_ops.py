@@ -14,6 +14,7 @@ from tapeflow.framework.shape_rules import broadcast_shapes, elementwise, same_a
 from tapeflow.framework.tensor import EagerTensor, Tensor
 from tapeflow.framework.variable import Variable
 from tapeflow.kernels import activations as _activations
+from tapeflow.kernels import bias as _bias
 from tapeflow.kernels import low_precision, scalar_math
 from tapeflow.kernels.low_precision import BFLOAT16
 from tapeflow.ops.array_ops import _tensor, ones_like, zeros_like
@@ -33,6 +34,9 @@ def _sum_to_shape_emit(node, args: list[str], bind) -> str | None:
     extra = len(gs) - len(xs)
     axes = tuple(range(extra)) + tuple(i + extra for i, d in enumerate(xs)
                                        if d == 1 and gs[i + extra] != 1)
+    if (g.dtype.name in ("float32", "float64") and xs and extra > 0 and gs[extra:] == xs
+            and g.shape.num_elements() >= _bias.LEADING_MIN):  # a bias gradient: blocked sums
+        return f"{bind(_bias.leading_sums)}({args[0]}, {bind(xs, 'shape')})"
     return f"{bind(np.add.reduce)}({args[0]}, {bind(axes, 'axes')}).reshape({bind(xs, 'shape')})"
 
 
@@ -41,6 +45,9 @@ def _sum_to_shape_of(g, x):
     """Sum `g` over the axes along which `x` was broadcast (runtime shapes: works in graphs)."""
     if g.shape == x.shape:
         return g
+    summed = _bias.leading_sums(g, x.shape)  # the graph's emitted line calls the same
+    if summed is not None:
+        return summed
     extra = g.ndim - x.ndim
     axes = tuple(range(extra)) + tuple(
         i + extra for i, d in enumerate(x.shape) if d == 1 and g.shape[i + extra] != 1)
