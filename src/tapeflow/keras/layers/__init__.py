@@ -140,4 +140,5 @@ from tapeflow.keras.layers.separable import (
     SeparableConvolution2D,
 )
 from tapeflow.keras.layers.serialization import deserialize, serialize
+from tapeflow.keras.layers.spectral_normalization import SpectralNormalization
 from tapeflow.keras.layers.wrappers import Bidirectional, TimeDistributed, Wrapper
