@@ -94,6 +94,7 @@ from tapeflow.keras.layers.preprocessing import (
     CategoryEncoding,
     CenterCrop,
     Discretization,
+    HashedCrossing,
     Hashing,
     IntegerLookup,
     Normalization,

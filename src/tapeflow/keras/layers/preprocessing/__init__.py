@@ -1,5 +1,6 @@
 """Keras preprocessing layers: images, numbers, categories, lookups and text."""
 
+from tapeflow.keras.layers.preprocessing.hashed_crossing import HashedCrossing
 from tapeflow.keras.layers.preprocessing.image import (
     CenterCrop,
     RandomBrightness,
@@ -26,7 +27,8 @@ from tapeflow.keras.layers.preprocessing.numeric import (
 )
 from tapeflow.keras.layers.preprocessing.text import TextVectorization
 
-__all__ = ["CategoryEncoding", "CenterCrop", "Discretization", "Hashing", "IntegerLookup",
+__all__ = ["CategoryEncoding", "CenterCrop", "Discretization", "HashedCrossing", "Hashing",
+           "IntegerLookup",
            "Normalization", "RandomBrightness", "RandomContrast", "RandomCrop", "RandomFlip",
            "RandomHeight", "RandomRotation", "RandomTranslation", "RandomWidth", "RandomZoom",
            "Rescaling", "Resizing", "StringLookup", "TextVectorization", "smart_resize"]
