@@ -114,6 +114,17 @@ def test_prod_gradient_over_two_axes_with_unknown_dims_in_a_graph():
     np.testing.assert_allclose(grad(tf.constant(x)).numpy(), expect, rtol=1e-12)
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_float_mean_traced_equals_eager(dtype):
+    x = tf.cast(tf.constant(np.random.default_rng(8).uniform(0, 10, (5000,))), dtype)
+    eager = tf.reduce_mean(x).numpy()
+    traced = tf.function(lambda v: tf.reduce_mean(v))(x).numpy()
+    assert eager.tobytes() == traced.tobytes()
+    if dtype == "float16":  # float32 accumulation, as np.mean: not the float16 running sum
+        assert float(eager) == pytest.approx(float(np.mean(x.numpy().astype(np.float32))),
+                                             rel=1e-3)
+
+
 def test_logsumexp_is_stable():
     out = tf.reduce_logsumexp(tf.constant([1000.0, 1000.0])).numpy()
     np.testing.assert_allclose(out, 1000 + np.log(2), rtol=1e-6)
