@@ -12,6 +12,7 @@ from typing import Any
 
 from tapeflow.keras.optimizers import legacy, schedules
 from tapeflow.keras.optimizers.adadelta import Adadelta
+from tapeflow.keras.optimizers.adafactor import Adafactor
 from tapeflow.keras.optimizers.adagrad import Adagrad
 from tapeflow.keras.optimizers.adam import Adam
 from tapeflow.keras.optimizers.adamax import Adamax
@@ -24,7 +25,8 @@ from tapeflow.keras.optimizers.rmsprop import RMSprop
 from tapeflow.keras.optimizers.sgd import SGD
 
 _BY_NAME = {"sgd": SGD, "adam": Adam, "adamw": AdamW, "rmsprop": RMSprop, "adagrad": Adagrad,
-            "adadelta": Adadelta, "adamax": Adamax, "nadam": Nadam, "ftrl": Ftrl, "lion": Lion}
+            "adadelta": Adadelta, "adafactor": Adafactor, "adamax": Adamax, "nadam": Nadam,
+            "ftrl": Ftrl, "lion": Lion}
 
 
 
@@ -59,5 +61,6 @@ def get(identifier: Any) -> Optimizer:
                      f"name such as 'adam', a config dict or an Optimizer instance)")
 
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax",
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adafactor",
+           "Adamax",
            "Nadam", "Ftrl", "Lion", "schedules", "legacy", "get", "serialize", "deserialize"]
