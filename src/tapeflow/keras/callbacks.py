@@ -19,6 +19,7 @@ import numpy as np
 from tqdm import tqdm
 
 from tapeflow.keras import backend
+from tapeflow.keras.io_utils import is_interactive_logging_enabled, print_msg
 
 
 class Callback:
@@ -137,11 +138,14 @@ class Progbar:
     def __init__(self, target: int | None, verbose: int = 1, file: Any = None):
         self.target = target
         self.verbose = verbose
+        # no file given and interactive logging disabled: finished lines go to the logger
+        self._to_logger = file is None and not is_interactive_logging_enabled()
         self.file = file or sys.stdout
         self._start = time.time()
         self._bar = None
         self._width = len(str(target)) if target else 7
-        interactive = hasattr(self.file, "isatty") and self.file.isatty()
+        interactive = hasattr(self.file, "isatty") and self.file.isatty() and \
+            not self._to_logger
         if verbose == 1 and interactive:  # a live bar; a log file or pipe gets the final line
             if target:
                 fmt = f"{{n:>{self._width}d}}/{{total}} [{{bar:30}}]{{desc}}"
@@ -167,8 +171,8 @@ class Progbar:
         if self.verbose == 2:
             if finalize:
                 steps = f"{current}/{self.target}" if self.target else f"{current}"
-                print(f"{steps} - {elapsed:.0f}s{text} - {elapsed * 1e3:.0f}ms/epoch - "
-                      f"{format_time_per_step(per_step)}", file=self.file, flush=True)
+                self._line(f"{steps} - {elapsed:.0f}s{text} - {elapsed * 1e3:.0f}ms/epoch - "
+                           f"{format_time_per_step(per_step)}")
             return
         if self.verbose != 1:
             return
@@ -177,8 +181,8 @@ class Progbar:
             if self._bar is not None:
                 self._bar.close()
                 self._bar = None
-            print(f"{self._static_bar(current)} - {elapsed:.0f}s "
-                  f"{format_time_per_step(per_step)}{text}", file=self.file, flush=True)
+            self._line(f"{self._static_bar(current)} - {elapsed:.0f}s "
+                       f"{format_time_per_step(per_step)}{text}")
             return
         if self._bar is None:
             return
@@ -187,6 +191,13 @@ class Progbar:
             f" - {elapsed:.0f}s {format_time_per_step(per_step)}"
         self._bar.set_description_str(timing + text, refresh=False)
         self._bar.update(current - self._bar.n)
+
+
+    def _line(self, text: str) -> None:
+        if self._to_logger:
+            print_msg(text)
+        else:
+            print(text, file=self.file, flush=True)
 
 
 class ProgbarLogger(Callback):
@@ -205,7 +216,7 @@ class ProgbarLogger(Callback):
 
     def on_epoch_begin(self, epoch: int, logs: dict | None = None) -> None:
         if self.verbose:
-            print(f"Epoch {epoch + 1}/{self.params.get('epochs', 1)}", flush=True)
+            print_msg(f"Epoch {epoch + 1}/{self.params.get('epochs', 1)}")
         self._mode = "train"
         self._new_bar()
 
@@ -324,13 +335,13 @@ class EarlyStopping(Callback):
             self.model.stop_training = True
             if self.restore_best_weights and self.best_weights is not None:
                 if self.verbose > 0:
-                    print("Restoring model weights from the end of the best epoch: "
-                          f"{self.best_epoch + 1}.")
+                    print_msg("Restoring model weights from the end of the best epoch: "
+                              f"{self.best_epoch + 1}.")
                 self.model.set_weights(self.best_weights)
 
     def on_train_end(self, logs: dict | None = None) -> None:
         if self.stopped_epoch > 0 and self.verbose > 0:
-            print(f"Epoch {self.stopped_epoch + 1}: early stopping")
+            print_msg(f"Epoch {self.stopped_epoch + 1}: early stopping")
 
 
 class ModelCheckpoint(Callback):
@@ -365,15 +376,15 @@ class ModelCheckpoint(Callback):
                 return
             if not self.monitor_op(current, self.best):
                 if self.verbose > 0:
-                    print(f"\nEpoch {epoch + 1}: {self.monitor} did not improve from "
-                          f"{self.best:.5f}")
+                    print_msg(f"\nEpoch {epoch + 1}: {self.monitor} did not improve from "
+                              f"{self.best:.5f}")
                 return
             if self.verbose > 0:
-                print(f"\nEpoch {epoch + 1}: {self.monitor} improved from {self.best:.5f} to "
-                      f"{current:.5f}, saving model to {path}")
+                print_msg(f"\nEpoch {epoch + 1}: {self.monitor} improved from {self.best:.5f} to "
+                          f"{current:.5f}, saving model to {path}")
             self.best = current
         elif self.verbose > 0:
-            print(f"\nEpoch {epoch + 1}: saving model to {path}")
+            print_msg(f"\nEpoch {epoch + 1}: saving model to {path}")
         directory = os.path.dirname(path)
         if directory:
             os.makedirs(directory, exist_ok=True)
@@ -407,8 +418,8 @@ class LearningRateScheduler(Callback):
         new_lr = float(backend.get_value(new_lr))
         _set_learning_rate(self.model.optimizer, new_lr)
         if self.verbose > 0:
-            print(f"\nEpoch {epoch + 1}: LearningRateScheduler setting learning rate to "
-                  f"{new_lr}.")
+            print_msg(f"\nEpoch {epoch + 1}: LearningRateScheduler setting learning rate to "
+                      f"{new_lr}.")
 
     def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
         if logs is not None:
@@ -471,8 +482,8 @@ class ReduceLROnPlateau(Callback):
                     new_lr = max(old_lr * self.factor, self.min_lr)
                     _set_learning_rate(self.model.optimizer, new_lr)
                     if self.verbose > 0:
-                        print(f"\nEpoch {epoch + 1}: ReduceLROnPlateau reducing learning rate "
-                              f"to {new_lr}.")
+                        print_msg(f"\nEpoch {epoch + 1}: ReduceLROnPlateau reducing learning rate "
+                                  f"to {new_lr}.")
                     self.cooldown_counter = self.cooldown
                     self.wait = 0
 
@@ -579,7 +590,7 @@ class TerminateOnNaN(Callback):
     def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
         loss = (logs or {}).get("loss")
         if loss is not None and not np.isfinite(loss):
-            print(f"Batch {batch}: Invalid loss, terminating training")
+            print_msg(f"Batch {batch}: Invalid loss, terminating training")
             self.model.stop_training = True
 
 

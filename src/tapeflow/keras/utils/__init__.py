@@ -11,6 +11,11 @@ import numpy as np
 from tapeflow.keras.callbacks import Progbar
 from tapeflow.keras.engine.data_adapter import unpack_x_y_sample_weight
 from tapeflow.keras.engine.sequence import PyDataset, Sequence
+from tapeflow.keras.io_utils import (
+    disable_interactive_logging,
+    enable_interactive_logging,
+    is_interactive_logging_enabled,
+)
 from tapeflow.keras.preprocessing import (
     get_file,
     image_dataset_from_directory,
@@ -32,9 +37,11 @@ from tapeflow.keras.utils.image_utils import array_to_img, img_to_array, load_im
 from tapeflow.keras.utils.vis_utils import model_to_dot, plot_model
 
 __all__ = ["CustomObjectScope", "Progbar", "PyDataset", "Sequence", "array_to_img",
-           "custom_object_scope", "deserialize_keras_object", "get_custom_objects",
+           "custom_object_scope", "deserialize_keras_object", "disable_interactive_logging",
+           "enable_interactive_logging", "get_custom_objects",
            "get_file", "get_registered_name", "get_registered_object",
            "get_source_inputs", "image_dataset_from_directory", "img_to_array",
+           "is_interactive_logging_enabled",
            "is_keras_tensor", "load_img", "model_to_dot", "normalize",
            "pack_x_y_sample_weight", "pad_sequences", "plot_model",
            "register_keras_serializable", "save_img", "serialize_keras_object",
