@@ -125,8 +125,16 @@ def test_conv2d_argument_errors():
         layers.Conv2D(2, 3, strides=2, dilation_rate=2)
     with pytest.raises(ValueError, match="channels_last"):
         layers.Conv2D(2, 3, data_format="channels_first")
-    with pytest.raises(ValueError, match="Conv2D"):
+    # tf-keras 2.21's InputSpec message
+    with pytest.raises(ValueError, match=r'layer "conv2d(_\d+)?" is incompatible with the layer: '
+                                         r"expected min_ndim=4, found ndim=3"):
         layers.Conv2D(2, 3)(np.zeros((4, 4, 3), np.float32))
+    built = layers.Conv2D(2, 3)
+    built(np.zeros((1, 4, 4, 3), np.float32))
+    assert repr(built.input_spec) == "InputSpec(min_ndim=4, axes={-1: 3})"
+    with pytest.raises(ValueError, match=r"expected axis -1 of input shape to have value 3, "
+                                         r"but received input with shape \(1, 4, 4, 2\)"):
+        built(np.zeros((1, 4, 4, 2), np.float32))
 
 
 def _pool_reference(x, size, stride, padding, reduce):

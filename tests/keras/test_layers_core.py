@@ -142,7 +142,7 @@ def test_layer_errors_name_shapes_and_point_at_the_user_line():
     with pytest.raises(ValueError) as info:
         layers.Conv2D(2, 3)(np.zeros((4, 4, 3), np.float32))
     message = str(info.value)
-    assert "Conv2D" in message and "(4, 4, 3)" in message
+    assert 'layer "conv2d"' in message and "(4, 4, 3)" in message
     assert "test_layers_core.py" in message and "layers.Conv2D(2, 3)(np.zeros" in message
 
 

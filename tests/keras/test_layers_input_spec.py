@@ -229,3 +229,28 @@ def test_abstract_rnn_cell_in_rnn_and_initial_state():
         cell.get_initial_state()
     with pytest.raises(NotImplementedError, match="state_size"):
         _ = layers.AbstractRNNCell().state_size
+
+
+def test_built_in_convolutions_carry_tf_keras_specs_and_point_at_the_user_line():
+    conv = layers.Conv2D(2, 3)
+    assert repr(conv.input_spec) == "InputSpec(min_ndim=4)"
+    conv(np.zeros((1, 5, 5, 3), np.float32))
+    assert repr(conv.input_spec) == "InputSpec(min_ndim=4, axes={-1: 3})"
+    assert repr(layers.Conv1DTranspose(2, 3).input_spec) == "InputSpec(min_ndim=3)"
+    with pytest.raises(ValueError) as info:
+        conv(np.zeros((1, 5, 5, 2), np.float32))
+    first, *rest = str(info.value).splitlines()
+    assert first == ('Input 0 of layer "conv2d" is incompatible with the layer: expected axis -1 '
+                     "of input shape to have value 3, but received input with shape "
+                     "(1, 5, 5, 2)")  # tf-keras 2.21's message, verbatim
+    assert "test_layers_input_spec.py" in rest[0]  # then the user's line
+
+
+def test_a_changed_spec_checks_shapes_again():
+    layer = Checked(InputSpec(ndim=2), name="m")
+    x = tf.constant(F32)
+    layer(x)
+    layer(x)  # the same shape again: remembered as passed
+    layer.input_spec.ndim = 3  # changing the spec forgets what passed
+    with pytest.raises(ValueError, match="expected ndim=3, found ndim=2"):
+        layer(x)

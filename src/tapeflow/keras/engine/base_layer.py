@@ -28,6 +28,7 @@ from tapeflow.framework.shapes import TensorShape, as_shape
 from tapeflow.framework.tensor import EagerTensor, Tensor
 from tapeflow.framework.variable import Variable
 from tapeflow.keras import backend
+from tapeflow.keras.engine.input_spec import InputSpec, assert_input_compatibility
 from tapeflow.keras.mixed_precision.autocast_variable import _autocast
 
 # Attributes the engine keeps for itself: never walked when gathering weights and sub-layers
@@ -347,8 +348,6 @@ class Layer:
 
     @input_spec.setter
     def input_spec(self, value: Any) -> None:
-        from tapeflow.keras.engine.input_spec import InputSpec
-
         for v in nest.flatten(value):
             if v is not None and not isinstance(v, InputSpec):
                 raise TypeError(f"Layer input_spec must be an instance of InputSpec. Got: {v}")
@@ -362,8 +361,6 @@ class Layer:
         else:
             raise TypeError(f"Layer {self._name} was called without inputs")
         if self._input_spec is not None:  # before any cast: the dtype the caller passed
-            from tapeflow.keras.engine.input_spec import assert_input_compatibility
-
             assert_input_compatibility(self._input_spec, inputs, self._name)
         if type(inputs) is not EagerTensor or (inputs._value.dtype is not self._compute_np
                                                 and self._needs_cast(inputs)):

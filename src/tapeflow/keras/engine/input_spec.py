@@ -45,6 +45,8 @@ class InputSpec:
         self.name = name
         self.allow_last_axis_squeeze = allow_last_axis_squeeze
         self.optional = optional
+        # eager (shape, dtype)s already checked against this spec (emptied by __setattr__)
+        self._passed: set = set()
         try:
             axes = axes or {}
             self.axes = {int(k): axes[k] for k in axes}
@@ -57,6 +59,11 @@ class InputSpec:
             if max_axis > max_dim:
                 raise ValueError(f"Axis {max_axis} is greater than the maximum allowed value: "
                                  f"{max_dim}")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)
+        if name != "_passed":  # a changed spec checks every shape again
+            object.__setattr__(self, "_passed", set())
 
     def __repr__(self) -> str:
         parts = [f"dtype={self.dtype}" if self.dtype else "",
@@ -107,13 +114,21 @@ def _dtype_name(x: Any) -> str:
     return dtype.name if not isinstance(dtype, np.dtype) else _dtypes.as_dtype(dtype).name
 
 
+def _error(message: str) -> ValueError:
+    """tf-keras's message, then the user's source line (as every tapeflow layer error)."""
+    from tapeflow.framework import errors
+
+    where = errors.user_line()
+    return ValueError(f"{message}\n{where}" if where else message)
+
+
 def _flat_inputs(input_spec: list, inputs: Any) -> list:
     if isinstance(inputs, dict):  # a dict of inputs is read in the specs' name order
         names = [spec.name for spec in input_spec]
         if all(names):
             for name in names:
                 if name not in inputs:
-                    raise ValueError(f'Missing data for input "{name}". You passed a data '
+                    raise _error(f'Missing data for input "{name}". You passed a data '
                                      f"dictionary with keys {list(inputs.keys())}. Expected "
                                      f"the following keys: {names}")
             inputs = [inputs[name] for name in names]
@@ -125,6 +140,24 @@ def assert_input_compatibility(input_spec: Any, inputs: Any, layer_name: str) ->
     spec it breaks and the shape received, if `inputs` do not meet `input_spec`."""
     if not input_spec:
         return
+    if type(input_spec) is InputSpec and hasattr(inputs, "dtype") and \
+            not isinstance(inputs, (list, tuple, dict)):
+        # one spec and one tensor (every built-in layer's case): no flattening, and an eager
+        # tensor of a shape and dtype this spec already passed is not checked again
+        value = getattr(inputs, "_value", None)
+        seen = input_spec._passed
+        key = (value.shape, value.dtype) if isinstance(value, np.ndarray) else None
+        if key is not None and key in seen:
+            return
+        shape = inputs.shape if isinstance(inputs.shape, TensorShape) else \
+            TensorShape(inputs.shape)
+        if shape.rank is not None:
+            _check_one(input_spec, inputs, shape, 0, layer_name)
+        if key is not None:
+            if len(seen) > 64:  # many shapes (variable-length inputs): start over
+                seen.clear()
+            seen.add(key)
+        return
     input_spec = nest.flatten(input_spec)
     inputs = _flat_inputs(input_spec, inputs)
     for x, spec in zip(inputs, input_spec):
@@ -134,7 +167,7 @@ def assert_input_compatibility(input_spec: Any, inputs: Any, layer_name: str) ->
             raise TypeError(f"Inputs to a layer should be tensors. Got '{x}' (of type "
                             f"{type(x)}) as input for layer '{layer_name}'.")
     if len(inputs) != len(input_spec):
-        raise ValueError(f'Layer "{layer_name}" expects {len(input_spec)} input(s), but it '
+        raise _error(f'Layer "{layer_name}" expects {len(input_spec)} input(s), but it '
                          f"received {len(inputs)} input tensors. Inputs received: {inputs}")
     for index, (x, spec) in enumerate(zip(inputs, input_spec)):
         if spec is None or (x is None and spec.optional):
@@ -143,30 +176,34 @@ def assert_input_compatibility(input_spec: Any, inputs: Any, layer_name: str) ->
         shape = TensorShape(x.shape)
         if shape.rank is None:
             return
-        _check_one(spec, x, shape, f'Input {index} of layer "{layer_name}" is incompatible '
-                                   "with the layer: ")
+        _check_one(spec, x, shape, index, layer_name)
 
 
-def _check_one(spec: InputSpec, x: Any, shape: TensorShape, prefix: str) -> None:
+def _check_one(spec: InputSpec, x: Any, shape: TensorShape, index: int,
+               layer_name: str) -> None:
     ndim = shape.rank
+    prefix = f'Input {index} of layer "{layer_name}" is incompatible with the layer: '
     if spec.ndim is not None and not spec.allow_last_axis_squeeze and ndim != spec.ndim:
-        raise ValueError(f"{prefix}expected ndim={spec.ndim}, found ndim={ndim}. "
+        raise _error(f"{prefix}expected ndim={spec.ndim}, found ndim={ndim}. "
                          f"Full shape received: {tuple(shape)}")
     if spec.max_ndim is not None and ndim > spec.max_ndim:
-        raise ValueError(f"{prefix}expected max_ndim={spec.max_ndim}, found ndim={ndim}")
+        raise _error(f"{prefix}expected max_ndim={spec.max_ndim}, found ndim={ndim}")
     if spec.min_ndim is not None and ndim < spec.min_ndim:
-        raise ValueError(f"{prefix}expected min_ndim={spec.min_ndim}, found ndim={ndim}. "
+        raise _error(f"{prefix}expected min_ndim={spec.min_ndim}, found ndim={ndim}. "
                          f"Full shape received: {tuple(shape)}")
     if spec.dtype is not None and _dtype_name(x) != spec.dtype:
-        raise ValueError(f"{prefix}expected dtype={spec.dtype}, found dtype="
+        raise _error(f"{prefix}expected dtype={spec.dtype}, found dtype="
                          f"<dtype: '{_dtype_name(x)}'>")  # TF's str of a DType
-    dims = shape.as_list()
-    for axis, value in spec.axes.items():
-        value = getattr(value, "value", value)
-        if value is not None and dims[int(axis)] not in {value, None}:
-            raise ValueError(f"{prefix}expected axis {axis} of input shape to have value "
-                             f"{value}, but received input with shape {display_shape(shape)}")
+    if spec.axes:
+        dims = shape.as_list()
+        for axis, value in spec.axes.items():
+            value = getattr(value, "value", value)
+            if value is not None and dims[int(axis)] not in {value, None}:
+                raise _error(f"{prefix}expected axis {axis} of input shape to have value "
+                                 f"{value}, but received input with shape "
+                                 f"{display_shape(shape)}")
     if spec.shape is not None:
+        dims = shape.as_list()
         spec_shape = spec.shape
         if spec.allow_last_axis_squeeze:
             if dims and dims[-1] == 1:
@@ -175,5 +212,5 @@ def _check_one(spec: InputSpec, x: Any, shape: TensorShape, prefix: str) -> None
                 spec_shape = spec_shape[:-1]
         for spec_dim, dim in zip(spec_shape, dims):
             if spec_dim is not None and dim is not None and spec_dim != dim:
-                raise ValueError(f"{prefix}expected shape={spec.shape}, found shape="
+                raise _error(f"{prefix}expected shape={spec.shape}, found shape="
                                  f"{display_shape(shape)}")

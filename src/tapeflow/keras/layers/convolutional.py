@@ -11,6 +11,7 @@ from typing import Any
 import tapeflow as tf
 from tapeflow.keras import activations
 from tapeflow.keras.engine.base_layer import Layer
+from tapeflow.keras.engine.input_spec import InputSpec
 from tapeflow.keras.layers.utils import (
     check_data_format,
     layer_error,
@@ -78,6 +79,12 @@ class _Conv(KernelAndBias, Layer):
         self.use_bias = use_bias
         self._weight_arguments(kernel_initializer, bias_initializer, kernel_regularizer,
                                bias_regularizer, kernel_constraint, bias_constraint)
+        self.input_spec = self._spec()
+
+    def _spec(self, axes: dict | None = None) -> InputSpec:
+        """tf-keras 2.21's spec (transposed convolutions too): at least rank + 2 dims, and
+        once built the channels it was built for."""
+        return InputSpec(min_ndim=self.rank + 2, axes=axes)
 
     def _kernel_shape(self, in_channels: int) -> tuple[int, ...]:
         return self.kernel_size + (in_channels, self.filters)
@@ -91,6 +98,7 @@ class _Conv(KernelAndBias, Layer):
                              f"[{', '.join(axes)}, channels] with known channels, got {shape}")
         self._add_kernel_and_bias(self._kernel_shape(int(shape[-1])),
                                   (self.filters,) if self.use_bias else None)
+        self.input_spec = self._spec({-1: int(shape[-1])})
         self.built = True
 
     def convolve(self, inputs: Any) -> Any:
