@@ -7,12 +7,18 @@ import importlib
 from typing import Any
 
 _MODELS = {
-    "ResNet50": "resnet", "ResNet50V2": "resnet_v2", "MobileNetV2": "mobilenet_v2",
-    "VGG16": "vgg16", "DenseNet121": "densenet", "EfficientNetB0": "efficientnet",
+    "ResNet50": "resnet", "ResNet101": "resnet", "ResNet152": "resnet",
+    "ResNet50V2": "resnet_v2", "ResNet101V2": "resnet_v2", "ResNet152V2": "resnet_v2",
+    "MobileNet": "mobilenet", "MobileNetV2": "mobilenet_v2",
+    "MobileNetV3Small": "mobilenet_v3", "MobileNetV3Large": "mobilenet_v3",
+    "VGG16": "vgg16", "VGG19": "vgg19",
+    "DenseNet121": "densenet", "DenseNet169": "densenet", "DenseNet201": "densenet",
+    **{f"EfficientNetB{b}": "efficientnet" for b in range(8)},
     "Xception": "xception", "InceptionV3": "inception_v3",
 }
-_SUBMODULES = ("densenet", "efficientnet", "imagenet_utils", "inception_v3", "mobilenet_v2",
-               "resnet", "resnet50", "resnet_v2", "vgg16", "xception")
+_SUBMODULES = ("densenet", "efficientnet", "imagenet_utils", "inception_v3", "mobilenet",
+               "mobilenet_v2", "mobilenet_v3", "resnet", "resnet50", "resnet_v2", "vgg16",
+               "vgg19", "xception")
 
 
 def __getattr__(name: str) -> Any:

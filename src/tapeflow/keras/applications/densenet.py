@@ -1,4 +1,4 @@
-"""``tf.keras.applications.densenet``: DenseNet121 (Huang et al. 2016): dense blocks whose
+"""``tf.keras.applications.densenet``: DenseNet121/169/201 (Huang et al. 2016): dense blocks whose
 layers each add 32 channels to a growing concatenation, halved by transition blocks."""
 
 from __future__ import annotations
@@ -80,6 +80,26 @@ def DenseNet121(include_top: bool = True, weights: Any = "imagenet",  # noqa: N8
                  input_shape, pooling, classes, classifier_activation,
                  ("densenet121_weights_tf_dim_ordering_tf_kernels.h5",
                   "densenet121_weights_tf_dim_ordering_tf_kernels_notop.h5"))
+
+
+def DenseNet169(include_top: bool = True, weights: Any = "imagenet",  # noqa: N802
+                input_tensor: Any = None, input_shape: Any = None, pooling: Any = None,
+                classes: int = 1000, classifier_activation: Any = "softmax") -> Any:
+    """DenseNet169 (14.3M parameters with the top)."""
+    return build((6, 12, 32, 32), "densenet169", include_top, weights, input_tensor,
+                 input_shape, pooling, classes, classifier_activation,
+                 ("densenet169_weights_tf_dim_ordering_tf_kernels.h5",
+                  "densenet169_weights_tf_dim_ordering_tf_kernels_notop.h5"))
+
+
+def DenseNet201(include_top: bool = True, weights: Any = "imagenet",  # noqa: N802
+                input_tensor: Any = None, input_shape: Any = None, pooling: Any = None,
+                classes: int = 1000, classifier_activation: Any = "softmax") -> Any:
+    """DenseNet201 (20.2M parameters with the top)."""
+    return build((6, 12, 48, 32), "densenet201", include_top, weights, input_tensor,
+                 input_shape, pooling, classes, classifier_activation,
+                 ("densenet201_weights_tf_dim_ordering_tf_kernels.h5",
+                  "densenet201_weights_tf_dim_ordering_tf_kernels_notop.h5"))
 
 
 def preprocess_input(x: Any, data_format: str | None = None) -> Any:

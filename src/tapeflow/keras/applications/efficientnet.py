@@ -1,4 +1,4 @@
-"""``tf.keras.applications.efficientnet``: EfficientNetB0 (Tan & Le 2019): MBConv blocks with
+"""``tf.keras.applications.efficientnet``: EfficientNetB0..B7 (Tan & Le 2019): MBConv blocks with
 squeeze-and-excitation, swish, stochastic depth. Preprocessing is inside the model
 (Rescaling and Normalization layers), so ``preprocess_input`` is the identity, as in Keras."""
 
@@ -157,15 +157,38 @@ def build(width_coefficient: float, depth_coefficient: float, default_size: int,
     return model
 
 
-def EfficientNetB0(include_top: bool = True, weights: Any = "imagenet",  # noqa: N802
-                   input_tensor: Any = None, input_shape: Any = None, pooling: Any = None,
-                   classes: int = 1000, classifier_activation: Any = "softmax",
-                   **kwargs: Any) -> Any:
-    """EfficientNetB0 (5.3M parameters with the top)."""
-    return build(1.0, 1.0, 224, 0.2, model_name="efficientnetb0", include_top=include_top,
-                 weights=weights, input_tensor=input_tensor, input_shape=input_shape,
-                 pooling=pooling, classes=classes, classifier_activation=classifier_activation,
-                 files=("efficientnetb0.h5", "efficientnetb0_notop.h5"), **kwargs)
+# (width, depth, default resolution, top dropout) of B0..B7, as tf-keras 2.21 scales them
+SCALING = ((1.0, 1.0, 224, 0.2), (1.0, 1.1, 240, 0.2), (1.1, 1.2, 260, 0.3),
+           (1.2, 1.4, 300, 0.3), (1.4, 1.8, 380, 0.4), (1.6, 2.2, 456, 0.4),
+           (1.8, 2.6, 528, 0.5), (2.0, 3.1, 600, 0.5))
+
+
+def _variant(b: int, params: str) -> Any:
+    width, depth, size, dropout = SCALING[b]
+
+    def model(include_top: bool = True, weights: Any = "imagenet", input_tensor: Any = None,
+              input_shape: Any = None, pooling: Any = None, classes: int = 1000,
+              classifier_activation: Any = "softmax", **kwargs: Any) -> Any:
+        return build(width, depth, size, dropout, model_name=f"efficientnetb{b}",
+                     include_top=include_top, weights=weights, input_tensor=input_tensor,
+                     input_shape=input_shape, pooling=pooling, classes=classes,
+                     classifier_activation=classifier_activation,
+                     files=(f"efficientnetb{b}.h5", f"efficientnetb{b}_notop.h5"), **kwargs)
+
+    model.__name__ = model.__qualname__ = f"EfficientNetB{b}"
+    model.__doc__ = (f"EfficientNetB{b} ({params}M parameters with the top; width x{width}, "
+                     f"depth x{depth}, {size}x{size} by default, top dropout {dropout}).")
+    return model
+
+
+EfficientNetB0 = _variant(0, "5.3")
+EfficientNetB1 = _variant(1, "7.9")
+EfficientNetB2 = _variant(2, "9.2")
+EfficientNetB3 = _variant(3, "12.3")
+EfficientNetB4 = _variant(4, "19.5")
+EfficientNetB5 = _variant(5, "30.6")
+EfficientNetB6 = _variant(6, "43.3")
+EfficientNetB7 = _variant(7, "66.7")
 
 
 def preprocess_input(x: Any, data_format: str | None = None) -> Any:

@@ -1,5 +1,6 @@
-"""``tf.keras.applications.resnet``: ResNet50 (He et al. 2015), and the builder ResNet50V2
-shares. Layer names follow Keras (``conv2_block1_1_conv`` ...), so its weight files load."""
+"""``tf.keras.applications.resnet``: ResNet50/101/152 (He et al. 2015), and the builder the
+V2 models share. Layer names follow Keras (``conv2_block1_1_conv`` ...), so its weight files
+load."""
 
 from __future__ import annotations
 
@@ -68,21 +69,48 @@ def stack1(x: Any, filters: int, blocks: int, stride1: int = 2, name: str = "") 
     return x
 
 
+def stacks(stack: Callable, depths: tuple[int, ...], strides: tuple[int, ...]) -> Callable:
+    """The four stages conv2..conv5 (64..512 filters) of `depths` blocks each."""
+
+    def stack_fn(x: Any) -> Any:
+        for i, (filters, blocks, stride) in enumerate(zip((64, 128, 256, 512), depths, strides)):
+            x = stack(x, filters, blocks, stride1=stride, name=f"conv{i + 2}")
+        return x
+
+    return stack_fn
+
+
+def _resnet(depths: tuple[int, ...], model_name: str, include_top: bool, weights: Any,
+            input_tensor: Any, input_shape: Any, pooling: Any, classes: int,
+            classifier_activation: Any) -> Any:
+    return build(stacks(stack1, depths, (1, 2, 2, 2)), False, True, model_name, include_top,
+                 weights, input_tensor, input_shape, pooling, classes, classifier_activation,
+                 (f"{model_name}_weights_tf_dim_ordering_tf_kernels.h5",
+                  f"{model_name}_weights_tf_dim_ordering_tf_kernels_notop.h5"))
+
+
 def ResNet50(include_top: bool = True, weights: Any = "imagenet",  # noqa: N802
              input_tensor: Any = None, input_shape: Any = None, pooling: Any = None,
              classes: int = 1000, classifier_activation: Any = "softmax", **kwargs: Any) -> Any:
     """ResNet50 (25.6M parameters with the top)."""
+    return _resnet((3, 4, 6, 3), "resnet50", include_top, weights, input_tensor, input_shape,
+                   pooling, classes, classifier_activation)
 
-    def stack_fn(x: Any) -> Any:
-        x = stack1(x, 64, 3, stride1=1, name="conv2")
-        x = stack1(x, 128, 4, name="conv3")
-        x = stack1(x, 256, 6, name="conv4")
-        return stack1(x, 512, 3, name="conv5")
 
-    return build(stack_fn, False, True, "resnet50", include_top, weights, input_tensor,
-                 input_shape, pooling, classes, classifier_activation,
-                 ("resnet50_weights_tf_dim_ordering_tf_kernels.h5",
-                  "resnet50_weights_tf_dim_ordering_tf_kernels_notop.h5"))
+def ResNet101(include_top: bool = True, weights: Any = "imagenet",  # noqa: N802
+              input_tensor: Any = None, input_shape: Any = None, pooling: Any = None,
+              classes: int = 1000, classifier_activation: Any = "softmax", **kwargs: Any) -> Any:
+    """ResNet101 (44.7M parameters with the top)."""
+    return _resnet((3, 4, 23, 3), "resnet101", include_top, weights, input_tensor, input_shape,
+                   pooling, classes, classifier_activation)
+
+
+def ResNet152(include_top: bool = True, weights: Any = "imagenet",  # noqa: N802
+              input_tensor: Any = None, input_shape: Any = None, pooling: Any = None,
+              classes: int = 1000, classifier_activation: Any = "softmax", **kwargs: Any) -> Any:
+    """ResNet152 (60.4M parameters with the top)."""
+    return _resnet((3, 8, 36, 3), "resnet152", include_top, weights, input_tensor, input_shape,
+                   pooling, classes, classifier_activation)
 
 
 def preprocess_input(x: Any, data_format: str | None = None) -> Any:

@@ -1,4 +1,5 @@
-"""``tf.keras.applications.resnet_v2``: ResNet50V2 (pre-activation blocks, He et al. 2016)."""
+"""``tf.keras.applications.resnet_v2``: ResNet50V2/101V2/152V2 (pre-activation blocks,
+He et al. 2016)."""
 
 from __future__ import annotations
 
@@ -39,21 +40,38 @@ def stack2(x: Any, filters: int, blocks: int, stride1: int = 2, name: str = "") 
     return block2(x, filters, stride=stride1, name=f"{name}_block{blocks}")
 
 
+def _resnet_v2(depths: tuple[int, ...], model_name: str, include_top: bool, weights: Any,
+               input_tensor: Any, input_shape: Any, pooling: Any, classes: int,
+               classifier_activation: Any) -> Any:
+    return resnet.build(resnet.stacks(stack2, depths, (2, 2, 2, 1)), True, True, model_name,
+                        include_top, weights, input_tensor, input_shape, pooling, classes,
+                        classifier_activation,
+                        (f"{model_name}_weights_tf_dim_ordering_tf_kernels.h5",
+                         f"{model_name}_weights_tf_dim_ordering_tf_kernels_notop.h5"))
+
+
 def ResNet50V2(include_top: bool = True, weights: Any = "imagenet",  # noqa: N802
                input_tensor: Any = None, input_shape: Any = None, pooling: Any = None,
                classes: int = 1000, classifier_activation: Any = "softmax") -> Any:
     """ResNet50V2 (25.6M parameters with the top)."""
+    return _resnet_v2((3, 4, 6, 3), "resnet50v2", include_top, weights, input_tensor,
+                      input_shape, pooling, classes, classifier_activation)
 
-    def stack_fn(x: Any) -> Any:
-        x = stack2(x, 64, 3, name="conv2")
-        x = stack2(x, 128, 4, name="conv3")
-        x = stack2(x, 256, 6, name="conv4")
-        return stack2(x, 512, 3, stride1=1, name="conv5")
 
-    return resnet.build(stack_fn, True, True, "resnet50v2", include_top, weights, input_tensor,
-                        input_shape, pooling, classes, classifier_activation,
-                        ("resnet50v2_weights_tf_dim_ordering_tf_kernels.h5",
-                         "resnet50v2_weights_tf_dim_ordering_tf_kernels_notop.h5"))
+def ResNet101V2(include_top: bool = True, weights: Any = "imagenet",  # noqa: N802
+                input_tensor: Any = None, input_shape: Any = None, pooling: Any = None,
+                classes: int = 1000, classifier_activation: Any = "softmax") -> Any:
+    """ResNet101V2 (44.7M parameters with the top)."""
+    return _resnet_v2((3, 4, 23, 3), "resnet101v2", include_top, weights, input_tensor,
+                      input_shape, pooling, classes, classifier_activation)
+
+
+def ResNet152V2(include_top: bool = True, weights: Any = "imagenet",  # noqa: N802
+                input_tensor: Any = None, input_shape: Any = None, pooling: Any = None,
+                classes: int = 1000, classifier_activation: Any = "softmax") -> Any:
+    """ResNet152V2 (60.4M parameters with the top)."""
+    return _resnet_v2((3, 8, 36, 3), "resnet152v2", include_top, weights, input_tensor,
+                      input_shape, pooling, classes, classifier_activation)
 
 
 def preprocess_input(x: Any, data_format: str | None = None) -> Any:
