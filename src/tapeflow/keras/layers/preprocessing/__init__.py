@@ -24,11 +24,12 @@ from tapeflow.keras.layers.preprocessing.numeric import (
     Discretization,
     Hashing,
     Normalization,
+    PreprocessingLayer,
 )
 from tapeflow.keras.layers.preprocessing.text import TextVectorization
 
 __all__ = ["CategoryEncoding", "CenterCrop", "Discretization", "HashedCrossing", "Hashing",
-           "IntegerLookup",
-           "Normalization", "RandomBrightness", "RandomContrast", "RandomCrop", "RandomFlip",
-           "RandomHeight", "RandomRotation", "RandomTranslation", "RandomWidth", "RandomZoom",
-           "Rescaling", "Resizing", "StringLookup", "TextVectorization", "smart_resize"]
+           "IntegerLookup", "Normalization", "PreprocessingLayer", "RandomBrightness",
+           "RandomContrast", "RandomCrop", "RandomFlip", "RandomHeight", "RandomRotation",
+           "RandomTranslation", "RandomWidth", "RandomZoom", "Rescaling", "Resizing",
+           "StringLookup", "TextVectorization", "smart_resize"]

@@ -15,8 +15,57 @@ EPSILON = 1e-7   # keras.backend.epsilon(): the smallest standard deviation divi
 
 
 class PreprocessingLayer(Layer):
-    """A layer that takes plain Python lists (of strings, numbers) as one tensor, as Keras's
-    preprocessing layers do: ``StringLookup()(["a", "b"])`` is one input, not two."""
+    """``tf.keras.layers.experimental.preprocessing.PreprocessingLayer``: the base of layers
+    with state computed from data before training (``adapt``).
+
+    A subclass implements ``update_state(batch)`` (and ``reset_state()``, and optionally
+    ``finalize_state()``); ``adapt(data, batch_size, steps)`` then resets the state, builds
+    the layer on the first batch, feeds every batch (a ``Dataset``'s, or slices of
+    `batch_size` rows, 32 by default, of an array), finalizes and marks the layer adapted, as
+    tf-keras does. The built-in layers override ``adapt`` with one pass over all the data;
+    ``is_adapted`` is true after any ``adapt``. Plain Python lists (of strings, numbers) are
+    one tensor: ``StringLookup()(["a", "b"])`` is one input, not two.
+    """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "adapt" in vars(cls):  # a layer's own adapt marks it adapted too
+            own = cls.adapt
+
+            def adapt(self: Any, *args: Any, **kw: Any) -> None:
+                own(self, *args, **kw)
+                self._is_adapted = True
+
+            adapt.__doc__, adapt.__name__ = own.__doc__, "adapt"
+            cls.adapt = adapt
+
+    @property
+    def is_adapted(self) -> bool:
+        """Whether ``adapt`` has run on this layer."""
+        return getattr(self, "_is_adapted", False)
+
+    def update_state(self, data: Any) -> None:
+        """Fold one batch of data into the layer's state (subclasses implement it)."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement update_state")
+
+    def reset_state(self) -> None:
+        """Forget the state ``adapt`` computed (subclasses implement it)."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement reset_state")
+
+    def finalize_state(self) -> None:
+        """Turn the accumulated state into what ``call`` uses (after the last batch)."""
+
+    def adapt(self, data: Any, batch_size: int | None = None, steps: int | None = None) -> None:
+        """Compute the layer's state from `data`: reset, then `update_state` per batch, then
+        `finalize_state`."""
+        if self.built:
+            self.reset_state()
+        for batch in _adapt_batches(data, batch_size, steps):
+            if not self.built:
+                self._maybe_build(batch)
+            self.update_state(batch)
+        self.finalize_state()
+        self._is_adapted = True
 
     def __call__(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
         if isinstance(inputs, (list, tuple)) and not any(
@@ -24,6 +73,22 @@ class PreprocessingLayer(Layer):
                 for v in tf.nest.flatten(inputs)):
             inputs = tf.constant(inputs)
         return super().__call__(inputs, *args, **kwargs)
+
+
+def _adapt_batches(data: Any, batch_size: int | None, steps: int | None) -> Any:
+    """The batches `adapt` feeds: a Dataset's own, else `batch_size` (32) rows at a time."""
+    if isinstance(data, tf.data.Dataset):
+        batches = iter(data)
+    else:
+        values = tf.convert_to_tensor(data)
+        size = batch_size or 32
+        total = int(values.shape[0]) if values.shape.rank else 1
+        batches = (values[i:i + size] for i in range(0, total, size)) if values.shape.rank \
+            else iter([values])
+    for i, batch in enumerate(batches):
+        if steps is not None and i >= steps:
+            break
+        yield batch
 
 
 def adapt_array(data: Any, batch_size: int | None = None, steps: int | None = None) -> np.ndarray:
