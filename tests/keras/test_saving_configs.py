@@ -86,6 +86,8 @@ ARGS = {
     "RandomTranslation": lambda: L.RandomTranslation(0.1, 0.2, fill_value=1.0),
     "RandomHeight": lambda: L.RandomHeight((-0.2, 0.3), interpolation="nearest", seed=1),
     "RandomWidth": lambda: L.RandomWidth(0.4),
+    "RandomFourierFeatures": lambda: L.experimental.RandomFourierFeatures(
+        4, kernel_initializer="laplacian", scale=0.5),
     "HashedCrossing": lambda: L.HashedCrossing(7, output_mode="one_hot"),
     "SpectralNormalization": lambda: L.SpectralNormalization(L.Dense(2), power_iterations=3),
     "CosineDecayRestarts": lambda: S.CosineDecayRestarts(0.1, 10, t_mul=1.5, m_mul=0.9,

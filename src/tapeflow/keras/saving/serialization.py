@@ -46,9 +46,11 @@ def _classes(kind: str) -> dict[str, Any]:
         from tapeflow.keras.engine.op_lambda import TFOpLambda
         from tapeflow.keras.engine.sequential import Sequential
         from tapeflow.keras.engine.training import Model
+        from tapeflow.keras.layers.kernelized import RandomFourierFeatures
 
         out.update(Functional=Functional, Sequential=Sequential, Model=Model,
-                   TFOpLambda=TFOpLambda, SlicingOpLambda=TFOpLambda)
+                   TFOpLambda=TFOpLambda, SlicingOpLambda=TFOpLambda,
+                   RandomFourierFeatures=RandomFourierFeatures)  # layers.experimental only
     if kind == "optimizers":
         from tapeflow.keras.mixed_precision import LossScaleOptimizer
 
