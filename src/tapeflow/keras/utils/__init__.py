@@ -34,6 +34,7 @@ from tapeflow.keras.saving.object_registration import (
 )
 from tapeflow.keras.saving.serialization import deserialize_keras_object, serialize_keras_object
 from tapeflow.keras.utils.image_utils import array_to_img, img_to_array, load_img, save_img
+from tapeflow.keras.utils.layer_utils import warmstart_embedding_matrix
 from tapeflow.keras.utils.vis_utils import model_to_dot, plot_model
 
 __all__ = ["CustomObjectScope", "Progbar", "PyDataset", "Sequence", "array_to_img",
@@ -47,7 +48,7 @@ __all__ = ["CustomObjectScope", "Progbar", "PyDataset", "Sequence", "array_to_im
            "register_keras_serializable", "save_img", "serialize_keras_object",
            "set_random_seed", "split_dataset", "text_dataset_from_directory",
            "timeseries_dataset_from_array", "to_categorical", "to_ordinal",
-           "unpack_x_y_sample_weight", "validate_file"]
+           "unpack_x_y_sample_weight", "validate_file", "warmstart_embedding_matrix"]
 
 
 def set_random_seed(seed: int) -> None:
