@@ -46,6 +46,17 @@ CASES = {
 }
 for b in range(1, 8):
     CASES[f"EfficientNetB{b}/top32"] = (f"EfficientNetB{b}", TOP32)
+for v in ("B0", "B1", "B2", "B3", "S", "M", "L"):
+    CASES[f"EfficientNetV2{v}/top32"] = (f"EfficientNetV2{v}", TOP32)
+CASES["EfficientNetV2B0/noprep_classes5"] = ("EfficientNetV2B0", {
+    "include_preprocessing": False, "classes": 5, "input_shape": [48, 40, 3]})
+CASES["EfficientNetV2S/notop_max"] = ("EfficientNetV2S", {
+    "include_top": False, "pooling": "max", "input_shape": [32, 32, 3]})
+for v in ("Tiny", "Small", "Base", "Large", "XLarge"):
+    CASES[f"ConvNeXt{v}/top32"] = (f"ConvNeXt{v}", TOP32)
+CASES["ConvNeXtTiny/noprep_notop_max"] = ("ConvNeXtTiny", {
+    "include_preprocessing": False, "include_top": False, "pooling": "max",
+    "input_shape": [64, 64, 3]})
 CASES["EfficientNetB3/notop_avg_classes"] = ("EfficientNetB3", {
     "include_top": False, "pooling": "avg", "input_shape": [40, 40, 3]})
 

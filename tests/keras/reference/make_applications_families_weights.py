@@ -2,8 +2,8 @@
 per family (built by tf-keras 2.21 with weights=None, as recorded in
 applications_families_reference.json.gz), the weights of the sub-model from the input up to
 one layer, saved with save_weights to HDF5, and that
-sub-model's output on a fixed input. Batch-norm statistics are drawn at random so inference
-uses them.
+sub-model's output on a fixed input. Every weight and batch-norm statistic is drawn from a
+seeded NumPy generator, so the files are reproducible and inference uses the statistics.
 
 /work/tfenv/bin/python make_applications_families_weights.py
 (writes applications_families/<case>.h5 and applications_families/outputs.npz)
@@ -14,7 +14,6 @@ import os
 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
 
 import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
 import tf_keras as keras  # noqa: E402
 
 # case of applications_families_reference.json.gz -> (module, the sub-model's last layer)
@@ -25,6 +24,8 @@ CASES = {
     "ResNet152V2/top32": ("resnet_v2", "conv2_block3_out"),
     "DenseNet169/top32": ("densenet", "conv2_block1_concat"),
     "VGG19/notop_avg": ("vgg19", "block1_pool"),
+    "EfficientNetV2B0/top32": ("efficientnet_v2", "block2b_add"),
+    "ConvNeXtTiny/top32": ("convnext", "convnext_tiny_stage_0_block_1_layer_scale"),
 }
 KWARGS = {
     "MobileNet/alpha0.25_dm2_classes7": ("MobileNet", {"alpha": 0.25, "depth_multiplier": 2,
@@ -36,15 +37,30 @@ KWARGS = {
     "DenseNet169/top32": ("DenseNet169", {"input_shape": (32, 32, 3)}),
     "VGG19/notop_avg": ("VGG19", {"include_top": False, "pooling": "avg",
                                   "input_shape": (32, 32, 3)}),
+    "EfficientNetV2B0/top32": ("EfficientNetV2B0", {"input_shape": (32, 32, 3)}),
+    "ConvNeXtTiny/top32": ("ConvNeXtTiny", {"input_shape": (32, 32, 3)}),
 }
 
 here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "applications_families")
 os.makedirs(here, exist_ok=True)
 rng = np.random.default_rng(5)
+
+
+def draw(w):
+    """Every weight from `rng` (tf-keras's unseeded initializers differ from run to run):
+    kernels ~ N(0, 1/fan_in), scales (`gamma`) in [0.5, 1.5], biases and shifts ~ N(0, 0.1)."""
+    shape = tuple(w.shape)
+    if len(shape) >= 2:
+        fan_in = int(np.prod(shape[:-2])) * (1 if "depthwise" in w.name else shape[-2])
+        return rng.normal(0, 1 / np.sqrt(fan_in), shape)
+    if "gamma" in w.name:
+        return rng.uniform(0.5, 1.5, shape)
+    return rng.normal(0, 0.1, shape)
+
+
 outputs = {}
-for i, (case, (module, last)) in enumerate(CASES.items()):
+for case, (module, last) in CASES.items():
     keras.backend.clear_session()
-    tf.random.set_seed(i)
     name, kwargs = KWARGS[case]
     model = getattr(keras.applications, name)(weights=None, **kwargs)
     sub = keras.Model(model.input, model.get_layer(last).output)
@@ -56,13 +72,12 @@ for i, (case, (module, last)) in enumerate(CASES.items()):
                                rng.normal(0, 0.1, mean.shape),
                                rng.uniform(0.5, 1.5, var.shape)])
         elif isinstance(layer, keras.layers.Normalization):
-            mean, var, count = layer.get_weights()
-            layer.set_weights([rng.normal(0, 0.1, mean.shape), rng.uniform(0.5, 1.5, var.shape),
-                               count])
-        elif layer.weights and "bias" in layer.weights[-1].name:  # non-zero biases
-            weights = layer.get_weights()
-            weights[-1] = rng.normal(0, 0.1, weights[-1].shape)
-            layer.set_weights(weights)
+            if layer.weights:
+                mean, var, count = layer.get_weights()
+                layer.set_weights([rng.normal(0, 0.1, mean.shape),
+                                   rng.uniform(0.5, 1.5, var.shape), count])
+        elif layer.weights:
+            layer.set_weights([draw(w) for w in layer.weights])
     slug = case.replace("/", "_")
     sub.save_weights(os.path.join(here, slug + ".h5"))
     x = rng.uniform(0, 255, (2,) + kwargs["input_shape"]).astype("float32")
