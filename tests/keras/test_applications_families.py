@@ -1,6 +1,6 @@
 """The applications added to the first eight (ResNet101/152 and their V2s, DenseNet169/201,
 EfficientNetB1..B7, VGG19, MobileNet, MobileNetV3Small/Large, EfficientNetV2B0..B3/S/M/L,
-ConvNeXtTiny..XLarge) against tf-keras 2.21: per case
+ConvNeXtTiny..XLarge, InceptionResNetV2) against tf-keras 2.21: per case
 recorded by reference/make_applications_families_reference.py, the model's name, every
 layer's name, class, parameter count and weight shapes in model order, the weight names, the
 totals and the output shape. One model per family also runs eagerly and under tf.function,
@@ -35,6 +35,7 @@ FAMILY = {
     "EfficientNetV2B0/top32": "block2b_add",
     "EfficientNetV2S/notop_max": None,
     "ConvNeXtTiny/top32": "convnext_tiny_stage_0_block_1_layer_scale",
+    "InceptionResNetV2/notop_avg": None,
 }
 # VGG19 at 224x224 (143.7M parameters), ConvNeXt Base/Large/XLarge (89M-350M: 4-16 s each)
 SLOW = {"VGG19/top", "ConvNeXtBase/top32", "ConvNeXtLarge/top32", "ConvNeXtXLarge/top32"}
@@ -116,14 +117,14 @@ def test_every_recorded_model_is_exported():
     assert applications.efficientnet_v2.EfficientNetV2S is applications.EfficientNetV2S
     assert applications.convnext.ConvNeXtXLarge.__name__ == "ConvNeXtXLarge"
     for module in ("mobilenet", "mobilenet_v3", "vgg19", "resnet", "resnet_v2", "convnext",
-                   "efficientnet_v2"):
+                   "efficientnet_v2", "inception_resnet_v2"):
         assert callable(getattr(applications, module).decode_predictions)
 
 
 def test_preprocess_input_of_the_new_modules():
     x = np.array([[[[0.0, 127.5, 255.0]]]], np.float32)
-    np.testing.assert_allclose(applications.mobilenet.preprocess_input(x.copy()),
-                               [[[[-1.0, 0.0, 1.0]]]])
+    for module in (applications.mobilenet, applications.inception_resnet_v2):
+        np.testing.assert_allclose(module.preprocess_input(x.copy()), [[[[-1.0, 0.0, 1.0]]]])
     np.testing.assert_allclose(applications.vgg19.preprocess_input(x.copy()),
                                [[[[255.0 - 103.939, 127.5 - 116.779, 0.0 - 123.68]]]], rtol=1e-6)
     assert applications.mobilenet_v3.preprocess_input(x) is x
@@ -155,6 +156,8 @@ def test_preprocess_input_of_the_new_modules():
      "efficientnet_v2/efficientnetv2-b1_notop.h5"),
     (lambda: applications.ConvNeXtTiny(include_top=False, input_shape=(32, 32, 3)),
      "convnext/convnext_tiny_notop.h5"),
+    (lambda: applications.InceptionResNetV2(include_top=False, input_shape=(75, 75, 3)),
+     "inception_resnet_v2/inception_resnet_v2_weights_tf_dim_ordering_tf_kernels_notop.h5"),
 ])
 def test_imagenet_weights_are_keras_files(build, expected, monkeypatch):
     """weights="imagenet" asks get_file for Keras's file name and address (nothing is
@@ -189,6 +192,8 @@ def test_arguments_are_checked_as_keras_checks_them():
         applications.MobileNetV3Small(weights=None, input_shape=(16, 16, 3))
     with pytest.raises(ValueError, match="Unknown argument"):
         applications.MobileNet(weights=None, depth=3)
+    with pytest.raises(ValueError, match="at least 75x75"):
+        applications.InceptionResNetV2(weights=None, include_top=False, input_shape=(64, 64, 3))
 
 
 def test_mobilenet_v3_input_tensor_and_dynamic_size():

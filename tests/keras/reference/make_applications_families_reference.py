@@ -57,6 +57,9 @@ for v in ("Tiny", "Small", "Base", "Large", "XLarge"):
 CASES["ConvNeXtTiny/noprep_notop_max"] = ("ConvNeXtTiny", {
     "include_preprocessing": False, "include_top": False, "pooling": "max",
     "input_shape": [64, 64, 3]})
+CASES["InceptionResNetV2/top75"] = ("InceptionResNetV2", {"input_shape": [75, 75, 3]})
+CASES["InceptionResNetV2/notop_avg"] = ("InceptionResNetV2", {
+    "include_top": False, "pooling": "avg", "input_shape": [75, 75, 3]})
 CASES["EfficientNetB3/notop_avg_classes"] = ("EfficientNetB3", {
     "include_top": False, "pooling": "avg", "input_shape": [40, 40, 3]})
 

@@ -17,10 +17,11 @@ _MODELS = {
     **{f"EfficientNetV2{v}": "efficientnet_v2" for v in ("B0", "B1", "B2", "B3", "S", "M", "L")},
     **{f"ConvNeXt{v}": "convnext" for v in ("Tiny", "Small", "Base", "Large", "XLarge")},
     "Xception": "xception", "InceptionV3": "inception_v3",
+    "InceptionResNetV2": "inception_resnet_v2",
 }
 _SUBMODULES = ("convnext", "densenet", "efficientnet", "efficientnet_v2", "imagenet_utils",
-               "inception_v3", "mobilenet", "mobilenet_v2", "mobilenet_v3", "resnet",
-               "resnet50", "resnet_v2", "vgg16", "vgg19", "xception")
+               "inception_resnet_v2", "inception_v3", "mobilenet", "mobilenet_v2",
+               "mobilenet_v3", "resnet", "resnet50", "resnet_v2", "vgg16", "vgg19", "xception")
 
 
 def __getattr__(name: str) -> Any:
