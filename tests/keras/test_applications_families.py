@@ -35,7 +35,7 @@ FAMILY = {
     "EfficientNetV2B0/top32": "block2b_add",
     "EfficientNetV2S/notop_max": None,
     "ConvNeXtTiny/top32": "convnext_tiny_stage_0_block_1_layer_scale",
-    "InceptionResNetV2/notop_avg": None,
+    "InceptionResNetV2/notop_avg": "activation_3",
 }
 # VGG19 at 224x224 (143.7M parameters), ConvNeXt Base/Large/XLarge (89M-350M: 4-16 s each)
 SLOW = {"VGG19/top", "ConvNeXtBase/top32", "ConvNeXtLarge/top32", "ConvNeXtXLarge/top32"}

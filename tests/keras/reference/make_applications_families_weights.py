@@ -26,6 +26,7 @@ CASES = {
     "VGG19/notop_avg": ("vgg19", "block1_pool"),
     "EfficientNetV2B0/top32": ("efficientnet_v2", "block2b_add"),
     "ConvNeXtTiny/top32": ("convnext", "convnext_tiny_stage_0_block_1_layer_scale"),
+    "InceptionResNetV2/notop_avg": ("inception_resnet_v2", "activation_3"),
 }
 KWARGS = {
     "MobileNet/alpha0.25_dm2_classes7": ("MobileNet", {"alpha": 0.25, "depth_multiplier": 2,
@@ -39,6 +40,8 @@ KWARGS = {
                                   "input_shape": (32, 32, 3)}),
     "EfficientNetV2B0/top32": ("EfficientNetV2B0", {"input_shape": (32, 32, 3)}),
     "ConvNeXtTiny/top32": ("ConvNeXtTiny", {"input_shape": (32, 32, 3)}),
+    "InceptionResNetV2/notop_avg": ("InceptionResNetV2", {"include_top": False, "pooling": "avg",
+                                                          "input_shape": (75, 75, 3)}),
 }
 
 here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "applications_families")
@@ -48,12 +51,13 @@ rng = np.random.default_rng(5)
 
 def draw(w):
     """Every weight from `rng` (tf-keras's unseeded initializers differ from run to run):
-    kernels ~ N(0, 1/fan_in), scales (`gamma`) in [0.5, 1.5], biases and shifts ~ N(0, 0.1)."""
+    kernels ~ N(0, 1/fan_in), scales (`gamma`) and batch-norm variances in [0.5, 1.5], biases,
+    shifts and batch-norm means ~ N(0, 0.1)."""
     shape = tuple(w.shape)
     if len(shape) >= 2:
         fan_in = int(np.prod(shape[:-2])) * (1 if "depthwise" in w.name else shape[-2])
         return rng.normal(0, 1 / np.sqrt(fan_in), shape)
-    if "gamma" in w.name:
+    if "gamma" in w.name or "moving_variance" in w.name:
         return rng.uniform(0.5, 1.5, shape)
     return rng.normal(0, 0.1, shape)
 
@@ -65,13 +69,7 @@ for case, (module, last) in CASES.items():
     model = getattr(keras.applications, name)(weights=None, **kwargs)
     sub = keras.Model(model.input, model.get_layer(last).output)
     for layer in sub.layers:
-        if isinstance(layer, keras.layers.BatchNormalization):
-            gamma, beta, mean, var = layer.get_weights()
-            layer.set_weights([rng.uniform(0.5, 1.5, gamma.shape),
-                               rng.normal(0, 0.1, beta.shape),
-                               rng.normal(0, 0.1, mean.shape),
-                               rng.uniform(0.5, 1.5, var.shape)])
-        elif isinstance(layer, keras.layers.Normalization):
+        if isinstance(layer, keras.layers.Normalization):
             if layer.weights:
                 mean, var, count = layer.get_weights()
                 layer.set_weights([rng.normal(0, 0.1, mean.shape),
