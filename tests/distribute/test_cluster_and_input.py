@@ -312,3 +312,38 @@ def test_buckets_pack_any_layout_and_unpack_views(traced):
         np.testing.assert_array_equal(r.numpy(), v)
         if np.ndim(v) and not traced:
             assert r.numpy().base is not None
+
+
+def test_fit_logs_sum_metric_states_over_workers_and_find_the_metrics_once():
+    """The per-batch logs hook: each metric's state summed over the workers (here a fake
+    communicator of 2 identical workers), the result computed from the sums, the local state
+    restored; ``model.metrics`` (a walk over every layer) is read once, not every batch."""
+    from tapeflow.distribute import keras_fit
+
+    class TwoWorkers:
+        def allreduce(self, array, op, what):
+            return array * 2
+
+    class Strategy:
+        communicator = TwoWorkers()
+
+    mean = tf.keras.metrics.Mean(name="loss")
+
+    class Model:
+        reads = 0
+
+        @property
+        def metrics(self):
+            Model.reads += 1
+            return [mean]
+
+    hooks = keras_fit._MultiWorkerHooks(Model(), Strategy())
+    for step, value in enumerate([3.0, 5.0, 7.0]):
+        mean.update_state(value)
+        logs = hooks.logs({"loss": value})
+        assert logs["loss"] == pytest.approx(np.mean([3.0, 5.0, 7.0][:step + 1]))
+        assert float(mean.total.numpy()) == sum([3.0, 5.0, 7.0][:step + 1])  # restored
+        assert float(mean.count.numpy()) == step + 1
+    assert Model.reads == 1
+    hooks.logs({"loss": 1.0, "acc": 0.5})  # other logs: the metrics are looked up again
+    assert Model.reads == 2

@@ -50,6 +50,7 @@ class _MultiWorkerHooks:
         self._model = model
         self._strategy = strat
         self._comm = strat.communicator
+        self._aggregated: tuple = ((), [], [])  # logs keys, their metrics, their states
 
     def data(self, handler: Any) -> Any:
         return _ShardedHandler(handler, self._comm)
@@ -66,8 +67,11 @@ class _MultiWorkerHooks:
         return lambda batch: run(fn, args=(batch,))
 
     def logs(self, logs: dict) -> dict:
-        metrics = [m for m in self._model.metrics if m.name in logs]
-        states = [v for m in metrics for v in m.variables]
+        key = tuple(logs)
+        if self._aggregated[0] != key:  # ``model.metrics`` walks every layer: once per fit
+            metrics = [m for m in self._model.metrics if m.name in logs]
+            self._aggregated = (key, metrics, [v for m in metrics for v in m.variables])
+        _, metrics, states = self._aggregated
         if not states:
             return logs
         local = [v._value for v in states]
