@@ -86,6 +86,14 @@ def _grow_concat(x, y1, y2):
     return tf.nn.relu(c1), tf.nn.relu(c2)
 
 
+def _bias_grad_sums(x, w, b):
+    with tf.GradientTape() as tape:
+        tape.watch(b)
+        y = tf.nn.bias_add(tf.nn.conv2d(x, w, 1, "SAME"), b)
+        loss = tf.reduce_sum(tf.nn.relu(_bn(tf.concat([x, y], axis=-1), 4)) * x[..., :1])
+    return tape.gradient(loss, b)
+
+
 def programs() -> dict:
     """pass name -> (python function, example arguments)."""
     conv = (_t(4, 16, 16, 16), _t(3, 3, 16, 16), _t(16))
@@ -101,6 +109,7 @@ def programs() -> dict:
         "prologue": (_prologue, conv),
         "reuse_statistics": (_reuse_statistics, (_t(2, 3, 3, 5), _t(2, 3, 3, 3))),
         "grow_concat": (_grow_concat, (_t(1, 2, 2, 2), _t(1, 2, 2, 1), _t(1, 2, 2, 1))),
+        "bias_grad_sums": (_bias_grad_sums, (_t(1, 3, 3, 2), _t(1, 1, 2, 2), _t(2))),
     }
 
 

@@ -143,6 +143,12 @@ def test_fused_batch_norm_grad_equals_relu_grad_then_batch_norm_grad(compiled, a
     np.testing.assert_allclose(got[0].numpy(), ref[0].numpy() + addend, rtol=1e-10)
     for a, r in zip(got[1:], ref[1:]):
         np.testing.assert_allclose(a.numpy(), r.numpy(), rtol=1e-10)
+    summed = apply(fused_ops._fused_batch_norm_grad_ex, g, y if mask_from == "output" else ab,
+                   x, scale, mean, inv, addend, mask_from=mask_from, dx_sums=True)
+    for a, b in zip(summed[:3], got):  # the sums change nothing else
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    np.testing.assert_allclose(summed[3].numpy(), np.sum(got[0].numpy(), axis=(0, 1, 2)),
+                               rtol=1e-12)
     np.testing.assert_allclose(y.numpy(), np.maximum(apply(
         normalization_ops._fused_batch_norm, x, scale, offset, epsilon=1e-3)[0].numpy(), 0),
         rtol=1e-12)
@@ -166,6 +172,32 @@ def test_relu_mask_from_coefficients_is_the_outputs_mask_bit_for_bit(compiled, m
                                   addend=np.zeros_like(x))
     assert 0.3 < (y > 0).mean() < 0.7
     for a, b in zip(from_y, from_ab):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_dx_sums_over_many_blocks_of_rows(compiled, monkeypatch):
+    """float32 dx of 4096 rows (64 blocks of partial sums, the rows split over the cores where
+    they are idle): the sums are float64 sums of dx to float32 accuracy, the same bits twice."""
+    if not compiled:
+        for name in ("_grad_sums_nb", "_affine_nb", "_affine2_nb"):
+            monkeypatch.setattr(bn_kernels, name, None)
+    r = np.random.default_rng(4)
+    x = r.standard_normal((16, 16, 16, 20)).astype(np.float32)
+    wide = r.standard_normal((16, 16, 16, 28)).astype(np.float32)
+    scale, offset = r.standard_normal(20).astype(np.float32), np.zeros(20, np.float32)
+    _, mean, _, inv, ab = bn_kernels.forward(x, scale, offset, 1e-3, relu=True,
+                                             coefficients=True)
+    g = r.standard_normal(x.shape).astype(np.float32)
+    out = bn_kernels.backward(g, x, scale, mean, inv, relu_coefficients=ab,
+                              addend=wide[..., 3:23], dx_sums=True)
+    again = bn_kernels.backward(g, x, scale, mean, inv, relu_coefficients=ab,
+                                addend=wide[..., 3:23], dx_sums=True)
+    dx = out[0].astype(np.float64).reshape(-1, 20)
+    assert out[3].dtype == np.float32
+    np.testing.assert_allclose(out[3], dx.sum(axis=0), rtol=1e-5,
+                               atol=1e-6 * np.abs(dx).sum(axis=0).max())
+    for a, b in zip(out, again):
         np.testing.assert_array_equal(a, b)
 
 

@@ -87,26 +87,49 @@ def _affine_nb(x2, a, b, relu, out):
 
 
 @jit()
-def _affine2_nb(g2, x2, k, u, v, y2, ab, add2, a0, out):
+def _flush_nb(part, sums):
+    """Add a block's partial sums into the float64 totals (if there are any) and clear them."""
+    if sums.shape[0]:
+        for j in range(part.shape[0]):
+            sums[j] += part[j]
+    part[:] = 0
+
+
+@jit()
+def _affine2_nb(g2, x2, k, u, v, y2, ab, add2, a0, out, sums):
     """out = g*k + x*u + v per column, g masked as in ``_grad_sums_nb``, plus columns a0.. of
     add2 if it has rows. Each case its own loop, float32 arithmetic on 1-D row slices (the
     column offset a0 taken by slicing, not by a signed index), so each row's loop vectorizes:
-    2-6x faster on W4's shapes than indexing the 2-D arrays with a float64 mask factor."""
+    2-6x faster on W4's shapes than indexing the 2-D arrays with a float64 mask factor.
+    If `sums` has columns, out's per-column sums are added into it (float64, each block of
+    SUM_BLOCK rows summed in out's dtype), summed in the loop that writes out: as fast as the
+    loop without them (memory-bound), where a second loop over each block, in cache, cost
+    30%. A bias gradient of dx (or of a channel slice of it) is then a slice of these sums
+    instead of its own pass over memory (``graph/passes/bias_grad_sums.py``)."""
     m, c = g2.shape[0], k.shape[0]
     zero = np.float32(0.0)
+    part = np.zeros(c, dtype=out.dtype)
     add = add2.shape[0] == m
     if y2.shape[0] == m and add:
         for i in range(m):
             gi, xi, yi, ai, oi = g2[i], x2[i, :c], y2[i], add2[i, a0:a0 + c], out[i]
             for j in range(c):
                 gv = gi[j] if yi[j] > 0 else zero * gi[j]
-                oi[j] = gv * k[j] + xi[j] * u[j] + v[j] + ai[j]
+                o = gv * k[j] + xi[j] * u[j] + v[j] + ai[j]
+                oi[j] = o
+                part[j] += o
+            if i % SUM_BLOCK == SUM_BLOCK - 1:
+                _flush_nb(part, sums)
     elif y2.shape[0] == m:
         for i in range(m):
             gi, xi, yi, oi = g2[i], x2[i, :c], y2[i], out[i]
             for j in range(c):
                 gv = gi[j] if yi[j] > 0 else zero * gi[j]
-                oi[j] = gv * k[j] + xi[j] * u[j] + v[j]
+                o = gv * k[j] + xi[j] * u[j] + v[j]
+                oi[j] = o
+                part[j] += o
+            if i % SUM_BLOCK == SUM_BLOCK - 1:
+                _flush_nb(part, sums)
     elif ab.shape[0] == 2 and add:
         a, b = ab[0], ab[1]
         for i in range(m):
@@ -114,7 +137,11 @@ def _affine2_nb(g2, x2, k, u, v, y2, ab, add2, a0, out):
             for j in range(c):
                 xv = xi[j]
                 gv = gi[j] if xv * a[j] + b[j] > 0 else zero * gi[j]
-                oi[j] = gv * k[j] + xv * u[j] + v[j] + ai[j]
+                o = gv * k[j] + xv * u[j] + v[j] + ai[j]
+                oi[j] = o
+                part[j] += o
+            if i % SUM_BLOCK == SUM_BLOCK - 1:
+                _flush_nb(part, sums)
     elif ab.shape[0] == 2:
         a, b = ab[0], ab[1]
         for i in range(m):
@@ -122,12 +149,21 @@ def _affine2_nb(g2, x2, k, u, v, y2, ab, add2, a0, out):
             for j in range(c):
                 xv = xi[j]
                 gv = gi[j] if xv * a[j] + b[j] > 0 else zero * gi[j]
-                oi[j] = gv * k[j] + xv * u[j] + v[j]
+                o = gv * k[j] + xv * u[j] + v[j]
+                oi[j] = o
+                part[j] += o
+            if i % SUM_BLOCK == SUM_BLOCK - 1:
+                _flush_nb(part, sums)
     else:
         for i in range(m):
             gi, xi, oi = g2[i], x2[i, :c], out[i]
             for j in range(c):
-                oi[j] = gi[j] * k[j] + xi[j] * u[j] + v[j]
+                o = gi[j] * k[j] + xi[j] * u[j] + v[j]
+                oi[j] = o
+                part[j] += o
+            if i % SUM_BLOCK == SUM_BLOCK - 1:
+                _flush_nb(part, sums)
+    _flush_nb(part, sums)
 
 
 def _prefix_rows(x: np.ndarray) -> np.ndarray:
@@ -255,12 +291,15 @@ def affine_relu(x: np.ndarray, ab: np.ndarray) -> np.ndarray:
 
 def backward(g: np.ndarray, x: np.ndarray, scale: np.ndarray, mean: np.ndarray,
              inv: np.ndarray, relu_out: np.ndarray | None = None,
-             addend: np.ndarray | None = None, relu_coefficients: np.ndarray | None = None):
+             addend: np.ndarray | None = None, relu_coefficients: np.ndarray | None = None,
+             dx_sums: bool = False):
     """(dx, dscale, doffset) of ``forward``'s y given its gradient `g`; with `relu_out` (the
     output of ``forward(relu=True)``) or `relu_coefficients` (its fifth result, which saves
     reading y: one pass fewer each of the two), `g` is the gradient of that output, masked
     here as ReluGrad would, in the same passes. An `addend` (x's shape) is added to dx in its
-    pass (another path's gradient of x; only together with a ReLU)."""
+    pass (another path's gradient of x; only together with a ReLU). With `dx_sums`, a fourth
+    result: dx summed over every axis but the channels, in x's dtype (added up as dx is
+    written, instead of a later pass that reads dx again)."""
     c = x.shape[-1]
     compiled = _grad_sums_nb is not None
     x2 = _prefix_rows(x) if compiled else np.ascontiguousarray(x).reshape(-1, c)
@@ -306,11 +345,19 @@ def backward(g: np.ndarray, x: np.ndarray, scale: np.ndarray, mean: np.ndarray,
         dx = np.empty_like(g2)
         add2, a0 = (y2[:0], 0) if addend is None else channel_window(addend.astype(x2.dtype,
                                                                                     copy=False))
-        parallel.split(m, 5 * nbytes, lambda lo, hi: _affine2_nb(
-            g2[lo:hi], x2[lo:hi], k32, u32, v32, y2[lo:hi], ab, add2[lo:hi], a0, dx[lo:hi]))
+
+        def write(lo: int, hi: int) -> np.ndarray:
+            part = np.zeros(c if dx_sums else 0)
+            _affine2_nb(g2[lo:hi], x2[lo:hi], k32, u32, v32, y2[lo:hi], ab, add2[lo:hi], a0,
+                        dx[lo:hi], part)
+            return part
+
+        dx_total = sum(parallel.split(m, 5 * nbytes, write))
     else:
         dx = _affine(x2, u32, v32)
         dx += g2 * k32
         if addend is not None:
             dx += addend.reshape(-1, c)
-    return dx.reshape(x.shape), dscale.astype(scale.dtype), sum_g.astype(scale.dtype)
+        dx_total = dx.sum(axis=0, dtype=np.float64) if dx_sums else None
+    out = (dx.reshape(x.shape), dscale.astype(scale.dtype), sum_g.astype(scale.dtype))
+    return out + (dx_total.astype(x.dtype),) if dx_sums else out

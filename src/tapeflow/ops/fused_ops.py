@@ -20,7 +20,9 @@ over memory and with fewer fresh arrays:
   another gradient of x into dx (DenseNet's concatenations sum two paths' gradients). The mask
   comes from `m`: the ReLU's output y (``mask_from="output"``) or, when the forward pass was
   fused too, its [a, b] (``mask_from="coefficients"``: x*a + b > 0 recomputed from the x the
-  kernel reads anyway, one activation-sized read fewer in each of its two passes).
+  kernel reads anyway, one activation-sized read fewer in each of its two passes). With
+  ``dx_sums`` it also returns dx's per-channel sums, summed as dx is written: the bias
+  gradients of dx and of its channel slices (``graph/passes/bias_grad_sums.py``).
 
 - ``_ConcatStart(*xs, width)`` and ``_ConcatAppend(prev, *ys)``: a chain of ConcatV2 on the
   last axis, each appending to the previous result, grown in one buffer `width` channels wide
@@ -189,16 +191,22 @@ def _(gs, outs, x, scale, offset, *given, epsilon, activation):
 MASK_SOURCES = ("output", "coefficients")
 
 
-def _fused_bn_grad_rule(g, mask, x, scale, mean, inv, *addend, mask_from="output"):
-    return [x, scale, scale]
+def _fused_bn_grad_rule(g, mask, x, scale, mean, inv, *addend, mask_from="output",
+                        dx_sums=False):
+    if not dx_sums:
+        return [x, scale, scale]
+    return [x, scale, scale, ((None if x[0] is None else x[0][-1],), x[1])]
 
 
 @op("_FusedBatchNormGradEx", multi_output=True, same_dtype=True, shape=_fused_bn_grad_rule,
     worker=True)
 @widened
-def _fused_batch_norm_grad_ex(g, mask, x, scale, mean, inv, *addend, mask_from="output"):
+def _fused_batch_norm_grad_ex(g, mask, x, scale, mean, inv, *addend, mask_from="output",
+                              dx_sums=False):
     """FusedBatchNormGrad(ReluGrad(g, y), x, scale, mean, inv), dx plus the addend if given;
-    `mask` is y, or the forward's [a, b] with y = relu(x*a + b)."""
+    `mask` is y, or the forward's [a, b] with y = relu(x*a + b). With `dx_sums` a fourth
+    output: dx summed over all axes but the channels, which a BiasAddGrad of dx (or of a
+    channel slice of it) takes instead of reading dx again (``graph/passes/bias_grad_sums.py``)."""
     if mask_from not in MASK_SOURCES:
         raise ValueError(f"mask_from must be one of {MASK_SOURCES}, got {mask_from!r}")
     if addend and addend[0].shape != x.shape:
@@ -209,7 +217,8 @@ def _fused_batch_norm_grad_ex(g, mask, x, scale, mean, inv, *addend, mask_from="
         raise ValueError(f"mask_from={mask_from!r} needs a mask of shape {list(expect)}, got "
                          f"{list(mask.shape)}")
     relu = {"relu_out" if mask_from == "output" else "relu_coefficients": mask}
-    return _bn.backward(g, x, scale, mean, inv, addend=addend[0] if addend else None, **relu)
+    return _bn.backward(g, x, scale, mean, inv, addend=addend[0] if addend else None,
+                        dx_sums=dx_sums, **relu)
 
 
 # --- batch norm + ReLU read by a convolution ------------------------------------------------------

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from tapeflow.framework import errors
 from tapeflow.graph.ir import Graph
 from tapeflow.graph.passes import (
+    bias_grad_sums,
     cse,
     dce,
     fold,
@@ -28,6 +29,7 @@ PASSES: list[tuple[str, Callable[[Graph], tuple[Graph, str]]]] = [
     ("cse", cse.run), ("dce", dce.run),
     ("fuse", fuse.run), ("share_tiles", share_tiles.run), ("prologue", prologue.run),
     ("reuse_statistics", reuse_statistics.run), ("grow_concat", grow_concat.run),
+    ("bias_grad_sums", bias_grad_sums.run),
 ]
 
 
