@@ -14,7 +14,7 @@ from tapeflow.framework.constant import convert_to_tensor
 from tapeflow.ops import array_ops, gather_ops, math_ops, reduce_ops, signal_ops
 from tapeflow.ops.array_ops import _tensor
 from tapeflow.ops.linalg_ops import matmul
-from tapeflow.ops.special_math_ops import bessel_i0e
+from tapeflow.ops.special_functions import bessel_i0e
 
 
 def _swap_last_two(x: Any) -> Any:

@@ -37,8 +37,8 @@ def _pair(x: Any, y: Any) -> tuple:
 
 _i0 = op("BesselI0", elementwise=True, shape=same_as_first)(_same(special.i0))
 _i1 = op("BesselI1", elementwise=True, shape=same_as_first)(_same(special.i1))
-_i1e = op("BesselI1eApi", elementwise=True, shape=same_as_first)(_same(special.i1e))
-_i0e = op("BesselI0eApi", elementwise=True, shape=same_as_first)(_same(special.i0e))
+_i1e = op("BesselI1e", elementwise=True, shape=same_as_first)(_same(special.i1e))
+_i0e = op("BesselI0e", elementwise=True, shape=same_as_first)(_same(special.i0e))
 
 
 def _safe_ratio(y: Any, x: Any) -> Any:
@@ -78,6 +78,12 @@ def bessel_i0(x: Any, name: str | None = None) -> Any:
 def bessel_i1(x: Any, name: str | None = None) -> Any:
     """Modified Bessel function of the first kind, order 1."""
     return apply(_i1, _tensor(x))
+
+
+@export("math.bessel_i0e", "math.special.bessel_i0e")
+def bessel_i0e(x: Any, name: str | None = None) -> Any:
+    """Exponentially scaled modified Bessel function of order 0: exp(-|x|) I0(x)."""
+    return apply(_i0e, _tensor(x))
 
 
 @export("math.bessel_i1e", "math.special.bessel_i1e")

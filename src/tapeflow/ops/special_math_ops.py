@@ -60,11 +60,6 @@ erfinv = _unary("Erfinv", special.erfinv,
                 lambda x, y: float(np.sqrt(np.pi) / 2) * math_ops.exp(_sq(y)), "math.erfinv")
 ndtri = _unary("Ndtri", special.ndtri,
                lambda x, y: float(np.sqrt(2 * np.pi)) * math_ops.exp(0.5 * _sq(y)), "math.ndtri")
-bessel_i0e = _unary("BesselI0e", special.i0e,
-                    lambda x, y: apply(_i1e_op, x) - math_ops.sign(x) * y, "math.bessel_i0e",
-                    "math.special.bessel_i0e")
-
-_i1e_op = op("BesselI1e", elementwise=True, shape=same_as_first)(special.i1e)
 
 
 @op("Polygamma1", elementwise=True, shape=same_as_first)
