@@ -16,7 +16,9 @@
    the slower one's images/s over one alone is what the machine itself allows a synchronous
    2-worker job (shared memory bandwidth and caches, clock, and whatever else runs on each
    core: a synchronous job goes at its slower rank's pace), so the 2-worker job's share of
-   that ceiling is the efficiency of the distribution itself.
+   that ceiling is the efficiency of the distribution itself. On a shared machine, whose speed
+   drifts between these fresh processes, ``ab_scaling.py --rt`` runs the same jobs warm,
+   taking turns (and splits each rank's step into computing and waiting).
 3. ps: ParameterServerStrategy steps/s with 1 and 2 workers (MLP, 1 parameter server, local
    Ray), and the recovery after a worker is killed: seconds until Ray has restarted it and
    it has rejoined, and until the next call completes.
