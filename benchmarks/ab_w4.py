@@ -15,6 +15,10 @@ else, so other load neither slows nor interleaves with the steps. The kernels' i
 then still sees the waiting processes in /proc/loadavg and never splits: ``--own-threads``
 makes it count this process's threads only (the caller unless it waits for the inter-op
 worker, plus the worker while it runs a kernel), as /proc/loadavg would on a quiet machine.
+
+``--quiet-rounds`` keeps only rounds during which no other process ran a real-time thread
+(checked before and after each round in /proc): other helpers' ``chrt`` benchmarks otherwise
+share our priority and interleave with the steps anyway.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import os
 import statistics
 import subprocess
 import sys
+import time
 
 CHILD = r"""
 import sys, threading, time
@@ -51,7 +56,7 @@ if OWN_THREADS:
             return self.future.result()
         count(-1)
         try:
-            return self.future.result()
+            return get(self)
         finally:
             count(1)
 
@@ -82,6 +87,23 @@ def start(tree: str, rt: bool, own_threads: bool) -> subprocess.Popen:
     return p
 
 
+def foreign_rt(own: set[int]) -> bool:
+    """Whether a user process other than `own` has a SCHED_FIFO/RR thread now."""
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) in own:
+            continue
+        try:
+            if not open(f"/proc/{pid}/cmdline", "rb").read():
+                continue  # a kernel thread
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                stat = open(f"/proc/{pid}/task/{tid}/stat").read()
+                if int(stat.rsplit(")", 1)[1].split()[38]) in (1, 2):
+                    return True
+        except (OSError, IndexError, ValueError):
+            continue
+    return False
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("trees", nargs=2)
@@ -89,15 +111,29 @@ def main() -> None:
     parser.add_argument("--rt", action="store_true", help="chrt -f 20 (root)")
     parser.add_argument("--own-threads", action="store_true",
                         help="the idle-core test counts this process's threads only")
+    parser.add_argument("--quiet-rounds", action="store_true",
+                        help="keep only rounds with no other process's real-time threads")
     args = parser.parse_args()
     procs = [start(t, args.rt, args.own_threads) for t in args.trees]
+    own = {os.getpid()} | {p.pid for p in procs}
     times: list[list[tuple[float, float]]] = [[], []]
-    for r in range(args.rounds):
+    r = skipped = 0
+    while len(times[0]) < args.rounds:
+        if args.quiet_rounds and foreign_rt(own):
+            time.sleep(0.05)
+            continue
+        pair = []
         for i in (0, 1) if r % 2 == 0 else (1, 0):
             procs[i].stdin.write("go\n")
             procs[i].stdin.flush()
             wall, cpu = map(float, procs[i].stdout.readline().split())
-            times[i].append((wall, cpu))
+            pair.append((i, (wall, cpu)))
+        r += 1
+        if args.quiet_rounds and foreign_rt(own):
+            skipped += 1
+            continue
+        for i, t in pair:
+            times[i].append(t)
     for p in procs:
         p.stdin.write("stop\n")
         p.stdin.flush()
@@ -109,7 +145,8 @@ def main() -> None:
     cpus = [b[1] / a[1] for a, b in zip(*times)]
     q1, _, q3 = statistics.quantiles(walls)
     print(f"B/A per round: wall {statistics.median(walls):.3f} (IQR {q1:.3f}-{q3:.3f}), "
-          f"process CPU {statistics.median(cpus):.3f}; load average {os.getloadavg()[0]:.1f}")
+          f"process CPU {statistics.median(cpus):.3f}; load average {os.getloadavg()[0]:.1f}"
+          + (f"; {skipped} rounds dropped" if args.quiet_rounds else ""))
 
 
 if __name__ == "__main__":
