@@ -141,3 +141,53 @@ def test_a_pending_kernel_runs_past_variable_writes_and_reads_the_old_value(rest
 def test_a_graph_run_on_the_worker_hands_its_own_nodes_over_at_once():
     inner = interop.submit(lambda: interop.submit(sum, [5, 6]).done())
     assert inner.result(timeout=10) is True  # ran inline: the worker cannot wait for itself
+
+
+def _slow_split(where: dict):
+    """A split of 8 slices of 10 ms each, recording the thread that ran each slice."""
+    import threading
+    import time
+
+    from tapeflow.kernels import parallel
+
+    def work(lo, hi):
+        where[lo] = threading.current_thread().name
+        time.sleep(0.01)
+        return lo
+
+    return parallel.split(8, 0, work, slices=8)
+
+
+def _no_idle_core(monkeypatch):
+    from tapeflow.framework import threads
+    from tapeflow.kernels import parallel
+
+    monkeypatch.setattr(threads, "_intra_op", 2)
+    monkeypatch.setattr(parallel, "idle_core", lambda: False)
+
+
+def test_the_worker_joins_the_callers_kernel_when_it_runs_out_of_nodes(monkeypatch):
+    """The caller's kernel began beside a worker node (so on one core); once that node ends
+    and nothing else is queued, the worker takes the kernel's slices not yet started."""
+    import time
+
+    _no_idle_core(monkeypatch)
+    busy = interop.submit(time.sleep, 0.025)
+    where: dict = {}
+    assert _slow_split(where) == list(range(8))
+    busy.result()
+    assert where[0] == "MainThread" and "tapeflow-interop" in where.values()
+
+
+def test_the_caller_joins_the_workers_kernel_while_it_waits_for_it(monkeypatch):
+    import time
+
+    from tapeflow.kernels import parallel
+
+    _no_idle_core(monkeypatch)
+    where: dict = {}
+    pending = interop.Pending(interop.submit(_slow_split, where))
+    while not parallel._open:  # the worker's kernel has begun, alone
+        time.sleep(0.0005)
+    assert pending.get() == list(range(8))
+    assert where[0] == "tapeflow-interop" and "MainThread" in where.values()

@@ -1,5 +1,8 @@
 """Kernels split over cores (``kernels.parallel.split``) give what one thread gives."""
 
+import threading
+import time
+
 import numpy as np
 import pytest
 
@@ -70,20 +73,84 @@ def _idle(monkeypatch, slices: int) -> None:
     monkeypatch.setattr(parallel, "idle_core", lambda: True)
 
 
-def test_split_runs_slices_on_helper_threads_in_order(monkeypatch):
-    import threading
-
+def test_split_shares_slices_out_among_helper_threads_in_order(monkeypatch):
     _idle(monkeypatch, 3)
     where = {}
 
     def work(lo, hi):
         where[lo] = threading.current_thread().name
+        time.sleep(0.002)
         return list(range(lo, hi))
 
-    for _ in range(50):  # the helpers are reused call after call
-        assert parallel.split(10, 0, work, slices=3) == [[0, 1, 2], [3, 4, 5], [6, 7, 8, 9]]
-    assert where[0] == threading.current_thread().name
-    assert where[3] == where[6] == "tapeflow-kernel"
+    for _ in range(20):  # the helpers are reused call after call
+        assert parallel.split(10, 0, work, slices=5) == [[0, 1], [2, 3], [4, 5], [6, 7],
+                                                         [8, 9]]
+    assert sorted(where) == [0, 2, 4, 6, 8]
+    assert where[0] == threading.current_thread().name  # the caller claims the first slice
+    assert "tapeflow-kernel" in where.values()
+
+
+def _join_when_open(stop=lambda: False) -> threading.Thread:
+    """Another thread that joins the first split it sees running alone."""
+    def joiner():
+        while not parallel._open:
+            time.sleep(0.0005)
+        parallel.join_open(stop)
+
+    thread = threading.Thread(target=joiner, name="joiner")
+    thread.start()
+    return thread
+
+
+def test_a_split_running_alone_is_joined_by_an_idle_thread(monkeypatch):
+    """A split that found no idle core runs its slices one after another; another thread
+    that comes free (``join_open``, the inter-op worker) takes the ones not yet started."""
+    _idle(monkeypatch, 2)
+    monkeypatch.setattr(parallel, "idle_core", lambda: False)
+    where = {}
+
+    def work(lo, hi):
+        where[lo] = threading.current_thread().name
+        time.sleep(0.01)
+        return lo
+
+    joiner = _join_when_open()
+    assert parallel.split(8, 0, work, slices=8) == list(range(8))
+    joiner.join()
+    assert where[0] == "MainThread" and "joiner" in where.values()
+    assert not parallel._open
+
+
+def test_a_joining_thread_stops_between_slices_when_told(monkeypatch):
+    _idle(monkeypatch, 2)
+    monkeypatch.setattr(parallel, "idle_core", lambda: False)
+    where = []
+
+    def work(lo, hi):
+        where.append(threading.current_thread().name)
+        time.sleep(0.01)
+        return lo
+
+    joiner = _join_when_open(stop=lambda: True)  # new work of its own after each slice
+    assert parallel.split(8, 0, work, slices=8) == list(range(8))
+    joiner.join()
+    assert where.count("joiner") == 1
+
+
+def test_a_joined_slices_error_is_raised_by_the_caller(monkeypatch):
+    _idle(monkeypatch, 2)
+    monkeypatch.setattr(parallel, "idle_core", lambda: False)
+
+    def work(lo, hi):
+        time.sleep(0.01)
+        if threading.current_thread().name == "joiner":
+            raise ValueError("joined slice failed")
+        return lo
+
+    joiner = _join_when_open()
+    with pytest.raises(ValueError, match="joined slice failed"):
+        parallel.split(8, 0, work, slices=8)
+    joiner.join()
 
 
 def test_split_raises_a_helpers_error_after_every_slice_is_done(monkeypatch):
@@ -105,8 +172,6 @@ def test_split_raises_a_helpers_error_after_every_slice_is_done(monkeypatch):
 def test_a_busy_helper_leaves_the_slice_to_its_caller(monkeypatch):
     """Two threads splitting at once (the main thread's kernel and the inter-op worker's): the
     one that finds the helper claimed runs that slice itself, with the same results."""
-    import threading
-
     _idle(monkeypatch, 2)
     release = threading.Event()
     inner = []

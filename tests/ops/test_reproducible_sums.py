@@ -87,3 +87,58 @@ def test_a_graph_training_step_is_reproducible_bit_for_bit(monkeypatch):
 
     idle, busy = _both_ways(monkeypatch, grads)
     _assert_same_bits(idle, busy)
+
+
+def test_winograd_chunks_give_the_same_bits_whoever_runs_them(monkeypatch):
+    """The Winograd convolution's slices are its chunks of images, fixed by the batch's size:
+    with a helper, alone, or joined midway by another thread (``parallel.join_open``, the
+    inter-op worker), every product has the same height and each image the same bits."""
+    import threading
+
+    x = rng.standard_normal((12, 10, 10, 16)).astype(np.float32)
+    w = rng.standard_normal((3, 3, 16, 12)).astype(np.float32)
+    g = conv.geometry((10, 10), (3, 3), (1, 1), (1, 1), "SAME")
+    monkeypatch.setattr(winograd, "CHUNK_BYTES", 1 << 16)  # several chunks
+    idle, alone = _both_ways(monkeypatch, lambda: winograd.conv2d(x, w, g))
+    _assert_same_bits([idle], [alone])
+
+    ran_by = set()
+    real = winograd._output_tiles_nb
+
+    def slowly(*args):  # record the thread, give the joiner time to come in
+        ran_by.add(threading.current_thread().name)
+        threading.Event().wait(0.002)
+        return real(*args)
+
+    monkeypatch.setattr(winograd, "_output_tiles_nb", slowly)
+
+    def joiner():
+        while not parallel._open:
+            threading.Event().wait(0.0002)
+        parallel.join_open(lambda: False)
+
+    thread = threading.Thread(target=joiner, name="joiner")
+    thread.start()
+    joined = winograd.conv2d(x, w, g)
+    thread.join()
+    assert "joiner" in ran_by
+    _assert_same_bits([idle], [joined])
+
+
+def test_a_pointwise_convolution_splits_by_its_products_too(monkeypatch):
+    """A 1x1 convolution under 2 MB but with many multiply-adds (W4's 8x8 transition) is cut
+    in slices, the same ones idle or busy."""
+    x = rng.standard_normal((64, 8, 8, 112)).astype(np.float32)
+    w = rng.standard_normal((1, 1, 112, 112)).astype(np.float32)
+    gr = rng.standard_normal((64, 8, 8, 112)).astype(np.float32)
+    g = conv.geometry((8, 8), (1, 1), (1, 1), (1, 1), "VALID")
+    assert x.nbytes < parallel.PARALLEL_MIN_BYTES
+    assert conv._work_bytes(x.nbytes, 64 * 8 * 8 * 112 * 112) >= parallel.PARALLEL_MIN_BYTES
+    monkeypatch.setattr(threads, "_intra_op", 2)
+    results = []
+    for idle in (True, False):
+        monkeypatch.setattr(parallel, "idle_core", lambda idle=idle: idle)
+        results.append([conv.conv2d(x, w, g), conv.conv2d_backprop_filter(x, gr, g)])
+    _assert_same_bits(*results)
+    np.testing.assert_allclose(results[0][0], np.einsum("nhwc,cd->nhwd", x, w[0, 0]),
+                               rtol=1e-4, atol=1e-4)

@@ -21,14 +21,46 @@ afterwards run every node in order on the calling thread), as does a single-core
 from __future__ import annotations
 
 import os
+import queue
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import Any
 
 from tapeflow.framework import threads
+from tapeflow.kernels import parallel
 
-_pool: ThreadPoolExecutor | None = None
+
+class _Worker:
+    """The worker thread: runs submitted calls in order. When it runs out of calls it joins the
+    kernel the calling thread is running alone, if any (``parallel.join_open``), a slice at a
+    time until new work arrives: a convolution the caller started beside the worker's kernel
+    (so on one core) finishes on both once the worker's ends."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        threading.Thread(target=self._loop, name="tapeflow-interop", daemon=True).start()
+
+    def submit(self, fn: Callable, args: tuple, kwargs: dict) -> Future:
+        future: Future = Future()
+        self._jobs.put((future, fn, args, kwargs))
+        return future
+
+    def _loop(self) -> None:
+        _on_worker.flag = True
+        jobs = self._jobs
+        while True:
+            future, fn, args, kwargs = jobs.get()
+            try:
+                future.set_result(fn(*args, **kwargs))
+            except BaseException as e:  # noqa: BLE001 - handed to the reader
+                future.set_exception(e)
+            del future, fn, args, kwargs  # hold no values while idle
+            if jobs.empty():
+                parallel.join_open(lambda: not jobs.empty())
+
+
+_worker: _Worker | None = None
 
 
 def enabled() -> bool:
@@ -39,8 +71,8 @@ def enabled() -> bool:
 
 def _forget_pool() -> None:
     """A forked child has no worker thread: it must start its own."""
-    global _pool
-    _pool = None
+    global _worker
+    _worker = None
 
 
 if hasattr(os, "register_at_fork"):
@@ -50,14 +82,10 @@ if hasattr(os, "register_at_fork"):
 _on_worker = threading.local()
 
 
-def _mark_worker() -> None:
-    _on_worker.flag = True
-
-
 def submit(fn: Callable, *args: Any, **kwargs: Any) -> Future:
     """Run fn(*args, **kwargs) on the inter-op worker thread (at once, on this thread, when
     called from the worker itself: a graph run there must not wait for its own thread)."""
-    global _pool
+    global _worker
     if getattr(_on_worker, "flag", False):
         done: Future = Future()
         try:
@@ -65,10 +93,9 @@ def submit(fn: Callable, *args: Any, **kwargs: Any) -> Future:
         except BaseException as e:  # noqa: BLE001 - handed to the reader, as the pool does
             done.set_exception(e)
         return done
-    if _pool is None:
-        _pool = ThreadPoolExecutor(1, thread_name_prefix="tapeflow-interop",
-                                   initializer=_mark_worker)
-    return _pool.submit(fn, *args, **kwargs)
+    if _worker is None:
+        _worker = _Worker()
+    return _worker.submit(fn, args, kwargs)
 
 
 class Pending:
@@ -82,7 +109,10 @@ class Pending:
         self.future = future
 
     def get(self) -> Any:
-        return self.future.result()
+        future = self.future
+        if not future.done():  # meanwhile, help with the worker's kernel if it runs alone
+            parallel.join_open(future.done)
+        return future.result()
 
 
 def _run(line: int, fn: Callable, args: tuple, kwargs: dict) -> Any:

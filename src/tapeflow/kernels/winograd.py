@@ -33,6 +33,7 @@ generic sparse-matrix loop ``_combine``.
 from __future__ import annotations
 
 import functools
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -433,6 +434,16 @@ def _step(lo: int, hi: int, per_image: int, itemsize: int) -> int:
     return max(1, -(-(hi - lo) // chunks))
 
 
+def _even_step(n: int, per_image: int, itemsize: int) -> int:
+    """Images per chunk of a whole batch, as ``_step``, for a count of chunks that is even when
+    the work is large enough to split (3 chunks on 2 cores ran as 2 + 1)."""
+    step = _step(0, n, per_image, itemsize)
+    while (step > 1 and -(-n // step) % 2
+           and n * per_image * itemsize >= parallel.PARALLEL_MIN_BYTES):
+        step -= 1
+    return step
+
+
 def tiles_shape(n: int, g: conv.Geometry, cin: int, variant: Variant = F4) -> tuple:
     """Shape of the input tiles ``conv2d(keep_tiles=True)`` returns for `n` images."""
     return (variant.positions, n * -(-g.ho // variant.tile) * -(-g.wo // variant.tile), cin)
@@ -448,12 +459,12 @@ def _staggered_bytes(positions: int, rows: int, cols: int, itemsize: int) -> int
 def conv2d_workspace(n: int, g: conv.Geometry, cin: int, cout: int, itemsize: int,
                      keep_tiles: bool = False, variant: Variant = F4) -> int:
     """Bytes ``conv2d`` holds while it runs besides x, w and its outputs, on one thread (each
-    further parallel slice holds its own chunk buffers): the transformed filter, and per chunk
+    further thread taking chunks holds its own chunk buffers): the transformed filter, and per chunk
     of images the tiler's split copy, scratch and tiles (unless kept) and the products' tiles
     and output-transform scratch. For the memory plan."""
     tile, span, positions = variant.tile, variant.span, variant.positions
     th, tw = -(-g.ho // tile), -(-g.wo // tile)
-    step = _step(0, n, positions * th * tw * (cin + cout), itemsize)
+    step = _even_step(n, positions * th * tw * (cin + cout), itemsize)
     rows = tile * th + 2
     elements = (positions * cin * cout + step * rows * tile * (tw + 1) * cin
                 + span * tile * (tw + 1) * cin + span * tile * tw * cout + tile * tile * tw * cout)
@@ -513,20 +524,32 @@ def conv2d(x: np.ndarray, w: np.ndarray, g: conv.Geometry, variant: Variant = F4
     per_image = positions * th * tw * (cin + cout)
     kept = _staggered(positions, n * th * tw, cin, x.dtype) if keep_tiles else None
 
-    def work(lo: int, hi: int) -> None:
-        step = _step(lo, hi, per_image, x.itemsize)
-        tiles = _Tiler(x, g.pt, g.pl, th, tw, step, variant, "bt", kept, prologue)
-        zw = np.empty((span, tile, tw * cout), dtype=x.dtype)
-        zy = np.empty((tile, tile, tw * cout), dtype=x.dtype)
-        m, mflat = _staggered(positions, step * th * tw, cout, x.dtype)
-        for b0 in range(lo, hi, step):
-            b1 = min(hi, b0 + step)
+    small = n * per_image * x.itemsize < parallel.PARALLEL_MIN_BYTES
+    step = _even_step(n, per_image, x.itemsize)
+    chunks = -(-n // step)
+    buffers: dict[int, tuple] = {}  # per thread, made at its first chunk
+
+    def work(c0: int, c1: int) -> None:
+        """Chunks c0..c1 of `step` images on this thread's buffers."""
+        mine = buffers.get(threading.get_ident())
+        if mine is None:
+            mine = buffers[threading.get_ident()] = (
+                _Tiler(x, g.pt, g.pl, th, tw, step, variant, "bt", kept, prologue),
+                np.empty((span, tile, tw * cout), dtype=x.dtype),
+                np.empty((tile, tile, tw * cout), dtype=x.dtype),
+                *_staggered(positions, step * th * tw, cout, x.dtype))
+        tiles, zw, zy, m, mflat = mine
+        for b0 in range(c0 * step, min(n, c1 * step), step):
+            b1 = min(n, b0 + step)
             v = tiles(b0, b1)
             np.matmul(v, u, out=m[:, :v.shape[1]])
             _output_tiles_nb(mflat, mflat.size // positions, th, tw, *at_terms, hand, zw, zy,
                              out[b0:b1].reshape(b1 - b0, g.ho, g.wo * cout))
 
-    parallel.split(n, n * per_image * x.itemsize, work)
+    # one slice per chunk, whoever comes free takes the next: the chunks (so every product's
+    # height, so the bits) are the batch's alone, while the threads share them out as they
+    # come free, an inter-op worker joining a convolution begun beside its kernel included
+    parallel.split(chunks, 0, work, slices=1 if small else chunks)
     return (out, kept[0]) if keep_tiles else out
 
 
