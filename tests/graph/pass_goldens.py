@@ -86,6 +86,13 @@ def _grow_concat(x, y1, y2):
     return tf.nn.relu(c1), tf.nn.relu(c2)
 
 
+def _conv_into_concat(x, w1, w2, b):
+    y1 = tf.nn.bias_add(tf.nn.conv2d(tf.nn.relu(_bn(x, 16)), w1, 1, "SAME"), b)
+    c1 = tf.concat([x, y1], axis=-1)
+    y2 = tf.nn.bias_add(tf.nn.conv2d(tf.nn.relu(_bn(c1, 28)), w2, 1, "SAME"), b)
+    return _bn(tf.concat([c1, y2], axis=-1), 40)
+
+
 def _bias_grad_sums(x, w, b):
     with tf.GradientTape() as tape:
         tape.watch(b)
@@ -109,6 +116,8 @@ def programs() -> dict:
         "prologue": (_prologue, conv),
         "reuse_statistics": (_reuse_statistics, (_t(2, 3, 3, 5), _t(2, 3, 3, 3))),
         "grow_concat": (_grow_concat, (_t(1, 2, 2, 2), _t(1, 2, 2, 1), _t(1, 2, 2, 1))),
+        "conv_into_concat": (_conv_into_concat, (_t(2, 16, 16, 16), _t(3, 3, 16, 12),
+                                                 _t(3, 3, 28, 12), _t(12))),
         "bias_grad_sums": (_bias_grad_sums, (_t(1, 3, 3, 2), _t(1, 1, 2, 2), _t(2))),
     }
 

@@ -10,7 +10,7 @@ import tapeflow as tf
 from tapeflow.graph.passes import pipeline
 from tapeflow.kernels import winograd
 
-_NEEDS_WINOGRAD = {"share_tiles", "prologue"}
+_NEEDS_WINOGRAD = {"share_tiles", "prologue", "conv_into_concat"}
 
 
 def test_every_pass_has_a_golden():

@@ -64,7 +64,9 @@ def _write(buf: np.ndarray, at: int, xs: tuple[np.ndarray, ...]) -> int:
     buf2 = rows(buf)
     for x in xs:
         c = x.shape[-1]
-        if _into_columns_nb is None or not x.flags.c_contiguous or x.dtype != buf.dtype \
+        if _in_place(x, buf, at):
+            pass  # its producer stored it there (``winograd.conv2d(into=...)``)
+        elif _into_columns_nb is None or not x.flags.c_contiguous or x.dtype != buf.dtype \
                 or is_low(x.dtype):  # numba has no float16/bfloat16
             buf[..., at:at + c] = x
         else:
@@ -73,6 +75,13 @@ def _write(buf: np.ndarray, at: int, xs: tuple[np.ndarray, ...]) -> int:
                            _into_columns_nb(x2[lo:hi], buf2[lo:hi], at))
         at += c
     return at
+
+
+def _in_place(x: np.ndarray, buf: np.ndarray, at: int) -> bool:
+    """Whether x is buf's channels at..at+C already (the same memory, not a copy)."""
+    return (x.shape == buf.shape[:-1] + (x.shape[-1],) and x.strides == buf.strides
+            and x.dtype == buf.dtype and x.__array_interface__["data"][0]
+            == buf.__array_interface__["data"][0] + at * buf.itemsize)
 
 
 def start(xs: tuple[np.ndarray, ...], width: int) -> np.ndarray:
@@ -85,7 +94,7 @@ def start(xs: tuple[np.ndarray, ...], width: int) -> np.ndarray:
     return buf[..., :_write(buf, 0, xs)]
 
 
-def _room(prev: np.ndarray, extra: int) -> np.ndarray | None:
+def room(prev: np.ndarray, extra: int) -> np.ndarray | None:
     """The buffer `prev` is the channel prefix of (from ``start``), if it has `extra` channels
     left after it; None for any other array."""
     buf = prev.base
@@ -104,7 +113,7 @@ def append(prev: np.ndarray, ys: tuple[np.ndarray, ...]) -> np.ndarray:
     is not such a prefix. Only the graph pass, which gives each prefix at most one appender,
     may call this: a second append to the same prefix would overwrite the first."""
     extra = sum(y.shape[-1] for y in ys)
-    buf = _room(prev, extra)
+    buf = room(prev, extra)
     if buf is None or any(y.shape[:-1] != prev.shape[:-1] for y in ys):
         return concat((prev, *ys), -1)
     return buf[..., :_write(buf, prev.shape[-1], ys)]

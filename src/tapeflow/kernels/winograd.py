@@ -276,21 +276,33 @@ def _input_tiles_nb(xps, th, tw, tile, index, coef, count, hand, s, v, pstride):
 
 
 @jit()
-def _output_tiles_nb(m, pstride, th, tw, index, coef, count, hand, zw, zy, out):
+def _output_tiles_nb(m, pstride, th, tw, index, coef, count, hand, zw, zy, out, first, bias,
+                     relu, stats):
     """Y = A^T M A for every tile. m: flat, position p's (tiles, cout) matrix at p*pstride;
-    zw: (span, tile, tw*cout) and zy: (tile, tile, tw*cout) scratch; out: (images, ho,
-    wo*cout), partial tiles clipped. `hand`: 0 = the sparse A^T, 1 = ``_at6_lines``."""
-    images, ho, row = out.shape
+    zw: (span, tile, tw*cout) and zy: (tile, tile, tw*cout) scratch; out: C-contiguous
+    (images, ho, wo, width), Y going to channels first..first+cout (a concatenation's buffer
+    after the channels already there, or all of a fresh output), partial tiles clipped.
+    `hand`: 0 = the sparse A^T, 1 = ``_at6_lines``. The epilogue, as each pixel is stored:
+    + bias if it has entries, then max(., 0) if `relu` (NaN stays NaN); if `stats` has rows,
+    the sums of (value - bias) and of its square per channel are added into stats[0] and
+    stats[1] (float64; each row of tiles summed in the output's dtype first)."""
+    images, ho, wo = out.shape[0], out.shape[1], out.shape[2]
     tile, span = index.shape[0], index.shape[1]
     run = zw.shape[2]
     cout = run // tw
-    wo = row // cout
+    biased, summed = bias.shape[0] == cout, stats.shape[0] == 2
+    zero = np.float32(0.0)
+    b = np.zeros(cout, dtype=zy.dtype)
+    if biased:
+        b[:] = bias
+    p1 = np.zeros(cout, dtype=zy.dtype)
+    p2 = np.zeros(cout, dtype=zy.dtype)
     wflat, yflat = zw.reshape(-1), zy.reshape(-1)
     offs = np.empty(span, dtype=np.int64)
     douts = np.empty(span, dtype=np.int64)
-    for b in range(images):
+    for im in range(images):
         for ti in range(th):
-            t0 = (b * th + ti) * tw * cout
+            t0 = (im * th + ti) * tw * cout
             for i in range(span):  # columns: M A over whole rows of tiles
                 if hand == 1:
                     for j in range(span):
@@ -317,13 +329,30 @@ def _output_tiles_nb(m, pstride, th, tw, index, coef, count, hand, zw, zy, out):
                         offs[k] = (index[r, k] * tile + q) * run
                     _combine(zy[r, q], wflat, offs, coef[r], count[r])
             for r in range(rows):  # scatter the tiles' columns into the output row
-                dst = out[b, tile * ti + r]
+                dst = out[im, tile * ti + r]
                 for tj in range(tw):
                     for q in range(min(tile, wo - tile * tj)):
-                        d = dst[(tile * tj + q) * cout:(tile * tj + q + 1) * cout]
+                        d = dst[tile * tj + q][first:first + cout]
                         src = zy[r, q, tj * cout:(tj + 1) * cout]
+                        if not (biased or relu or summed):
+                            for o in range(cout):
+                                d[o] = src[o]
+                            continue
                         for o in range(cout):
-                            d[o] = src[o]
+                            v = src[o] + b[o]
+                            if relu and v <= 0:
+                                v = zero
+                            d[o] = v
+                            if summed:
+                                e = v - b[o]
+                                p1[o] += e
+                                p2[o] += e * e
+            if summed:
+                for o in range(cout):
+                    stats[0, o] += p1[o]
+                    stats[1, o] += p2[o]
+                    p1[o] = 0
+                    p2[o] = 0
 
 
 # --- the kernel --------------------------------------------------------------------------------
@@ -499,7 +528,9 @@ def conv2d_backprop_filter_workspace(n: int, g: conv.Geometry, cin: int, cout: i
 
 @single_threaded_blas
 def conv2d(x: np.ndarray, w: np.ndarray, g: conv.Geometry, variant: Variant = F4,
-           keep_tiles: bool = False, prologue: np.ndarray | None = None):
+           keep_tiles: bool = False, prologue: np.ndarray | None = None,
+           bias: np.ndarray | None = None, relu: bool = False,
+           into: tuple[np.ndarray, int] | None = None, moments: bool = False):
     """NHWC 3x3 stride-1 convolution of `x` with HWIO filter `w`, as ``conv.conv2d``.
 
     With `keep_tiles`, (output, input tiles): the transformed input of the whole batch, which
@@ -507,7 +538,15 @@ def conv2d(x: np.ndarray, w: np.ndarray, g: conv.Geometry, variant: Variant = F4
     them is about a quarter of the filter gradient's work). With `prologue` ([a, b], shape
     (2, Cin)), the input is max(x*a + b, 0), applied while reading x: a batch norm + ReLU
     whose output is never stored (the zero padding stays zero, as it is the padding of the
-    ReLU's output)."""
+    ReLU's output).
+
+    The epilogue, applied by the output transform as it stores each pixel: + `bias`, then
+    max(., 0) if `relu` (the values ``bias.add_bias_inplace`` gives, without its pass). `into`
+    (buf, first): the output is stored in channels first..first+cout of `buf`, C-contiguous
+    (n, ho, wo, width), and returned as that channel slice (a dense layer writing straight into
+    its block's concatenation buffer). With `moments`, two more results: the output's
+    per-channel mean and Bessel-corrected variance (as ``batch_norm.channel_moments``, to
+    float32 rounding), summed as the pixels are stored instead of in a pass that reads them."""
     x = _packed_channels(x)
     n, cin, cout = x.shape[0], x.shape[3], w.shape[3]
     if prologue is not None:
@@ -520,7 +559,16 @@ def conv2d(x: np.ndarray, w: np.ndarray, g: conv.Geometry, variant: Variant = F4
     u = filter_transform(w.astype(x.dtype, copy=False), variant)
     at_terms = _terms(variant, "at", x.dtype.str)
     hand = int(variant.hand)
-    out = np.empty((n, g.ho, g.wo, cout), dtype=x.dtype)
+    if into is None:
+        buf, first = np.empty((n, g.ho, g.wo, cout), dtype=x.dtype), 0
+    else:
+        buf, first = into
+        if (buf.shape[:3] != (n, g.ho, g.wo) or not buf.flags.c_contiguous
+                or buf.dtype != x.dtype or first + cout > buf.shape[3]):
+            raise ValueError(f"cannot store {cout} channels from {first} in an array of shape "
+                             f"{list(buf.shape)}")
+    out = buf[..., first:first + cout]
+    b = np.empty(0, x.dtype) if bias is None else np.ascontiguousarray(bias, dtype=x.dtype)
     per_image = positions * th * tw * (cin + cout)
     kept = _staggered(positions, n * th * tw, cin, x.dtype) if keep_tiles else None
 
@@ -529,8 +577,8 @@ def conv2d(x: np.ndarray, w: np.ndarray, g: conv.Geometry, variant: Variant = F4
     chunks = -(-n // step)
     buffers: dict[int, tuple] = {}  # per thread, made at its first chunk
 
-    def work(c0: int, c1: int) -> None:
-        """Chunks c0..c1 of `step` images on this thread's buffers."""
+    def work(c0: int, c1: int) -> np.ndarray:
+        """Chunks c0..c1 of `step` images on this thread's buffers; their moments' sums."""
         mine = buffers.get(threading.get_ident())
         if mine is None:
             mine = buffers[threading.get_ident()] = (
@@ -539,18 +587,29 @@ def conv2d(x: np.ndarray, w: np.ndarray, g: conv.Geometry, variant: Variant = F4
                 np.empty((tile, tile, tw * cout), dtype=x.dtype),
                 *_staggered(positions, step * th * tw, cout, x.dtype))
         tiles, zw, zy, m, mflat = mine
+        stats = np.zeros((2 if moments else 0, cout))
         for b0 in range(c0 * step, min(n, c1 * step), step):
             b1 = min(n, b0 + step)
             v = tiles(b0, b1)
             np.matmul(v, u, out=m[:, :v.shape[1]])
             _output_tiles_nb(mflat, mflat.size // positions, th, tw, *at_terms, hand, zw, zy,
-                             out[b0:b1].reshape(b1 - b0, g.ho, g.wo * cout))
+                             buf[b0:b1], first, b, relu, stats)
+        return stats
 
     # one slice per chunk, whoever comes free takes the next: the chunks (so every product's
     # height, so the bits) are the batch's alone, while the threads share them out as they
-    # come free, an inter-op worker joining a convolution begun beside its kernel included
-    parallel.split(chunks, 0, work, slices=1 if small else chunks)
-    return (out, kept[0]) if keep_tiles else out
+    # come free, an inter-op worker joining a convolution begun beside its kernel included;
+    # the moments' sums are added in chunk order, whoever ran them
+    stats = sum(parallel.split(chunks, 0, work, slices=1 if small else chunks))
+    results: tuple = (out,) + ((kept[0],) if keep_tiles else ())
+    if not moments:
+        return results if keep_tiles else out
+    count = n * g.ho * g.wo
+    with np.errstate(invalid="ignore", divide="ignore"):
+        d = stats[0] / count
+        var = np.maximum(stats[1] / count - d * d, 0.0) * (count / max(count - 1, 1))
+    mean = d + (b if b.size else 0.0)
+    return results + (mean.astype(x.dtype), var.astype(x.dtype))
 
 
 @single_threaded_blas

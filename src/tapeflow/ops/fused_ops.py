@@ -15,6 +15,9 @@ over memory and with fewer fresh arrays:
   *statistics)``: ``_FusedBatchNormEx`` whose y only a convolution on the Winograd path reads
   (``graph/passes/prologue.py``): the statistics pass, then the convolution applies
   relu(x*a + b) as it tiles x, so y is never written (one pass over x and one array fewer).
+  With ``moments`` its output's ``_ChannelMoments`` follow, and with ``into_input`` it stores
+  its output in the concatenation buffer its input is a prefix of
+  (``graph/passes/conv_into_concat.py``).
 - ``_FusedBatchNormGradEx(g, m, x, scale, mean, inv[, addend])``: ReluGrad ->
   FusedBatchNormGrad, the ReLU mask applied while reading g; then optionally -> AddV2 of
   another gradient of x into dx (DenseNet's concatenations sum two paths' gradients). The mask
@@ -247,22 +250,33 @@ def _(gs, outs, x, scale, offset, *given, epsilon):
 
 
 def _bn_relu_conv_rule(x, w, b, scale, offset, mean, var, inv, ab, *, strides, dilations,
-                       padding, activation, keep_tiles, epsilon):
+                       padding, activation, keep_tiles, epsilon, into_input=False,
+                       moments=False):
     if keep_tiles:
-        return _winograd_conv_rule(x, w, b, strides=strides, dilations=dilations,
-                                   padding=padding, activation=activation)
-    return [conv_ops._conv_rule(x, w, strides=strides, dilations=dilations, padding=padding)]
+        specs = _winograd_conv_rule(x, w, b, strides=strides, dilations=dilations,
+                                    padding=padding, activation=activation)
+    else:
+        specs = [conv_ops._conv_rule(x, w, strides=strides, dilations=dilations,
+                                     padding=padding)]
+    return specs + (_moments_rule(specs[0]) if moments else [])
 
 
 @op("_BatchNormReluConv2D", multi_output=True, same_dtype=True, shape=_bn_relu_conv_rule,
     worker=True, flops=conv_ops.conv_flops)
 @widened
 def _batch_norm_relu_conv2d(x, w, b, scale, offset, mean, var, inv, ab, *, strides, dilations,
-                            padding, activation, keep_tiles, epsilon):
+                            padding, activation, keep_tiles, epsilon, into_input=False,
+                            moments=False):
     """[``_FusedConv2D`` (``_WinogradConv2D`` with `keep_tiles`) of y = max(x*a + b, 0)], y
     the training-mode batch norm + ReLU of x whose ``_BatchNormStatistics`` are the other
-    inputs. On the Winograd path y is applied while the tiler reads x and never stored;
-    elsewhere it is materialized. Its gradient is the convolution's then the batch norm's."""
+    inputs. On the Winograd path y is applied while the tiler reads x and never stored, and
+    the bias (+ ReLU) as the output is stored; elsewhere y is materialized. With `moments`,
+    the output's ``_ChannelMoments`` follow, summed as it is stored. With `into_input`, where
+    x is a channel prefix of a concatenation's buffer with room after it
+    (``concat.start``), the output is stored in the channels right after x's and returned
+    as that slice, so that the ``_ConcatAppend`` of x and the output copies nothing
+    (``graph/passes/conv_into_concat.py``). Its gradient is the convolution's then the batch
+    norm's."""
     relu = _check_activation(activation)
     n, c, cout = x.shape[0], x.shape[-1], w.shape[3]
     if ab.shape != (2, c) or c != w.shape[2]:
@@ -274,19 +288,35 @@ def _batch_norm_relu_conv2d(x, w, b, scale, offset, mean, var, inv, ab, *, strid
                                  dilations, padding)
     else:
         geo = conv_ops._geometry(x.shape[1:3], w.shape[:2], strides, dilations, padding)
+    buf = _concat.room(x, cout) if into_input else None
+    if buf is not None and buf.shape[1:3] != (geo.ho, geo.wo):
+        buf = None
     if keep_tiles or _winograd.applies(geo, n, c, cout, x.dtype):
-        out = _winograd.conv2d(x, w, geo, keep_tiles=keep_tiles, prologue=ab)
-    else:
-        out = _conv.conv2d(_bn.affine_relu(x, ab), w, geo)
-    z, *kept = out if keep_tiles else (out,)
-    return [_bias.add_bias_inplace(z, b, relu), *kept]
+        return _winograd_outputs(x, w, geo, ab, b, relu, buf, keep_tiles, moments)
+    z = _bias.add_bias_inplace(_conv.conv2d(_bn.affine_relu(x, ab), w, geo), b, relu)
+    if buf is not None:
+        buf[..., c:c + cout] = z
+        z = buf[..., c:c + cout]
+    return [z, *(_bn.channel_moments(z) if moments else ())]
+
+
+def _winograd_outputs(x, w, geo, ab, b, relu, buf, keep_tiles, moments) -> list:
+    """``_batch_norm_relu_conv2d``'s outputs from the Winograd kernel, epilogue included."""
+    out = _winograd.conv2d(x, w, geo, keep_tiles=keep_tiles, prologue=ab, bias=b, relu=relu,
+                           into=None if buf is None else (buf, x.shape[-1]), moments=moments)
+    return [out] if not (keep_tiles or moments) else list(out)
 
 
 @_batch_norm_relu_conv2d.def_grad
 def _(gs, outs, x, w, b, scale, offset, mean, var, inv, ab, *, strides, dilations, padding,
-      activation, keep_tiles, epsilon):
+      activation, keep_tiles, epsilon, into_input=False, moments=False):
     y = apply(nn_ops._relu, x * ab[0] + ab[1])  # the input never stored, for the filter grad
-    dy, dw, db = _fused_conv2d.grad_fn(gs[0], outs[0], y, w, b, strides=strides,
+    gz = gs[0]
+    if moments:  # the output's statistics (a later batch norm's, given) read it too
+        through = normalization_ops.statistics_gradient(gs[-2], gs[-1], outs[0], outs[-2])
+        if through is not None:
+            gz = gz + through
+    dy, dw, db = _fused_conv2d.grad_fn(gz, outs[0], y, w, b, strides=strides,
                                        dilations=dilations, padding=padding,
                                        activation=activation)
     zero = array_ops.zeros_like(mean)  # the statistics' gradient is _BatchNormStatistics'

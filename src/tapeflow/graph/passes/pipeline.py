@@ -8,6 +8,7 @@ from tapeflow.framework import errors
 from tapeflow.graph.ir import Graph
 from tapeflow.graph.passes import (
     bias_grad_sums,
+    conv_into_concat,
     cse,
     dce,
     fold,
@@ -29,7 +30,7 @@ PASSES: list[tuple[str, Callable[[Graph], tuple[Graph, str]]]] = [
     ("cse", cse.run), ("dce", dce.run),
     ("fuse", fuse.run), ("share_tiles", share_tiles.run), ("prologue", prologue.run),
     ("reuse_statistics", reuse_statistics.run), ("grow_concat", grow_concat.run),
-    ("bias_grad_sums", bias_grad_sums.run),
+    ("conv_into_concat", conv_into_concat.run), ("bias_grad_sums", bias_grad_sums.run),
 ]
 
 
