@@ -223,3 +223,15 @@ def test_row_kernels_split_by_rows_same_bits_idle_or_busy(monkeypatch, dtype):
     for a, b, c in zip(whole[6:], results[True][6:], results[False][6:]):
         np.testing.assert_array_equal(b, c)
         np.testing.assert_allclose(a, b, rtol=1e-5 if dtype == np.float32 else 1e-12)
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
+def test_a_forked_child_forgets_the_open_splits(monkeypatch):
+    import os
+
+    monkeypatch.setitem(parallel._open, -1, parallel._Task(lambda lo, hi: lo, [0, 1, 2]))
+    pid = os.fork()
+    if pid == 0:  # child: a split left open by a parent's thread must not be joined here
+        os._exit(0 if not parallel._open else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

@@ -131,10 +131,12 @@ def parts_for(n: int, nbytes: int) -> int:
 
 
 def _forget_pool() -> None:
-    """A forked child has no helper threads: it must start its own."""
+    """A forked child has no helper threads: it must start its own; nor the threads whose
+    splits were open (their tasks' locks may have been held at the fork)."""
     global _helpers_lock
     _helpers.clear()
     _helpers_lock = threading.Lock()
+    _open.clear()
 
 
 if hasattr(os, "register_at_fork"):
