@@ -10,7 +10,7 @@ from tapeflow.graph.passes import fuse
 from tapeflow.graph.verify import verify
 from tapeflow.kernels import batch_norm as bn_kernels
 from tapeflow.kernels import bias as bias_kernels
-from tapeflow.ops import fused_ops, nn_ops, normalization_ops
+from tapeflow.ops import conv_ops, fused_ops, nn_ops, normalization_ops
 from tapeflow.testing import check_grads
 
 rng = np.random.default_rng(0)
@@ -199,6 +199,62 @@ def test_dx_sums_over_many_blocks_of_rows(compiled, monkeypatch):
                                atol=1e-6 * np.abs(dx).sum(axis=0).max())
     for a, b in zip(out, again):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("mask_from", ["output", "coefficients"])
+@pytest.mark.parametrize("compiled", [True, False])
+def test_pooled_gradient_is_the_average_pool_gradient_read_in_place(compiled, mask_from,
+                                                                     monkeypatch):
+    """g given as AvgPoolGrad's input (2x2 windows tiling x): the same bits as with
+    AvgPoolGrad's output, the addend and dx's sums included, over 1024 rows (16 blocks)."""
+    if not compiled:
+        for name in ("_grad_sums_nb", "_affine_nb", "_affine2_nb"):
+            monkeypatch.setattr(bn_kernels, name, None)
+    r = np.random.default_rng(8)
+    x = r.standard_normal((4, 16, 16, 6)).astype(np.float32)
+    scale, offset = r.standard_normal(6).astype(np.float32), np.zeros(6, np.float32)
+    y, mean, _, inv, ab = bn_kernels.forward(x, scale, offset, 1e-3, relu=True,
+                                             coefficients=True)
+    dp = r.standard_normal((4, 8, 8, 6)).astype(np.float32)
+    addend = r.standard_normal((4, 16, 16, 9)).astype(np.float32)[..., 2:8]
+    g = apply(conv_ops._avg_pool_grad, dp, input_hw=(16, 16), ksize=(2, 2), strides=(2, 2),
+              padding="VALID").numpy()
+    mask = {"relu_out": y} if mask_from == "output" else {"relu_coefficients": ab}
+    want = bn_kernels.backward(g, x, scale, mean, inv, addend=addend, dx_sums=True, **mask)
+    got = bn_kernels.backward(dp, x, scale, mean, inv, addend=addend, dx_sums=True,
+                              pooled=(2, 2), **mask)
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
+    op_got = apply(fused_ops._fused_batch_norm_grad_ex, dp, y if mask_from == "output" else ab,
+                   x, scale, mean, inv, addend, mask_from=mask_from, pooled=(2, 2))
+    np.testing.assert_array_equal(op_got[0].numpy(), want[0])
+    with pytest.raises(tf.errors.InvalidArgumentError, match="not that of a 2x2 average pool"):
+        apply(fused_ops._fused_batch_norm_grad_ex, g, ab, x, scale, mean, inv,
+              mask_from="coefficients", pooled=(2, 2))
+
+
+@pytest.mark.parametrize("pool,fused", [((2, 2, "VALID"), True), ((3, 2, "VALID"), False),
+                                        ((2, 2, "SAME"), False), ((2, 1, "VALID"), False)])
+def test_average_pool_gradient_folds_into_the_batch_norm_gradient(pool, fused):
+    """A transition (batch norm, ReLU, 2x2 average pool) in a training step: AvgPoolGrad folds
+    where its windows tile x, and the step computes what eager execution does."""
+    k, stride, padding = pool
+    x = tf.constant(rng.standard_normal((2, 8, 8, 4)).astype(np.float32))
+    scale, offset = tf.constant(np.ones(4, np.float32)), tf.constant(np.zeros(4, np.float32))
+
+    def step(x, scale, offset):
+        with tf.GradientTape() as tape:
+            tape.watch([x, scale, offset])
+            z, _, _ = tf.compat.v1.nn.fused_batch_norm(x, scale, offset, is_training=True)
+            p = tf.nn.avg_pool2d(tf.nn.relu(z), k, stride, padding)
+            loss = tf.reduce_sum(p * p * p)
+        return tape.gradient(loss, [x, scale, offset])
+
+    graph_step = tf.function(step)
+    names = _ops(graph_step, x, scale, offset)
+    assert ("AvgPoolGrad" not in names) == fused
+    for got, want in zip(graph_step(x, scale, offset), step(x, scale, offset)):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-4, atol=1e-5)
 
 
 def test_fused_batch_norm_grad_rejects_a_mask_of_the_wrong_shape():

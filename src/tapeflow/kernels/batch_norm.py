@@ -9,6 +9,8 @@ allocate nothing the size of the input, and split their rows over the idle cores
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from tapeflow.kernels import parallel
@@ -34,15 +36,17 @@ SUM_BLOCK = 64
 
 
 @jit()
-def _grad_sums_nb(g2, x2, mean, y2, ab, sum_g, sum_gx):
+def _grad_sums_nb(g2, gmap, x2, mean, y2, ab, sum_g, sum_gx):
     """Per-column sums of g and g*(x - mean), g masked as ReluGrad masks it (g*0 where off, so
     a NaN gradient stays NaN): by y2 > 0 if y2 (the ReLU output) has rows, else by
     x*ab[0] + ab[1] > 0 if ab (the forward's coefficients) has rows, else not at all.
     Rows are taken one at a time as 1-D slices and the mask is a float32 select (a float64
     1.0/0.0 factor converted every element), so each row's loop vectorizes. Each block of
     SUM_BLOCK rows is summed in the data's dtype, then added into the float64 totals: float64
-    arithmetic on every element (a conversion each) ran the pass 25% slower on W4's shapes."""
-    m, c = g2.shape[0], mean.shape[0]
+    arithmetic on every element (a conversion each) ran the pass 25% slower on W4's shapes.
+    If `gmap` has entries, row i of g is g2[gmap[i]] (a pooling's gradient, spread)."""
+    m, c = x2.shape[0], mean.shape[0]
+    mapped = gmap.shape[0] == m
     zero = np.float32(0.0)
     mu = mean.astype(x2.dtype)
     part_g = np.zeros(c, dtype=x2.dtype)
@@ -52,7 +56,7 @@ def _grad_sums_nb(g2, x2, mean, y2, ab, sum_g, sum_gx):
     a, b = ab[0:1].reshape(-1), ab[1:2].reshape(-1)  # empty unless recomputed
     for i0 in range(0, m, SUM_BLOCK):
         for i in range(i0, min(m, i0 + SUM_BLOCK)):
-            gi, xi = g2[i], x2[i, :c]
+            gi, xi = g2[gmap[i] if mapped else i], x2[i, :c]
             if masked:
                 yi = y2[i]
                 for j in range(c):
@@ -96,7 +100,7 @@ def _flush_nb(part, sums):
 
 
 @jit()
-def _affine2_nb(g2, x2, k, u, v, y2, ab, add2, a0, out, sums):
+def _affine2_nb(g2, gmap, x2, k, u, v, y2, ab, add2, a0, out, sums):
     """out = g*k + x*u + v per column, g masked as in ``_grad_sums_nb``, plus columns a0.. of
     add2 if it has rows. Each case its own loop, float32 arithmetic on 1-D row slices (the
     column offset a0 taken by slicing, not by a signed index), so each row's loop vectorizes:
@@ -105,14 +109,17 @@ def _affine2_nb(g2, x2, k, u, v, y2, ab, add2, a0, out, sums):
     SUM_BLOCK rows summed in out's dtype), summed in the loop that writes out: as fast as the
     loop without them (memory-bound), where a second loop over each block, in cache, cost
     30%. A bias gradient of dx (or of a channel slice of it) is then a slice of these sums
-    instead of its own pass over memory (``graph/passes/bias_grad_sums.py``)."""
-    m, c = g2.shape[0], k.shape[0]
+    instead of its own pass over memory (``graph/passes/bias_grad_sums.py``). If `gmap` has
+    entries, row i of g is g2[gmap[i]], as in ``_grad_sums_nb``."""
+    m, c = x2.shape[0], k.shape[0]
+    mapped = gmap.shape[0] == m
     zero = np.float32(0.0)
     part = np.zeros(c, dtype=out.dtype)
     add = add2.shape[0] == m
     if y2.shape[0] == m and add:
         for i in range(m):
-            gi, xi, yi, ai, oi = g2[i], x2[i, :c], y2[i], add2[i, a0:a0 + c], out[i]
+            gi, xi, yi = g2[gmap[i] if mapped else i], x2[i, :c], y2[i]
+            ai, oi = add2[i, a0:a0 + c], out[i]
             for j in range(c):
                 gv = gi[j] if yi[j] > 0 else zero * gi[j]
                 o = gv * k[j] + xi[j] * u[j] + v[j] + ai[j]
@@ -122,7 +129,7 @@ def _affine2_nb(g2, x2, k, u, v, y2, ab, add2, a0, out, sums):
                 _flush_nb(part, sums)
     elif y2.shape[0] == m:
         for i in range(m):
-            gi, xi, yi, oi = g2[i], x2[i, :c], y2[i], out[i]
+            gi, xi, yi, oi = g2[gmap[i] if mapped else i], x2[i, :c], y2[i], out[i]
             for j in range(c):
                 gv = gi[j] if yi[j] > 0 else zero * gi[j]
                 o = gv * k[j] + xi[j] * u[j] + v[j]
@@ -133,7 +140,7 @@ def _affine2_nb(g2, x2, k, u, v, y2, ab, add2, a0, out, sums):
     elif ab.shape[0] == 2 and add:
         a, b = ab[0], ab[1]
         for i in range(m):
-            gi, xi, ai, oi = g2[i], x2[i, :c], add2[i, a0:a0 + c], out[i]
+            gi, xi, ai, oi = g2[gmap[i] if mapped else i], x2[i, :c], add2[i, a0:a0 + c], out[i]
             for j in range(c):
                 xv = xi[j]
                 gv = gi[j] if xv * a[j] + b[j] > 0 else zero * gi[j]
@@ -145,7 +152,7 @@ def _affine2_nb(g2, x2, k, u, v, y2, ab, add2, a0, out, sums):
     elif ab.shape[0] == 2:
         a, b = ab[0], ab[1]
         for i in range(m):
-            gi, xi, oi = g2[i], x2[i, :c], out[i]
+            gi, xi, oi = g2[gmap[i] if mapped else i], x2[i, :c], out[i]
             for j in range(c):
                 xv = xi[j]
                 gv = gi[j] if xv * a[j] + b[j] > 0 else zero * gi[j]
@@ -156,7 +163,7 @@ def _affine2_nb(g2, x2, k, u, v, y2, ab, add2, a0, out, sums):
                 _flush_nb(part, sums)
     else:
         for i in range(m):
-            gi, xi, oi = g2[i], x2[i, :c], out[i]
+            gi, xi, oi = g2[gmap[i] if mapped else i], x2[i, :c], out[i]
             for j in range(c):
                 o = gi[j] * k[j] + xi[j] * u[j] + v[j]
                 oi[j] = o
@@ -164,6 +171,19 @@ def _affine2_nb(g2, x2, k, u, v, y2, ab, add2, a0, out, sums):
             if i % SUM_BLOCK == SUM_BLOCK - 1:
                 _flush_nb(part, sums)
     _flush_nb(part, sums)
+
+
+@functools.lru_cache(maxsize=32)
+def _window_rows(lead: tuple, kh: int, kw: int) -> np.ndarray:
+    """For x rows in (n, h, w) order, the row of the (kh, kw)-pooled array whose window holds
+    each (cached: W4 reuses two shapes every step)."""
+    n, h, w = lead
+    if h % kh or w % kw:
+        raise ValueError(f"{kh}x{kw} windows do not tile a {h}x{w} image")
+    b, r, s = np.meshgrid(np.arange(n), np.arange(h) // kh, np.arange(w) // kw, indexing="ij")
+    rows = ((b * (h // kh) + r) * (w // kw) + s).reshape(-1)
+    rows.flags.writeable = False
+    return rows
 
 
 def _prefix_rows(x: np.ndarray) -> np.ndarray:
@@ -292,20 +312,31 @@ def affine_relu(x: np.ndarray, ab: np.ndarray) -> np.ndarray:
 def backward(g: np.ndarray, x: np.ndarray, scale: np.ndarray, mean: np.ndarray,
              inv: np.ndarray, relu_out: np.ndarray | None = None,
              addend: np.ndarray | None = None, relu_coefficients: np.ndarray | None = None,
-             dx_sums: bool = False):
+             dx_sums: bool = False, pooled: tuple[int, int] | None = None):
     """(dx, dscale, doffset) of ``forward``'s y given its gradient `g`; with `relu_out` (the
     output of ``forward(relu=True)``) or `relu_coefficients` (its fifth result, which saves
     reading y: one pass fewer each of the two), `g` is the gradient of that output, masked
     here as ReluGrad would, in the same passes. An `addend` (x's shape) is added to dx in its
     pass (another path's gradient of x; only together with a ReLU). With `dx_sums`, a fourth
     result: dx summed over every axis but the channels, in x's dtype (added up as dx is
-    written, instead of a later pass that reads dx again)."""
+    written, instead of a later pass that reads dx again). `pooled` (kh, kw): g is the
+    gradient of x's (kh, kw) average pool, stride (kh, kw), VALID, windows tiling x exactly
+    (AvgPoolGrad's input): each entry's gradient, g / (kh*kw) of its window, is read where it
+    is needed instead of from AvgPoolGrad's x-sized output."""
     c = x.shape[-1]
     compiled = _grad_sums_nb is not None
     x2 = _prefix_rows(x) if compiled else np.ascontiguousarray(x).reshape(-1, c)
     g2 = np.ascontiguousarray(g).reshape(-1, c)
     m = x2.shape[0]
-    nbytes = g2.nbytes  # of each activation-sized operand
+    nbytes = x2.shape[0] * c * x2.itemsize  # of each activation-sized operand
+    gmap = np.empty(0, dtype=np.int64)
+    share = 1.0  # g's factor
+    if pooled is not None:
+        gmap = _window_rows(x.shape[:-1], *pooled)
+        share = 1.0 / (pooled[0] * pooled[1])
+        if not compiled:
+            g2 = g2[gmap] * g2.dtype.type(share)
+            gmap, share = gmap[:0], 1.0
     mean64, inv64 = mean.astype(np.float64), inv.astype(np.float64)
     sum_g, sum_gx = np.zeros(c), np.zeros(c)
     y2 = np.empty((0, c), dtype=x2.dtype)
@@ -325,12 +356,13 @@ def backward(g: np.ndarray, x: np.ndarray, scale: np.ndarray, mean: np.ndarray,
     if compiled:
         def sums(lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
             s_g, s_gx = np.zeros(c), np.zeros(c)
-            _grad_sums_nb(g2[lo:hi], x2[lo:hi], mean64, y2[lo:hi], ab, s_g, s_gx)
+            _grad_sums_nb(g2 if gmap.size else g2[lo:hi], gmap[lo:hi], x2[lo:hi], mean64,
+                          y2[lo:hi], ab, s_g, s_gx)
             return s_g, s_gx
 
         parts = parallel.split(m, (2 + (y2.shape[0] > 0)) * nbytes, sums)
-        sum_g[:] = sum(p[0] for p in parts)
-        sum_gx[:] = sum(p[1] for p in parts)
+        sum_g[:] = sum(p[0] for p in parts) * share  # (exact: share is a power of 2 here)
+        sum_gx[:] = sum(p[1] for p in parts) * share
     else:
         sum_g[:] = g2.sum(axis=0, dtype=np.float64)
         sum_gx[:] = np.einsum("ij,ij->j", g2, x2 - mean.astype(x.dtype), dtype=np.float64)
@@ -342,14 +374,15 @@ def backward(g: np.ndarray, x: np.ndarray, scale: np.ndarray, mean: np.ndarray,
     v = -k * sum_g / m - u * mean64
     k32, u32, v32 = k.astype(x.dtype), u.astype(x.dtype), v.astype(x.dtype)
     if compiled:
-        dx = np.empty_like(g2)
+        kg = (k * share).astype(x.dtype)  # g*share*k as g*(k*share)
+        dx = np.empty_like(x2, shape=(m, c))
         add2, a0 = (y2[:0], 0) if addend is None else channel_window(addend.astype(x2.dtype,
                                                                                     copy=False))
 
         def write(lo: int, hi: int) -> np.ndarray:
             part = np.zeros(c if dx_sums else 0)
-            _affine2_nb(g2[lo:hi], x2[lo:hi], k32, u32, v32, y2[lo:hi], ab, add2[lo:hi], a0,
-                        dx[lo:hi], part)
+            _affine2_nb(g2 if gmap.size else g2[lo:hi], gmap[lo:hi], x2[lo:hi], kg, u32,
+                        v32, y2[lo:hi], ab, add2[lo:hi], a0, dx[lo:hi], part)
             return part
 
         dx_total = sum(parallel.split(m, 5 * nbytes, write))

@@ -25,7 +25,9 @@ over memory and with fewer fresh arrays:
   fused too, its [a, b] (``mask_from="coefficients"``: x*a + b > 0 recomputed from the x the
   kernel reads anyway, one activation-sized read fewer in each of its two passes). With
   ``dx_sums`` it also returns dx's per-channel sums, summed as dx is written: the bias
-  gradients of dx and of its channel slices (``graph/passes/bias_grad_sums.py``).
+  gradients of dx and of its channel slices (``graph/passes/bias_grad_sums.py``). With
+  ``pooled`` (kh, kw), g is the input of an AvgPoolGrad (windows = strides, VALID, tiling x)
+  whose output it replaces: each entry's share is read from g where it is used.
 
 - ``_ConcatStart(*xs, width)`` and ``_ConcatAppend(prev, *ys)``: a chain of ConcatV2 on the
   last axis, each appending to the previous result, grown in one buffer `width` channels wide
@@ -195,7 +197,7 @@ MASK_SOURCES = ("output", "coefficients")
 
 
 def _fused_bn_grad_rule(g, mask, x, scale, mean, inv, *addend, mask_from="output",
-                        dx_sums=False):
+                        dx_sums=False, pooled=None):
     if not dx_sums:
         return [x, scale, scale]
     return [x, scale, scale, ((None if x[0] is None else x[0][-1],), x[1])]
@@ -205,11 +207,19 @@ def _fused_bn_grad_rule(g, mask, x, scale, mean, inv, *addend, mask_from="output
     worker=True)
 @widened
 def _fused_batch_norm_grad_ex(g, mask, x, scale, mean, inv, *addend, mask_from="output",
-                              dx_sums=False):
+                              dx_sums=False, pooled=None):
     """FusedBatchNormGrad(ReluGrad(g, y), x, scale, mean, inv), dx plus the addend if given;
     `mask` is y, or the forward's [a, b] with y = relu(x*a + b). With `dx_sums` a fourth
     output: dx summed over all axes but the channels, which a BiasAddGrad of dx (or of a
     channel slice of it) takes instead of reading dx again (``graph/passes/bias_grad_sums.py``)."""
+    if pooled is not None:  # g: the input of AvgPoolGrad(ksize=strides=pooled, VALID)
+        kh, kw = pooled
+        n, h, w, c = x.shape
+        if g.shape != (n, h // kh, w // kw, c) or h % kh or w % kw:
+            raise ValueError(f"a gradient of shape {list(g.shape)} is not that of a {kh}x{kw} "
+                             f"average pool of x, shape {list(x.shape)}")
+    elif g.shape != x.shape:
+        raise ValueError(f"the gradient's shape {list(g.shape)} must be x's {list(x.shape)}")
     if mask_from not in MASK_SOURCES:
         raise ValueError(f"mask_from must be one of {MASK_SOURCES}, got {mask_from!r}")
     if addend and addend[0].shape != x.shape:
@@ -221,7 +231,7 @@ def _fused_batch_norm_grad_ex(g, mask, x, scale, mean, inv, *addend, mask_from="
                          f"{list(mask.shape)}")
     relu = {"relu_out" if mask_from == "output" else "relu_coefficients": mask}
     return _bn.backward(g, x, scale, mean, inv, addend=addend[0] if addend else None,
-                        dx_sums=dx_sums, **relu)
+                        dx_sums=dx_sums, pooled=pooled, **relu)
 
 
 # --- batch norm + ReLU read by a convolution ------------------------------------------------------

@@ -3,7 +3,8 @@
 Each rule names a (producer -> consumer) chain and the fused primitive that replaces both
 (``ops/fused_ops.py``, ``ops/fused_matmul.py``): Conv2D -> BiasAdd, that -> Relu, FusedBatchNorm
 -> Relu, MatMul -> AddV2 of a bias, that -> Relu, Einsum -> AddV2 of a bias, and in backward
-graphs ReluGrad -> FusedBatchNormGrad, then -> AddV2 of another gradient into its dx. The chains
+graphs ReluGrad -> FusedBatchNormGrad, then -> AddV2 of another gradient into its dx, and an
+AvgPoolGrad whose windows tile x -> that (the pooled gradient read in place). The chains
 are memory-bound passes over activation-sized arrays, so a fused node saves one full read and
 write of such an array (and a fresh buffer); a product's bias and ReLU are applied to each of
 its slices on the slice's thread.
@@ -90,6 +91,21 @@ def _bn_grad_add(p: Node, c: Node):
             [c.outputs[0], *p.outputs[1:]])
 
 
+def _pool_grad_bn_grad(p: Node, c: Node):
+    """AvgPoolGrad -> ``_FusedBatchNormGradEx`` of its output, for windows that tile x (each
+    entry in one window: kernel = strides, VALID, dividing x's height and width)."""
+    ksize, strides = tuple(p.attrs["ksize"]), tuple(p.attrs["strides"])
+    x = c.inputs[2]
+    hw = x.shape.as_tuple()[1:3] if x.shape.rank == 4 else None
+    if (c.inputs[0] is not p.outputs[0] or c.attrs.get("pooled") is not None
+            or p.attrs["padding"] != "VALID" or ksize != strides or len(ksize) != 2
+            or hw is None or None in hw or tuple(p.attrs["input_hw"]) != tuple(hw)
+            or hw[0] % ksize[0] or hw[1] % ksize[1]):
+        return None
+    return (fused_ops._fused_batch_norm_grad_ex, [p.inputs[0], *c.inputs[1:]],
+            {**c.attrs, "pooled": ksize}, list(c.outputs))
+
+
 def _bias_operand(p: Node, c: Node) -> SymbolicTensor | None:
     """The other operand of the add `c` when it is a bias for `p`'s output: the shape of that
     output's last axes (so the add broadcasts it over the leading ones and keeps the shape)."""
@@ -131,6 +147,8 @@ RULES = [
     Rule(nn_ops._relu_grad.name, normalization_ops._fused_batch_norm_grad.name, (0,),
          _relu_grad_bn_grad),
     Rule(fused_ops._fused_batch_norm_grad_ex.name, math_ops._add.name, (0, 1), _bn_grad_add),
+    Rule(conv_ops._avg_pool_grad.name, fused_ops._fused_batch_norm_grad_ex.name, (0,),
+         _pool_grad_bn_grad),
     Rule(linalg_ops._matmul.name, math_ops._add.name, (0, 1), _matmul_bias),
     Rule(fused_matmul._fused_matmul.name, nn_ops._relu.name, (0,), _matmul_relu),
     Rule(linalg_ops._einsum.name, math_ops._add.name, (0, 1), _einsum_bias),
