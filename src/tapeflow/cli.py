@@ -94,6 +94,7 @@ def _save(checkpoint: Any, directory: str, keep: int = 5) -> str:
 def train(args: argparse.Namespace) -> int:
     import tapeflow as tf
     from tapeflow import keras
+    from tapeflow.keras.mixed_precision.policy import policy_scope
     from tapeflow.train import Checkpoint
 
     epochs, batch_size, learning_rate = DEFAULTS[args.model]
@@ -102,12 +103,12 @@ def train(args: argparse.Namespace) -> int:
     learning_rate = args.learning_rate or learning_rate
     tf.random.set_seed(args.seed)
     (x_train, y_train), (x_test, y_test) = _load_data()
-    keras.mixed_precision.set_global_policy(args.dtype_policy)
-    model, logits = _build(args.model)
-    if args.dtype_policy != "float32":  # the Keras guide's float32 output layer
-        model = keras.Sequential([model, keras.layers.Activation("linear", dtype="float32")],
-                                 name=model.name)
-    model(x_train[:1])  # builds subclassed models too, so the parameter count is known
+    with policy_scope(args.dtype_policy):  # layers take the policy when they are made
+        model, logits = _build(args.model)
+        if args.dtype_policy != "float32":  # the Keras guide's float32 output layer
+            model = keras.Sequential([model, keras.layers.Activation("linear", dtype="float32")],
+                                     name=model.name)
+        model(x_train[:1])  # builds subclassed models too, so the parameter count is known
     # cosine decay to zero: the last epochs settle the weights, and with them the batch-norm
     # moving statistics that inference uses
     steps = epochs * -(-len(x_train) // batch_size)

@@ -8,6 +8,8 @@ that dtype. The global policy is what layers get when no ``dtype=`` is passed.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 from tapeflow.framework import dtypes as _dtypes
@@ -98,6 +100,18 @@ def set_global_policy(policy: Policy | str | None) -> None:
                              f"floating-point policies, such as \"float32\" and "
                              f"\"mixed_float16\", but got policy: {policy.name}")
     _global["policy"] = policy
+
+
+@contextlib.contextmanager
+def policy_scope(policy: Policy | str) -> Iterator[None]:
+    """`policy` as the global policy inside the block only: a program that builds one model
+    in mixed precision (the CLI, a test) leaves the process's default as it found it."""
+    previous = _global["policy"]
+    try:
+        set_global_policy(policy)
+        yield
+    finally:
+        _global["policy"] = previous
 
 
 def is_mixed(policy: Policy) -> bool:
