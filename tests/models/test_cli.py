@@ -112,3 +112,19 @@ def test_train_eager_flag_runs_fit_without_graphs(tmp_path, capsys):
     assert f"checkpoint saved: {tmp_path / 'mlp' / 'ckpt-2'}\n" in capsys.readouterr().out
     assert sorted(os.listdir(tmp_path / "mlp")) == ["checkpoint", "ckpt-1.safetensors",
                                                     "ckpt-2.safetensors"]
+
+
+def test_dtype_policy_applies_to_the_model_and_is_not_left_behind(tmp_path, capsys):
+    from tapeflow.keras import layers, mixed_precision
+
+    assert main(["train", "mlp", "--epochs", "1", "--batch-size", "256", "--dtype-policy",
+                 "mixed_float16", "--checkpoint-dir", str(tmp_path), "--logdir",
+                 str(tmp_path / "logs")]) == 0
+    out = capsys.readouterr().out
+    assert "mixed_float16" in out and _accuracy(out) > 0.8
+    assert mixed_precision.global_policy().name == "float32"
+    backend.set_floatx("float64")
+    try:
+        assert layers.Dense(2).dtype == "float64"  # the default follows floatx again
+    finally:
+        backend.set_floatx("float32")
