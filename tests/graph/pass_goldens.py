@@ -101,6 +101,18 @@ def _bias_grad_sums(x, w, b):
     return tape.gradient(loss, b)
 
 
+def _group_updates(g1, g2, g3):
+    w1, w2, b = (tf.Variable(np.ones(s, np.float32), name=n)
+                 for s, n in (((2, 3), "w1"), ((3,), "w2"), ((), "b")))
+    opt = tf.keras.optimizers.Adam(0.01)
+
+    def step(g1, g2, g3):
+        opt.apply_gradients([(g1, w1), (g2, w2), (g3, b)])
+        return w1.read_value()
+
+    return step, (g1, g2, g3)
+
+
 def programs() -> dict:
     """pass name -> (python function, example arguments)."""
     conv = (_t(4, 16, 16, 16), _t(3, 3, 16, 16), _t(16))
@@ -109,6 +121,7 @@ def programs() -> dict:
         "simplify": (_simplify, (_t(2, 3),)),
         "pool_first": (_pool_first, (_t(2, 4, 4, 3), _t(1, 1, 3, 5), _t(5))),
         "table_first": (_table_first, (tf.ones([3, 2]), tf.ones([2, 4]))),
+        "group_updates": _group_updates(_t(2, 3), _t(3), tf.constant(np.float32(0.5))),
         "cse": (_cse, (_t(3),)),
         "dce": (_dce, (_t(3),)),
         "fuse": (_fuse, (_t(1, 4, 4, 2), _t(3, 3, 2, 2), _t(2))),

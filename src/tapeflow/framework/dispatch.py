@@ -81,12 +81,19 @@ class Op:
       input and output specs are equal (Reshape, Cast; Transpose with the identity perm).
     - ``inverse``: the Op this one undoes along the same ``axis`` attribute (a split of a
       concatenation into the concatenated pieces).
+    - ``groups``: the per-variable update Op this one runs for many variables in one call
+      (setting it sets that Op's ``grouped`` to this one). Nodes of that op that share every
+      input after the gradient and every attribute that is no Variable may become one node of
+      this op: inputs (the shared ones, then the gradients), each Variable attribute ``k`` as
+      a tuple ``ks`` (``var`` -> ``vars``), the rest as they were; its one output is its first
+      input (``graph/passes/group_updates``).
     """
 
     __slots__ = ("name", "kernel", "shape_fn", "grad_fn", "elementwise", "stateful", "random",
                  "same_dtype", "multi_output", "variable", "output", "worker", "foldable",
                  "shape_only", "flops", "ufunc", "emit", "emit_into", "neutral", "passthrough",
-                 "inverse", "workspace", "allocates", "scalar", "reduction", "__dict__")
+                 "inverse", "workspace", "allocates", "scalar", "reduction", "groups", "grouped",
+                 "__dict__")
 
     def __init__(self, name: str, kernel: Callable, *, shape: ShapeRule | None = None,
                  grad: Callable | None = None, elementwise: bool = False,
@@ -98,7 +105,8 @@ class Op:
                  emit_into: Callable | None = None, neutral: tuple | None = None,
                  passthrough: bool | Callable = False, inverse: Op | None = None,
                  workspace: Callable | None = None, allocates: Callable | None = None,
-                 scalar: tuple | None = None, reduction: str | None = None):
+                 scalar: tuple | None = None, reduction: str | None = None,
+                 groups: Op | None = None):
         if variable not in (None, "read", "write", "assign"):
             raise ValueError(f"Op {name}: variable must be None, 'read', 'write' or 'assign'")
         if reduction not in (None, "sum", "mean"):
@@ -130,6 +138,10 @@ class Op:
         self.allocates = allocates
         self.scalar = scalar
         self.reduction = reduction
+        self.groups = groups
+        self.grouped: Op | None = None
+        if groups is not None:
+            groups.grouped = self
 
     def def_grad(self, fn: Callable) -> Callable:
         """Decorator: attach the gradient rule (VJP) to this op. A rule with a keyword-only

@@ -364,8 +364,7 @@ class Graph:
         """Variables this graph reads or writes, in first-use order."""
         seen: dict[int, Variable] = {}
         for n in self.nodes:
-            v = n.attrs.get("var")
-            if isinstance(v, Variable):
+            for v in node_variables(n):
                 seen.setdefault(id(v), v)
             for sub in subgraphs(n):
                 for sv in sub.variables():
@@ -397,6 +396,12 @@ class SubGraph(Graph):
         hook = getattr(self._root(), "on_variable_created", None)
         if hook is not None:
             hook(var)
+
+
+def node_variables(node: Node) -> list[Variable]:
+    """The variables a node names as ``var`` (or, grouped, as ``vars``: an op's ``groups``)."""
+    v = node.attrs.get("var")
+    return [v] if isinstance(v, Variable) else list(node.attrs.get("vars") or ())
 
 
 def subgraphs(node: Node) -> list[Graph]:

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from tapeflow.framework.variable import Variable
-from tapeflow.graph.ir import CONST, PLACEHOLDER, Graph, _spec_str, subgraphs
+from tapeflow.graph.ir import CONST, PLACEHOLDER, Graph, _spec_str, node_variables, subgraphs
 from tapeflow.graph.names import Namespace
 
 
@@ -22,6 +22,8 @@ def _attr_str(value: Any, var_names: dict) -> str:
         return var_names.get(id(value)) or _var_name(value)
     if isinstance(value, Graph):
         return value.name
+    if isinstance(value, tuple) and value and all(isinstance(v, Variable) for v in value):
+        return f"({', '.join(_attr_str(v, var_names) for v in value)})"
     if isinstance(value, np.ndarray):
         return _value_str(value)
     if hasattr(value, "name") and hasattr(value, "as_numpy_dtype"):
@@ -51,9 +53,8 @@ def _variable_names(graph: Graph) -> dict[int, str]:
     """Display names of the variables `graph` uses, made unique (w, w_1, ...)."""
     out: dict[int, str] = {}
     taken: set[str] = set()
-    for n in graph.nodes:
-        v = n.attrs.get("var")
-        if isinstance(v, Variable) and id(v) not in out:
+    for v in (v for n in graph.nodes for v in node_variables(n)):
+        if id(v) not in out:
             base = name = _var_name(v)
             k = 0
             while name in taken:
@@ -105,8 +106,7 @@ def format_graph(graph: Graph, indent: str = "") -> str:
             body.append(format_graph(sub, indent + "    "))
     ins = ", ".join(f"{names[id(t)]}: {_spec_str(t)}" for t in graph.inputs)
     header = f"{indent}graph {graph.name}({ins})"
-    variables = {id(v): v for n in graph.nodes for v in [n.attrs.get("var")]
-                 if isinstance(v, Variable)}
+    variables = {id(v): v for n in graph.nodes for v in node_variables(n)}
     if variables:
         caps = ", ".join(f"{var_names[k]}: {_spec_str(v)}" for k, v in variables.items())
         header += f" captures ({caps})"

@@ -13,6 +13,7 @@ from tapeflow.graph.passes import (
     dce,
     fold,
     fuse,
+    group_updates,
     grow_concat,
     jit_cluster,
     pool_first,
@@ -26,7 +27,7 @@ from tapeflow.graph.verify import verify
 
 PASSES: list[tuple[str, Callable[[Graph], tuple[Graph, str]]]] = [
     ("fold", fold.run), ("simplify", simplify.run), ("pool_first", pool_first.run),
-    ("table_first", table_first.run),
+    ("table_first", table_first.run), ("group_updates", group_updates.run),
     ("cse", cse.run), ("dce", dce.run),
     ("fuse", fuse.run), ("share_tiles", share_tiles.run), ("prologue", prologue.run),
     ("reuse_statistics", reuse_statistics.run), ("grow_concat", grow_concat.run),
