@@ -24,21 +24,26 @@ share our priority and interleave with the steps anyway.
 from __future__ import annotations
 
 import argparse
+import inspect
 import os
 import statistics
 import subprocess
 import sys
 import time
 
-CHILD = r"""
-import sys, threading, time
-sys.path.insert(0, "benchmarks")
-if OWN_THREADS:
+
+def count_own_threads() -> None:
+    """The idle-core test counts the caller (unless it waits for the worker) and the worker
+    while it runs a node, as /proc/loadavg would on a quiet machine. Its source runs in each
+    tree's child (CHILD), so it works on trees that predate it; timeline_w4.py imports it."""
+    import threading
+
     from tapeflow.graph import interop
     from tapeflow.kernels import parallel
+
     lock, running = threading.Lock(), [1]
 
-    def count(k):
+    def count(k: int) -> None:
         with lock:
             running[0] += k
 
@@ -62,6 +67,12 @@ if OWN_THREADS:
 
     interop._run, interop.Pending.get = counted_run, counted_get
     parallel._runnable = lambda: running[0]
+
+
+CHILD = r"""
+import sys, threading, time
+sys.path.insert(0, "benchmarks")
+OWN_THREADS_SOURCE
 from profile_w4 import w4_step
 step, inputs = w4_step()
 step(*inputs)
@@ -79,7 +90,8 @@ for line in sys.stdin:
 def start(tree: str, rt: bool, own_threads: bool) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
     env["PYTHONPATH"] = os.path.join(os.path.abspath(tree), "src")
-    cmd = [sys.executable, "-c", CHILD.replace("OWN_THREADS", str(own_threads))]
+    source = inspect.getsource(count_own_threads) + "count_own_threads()\n" if own_threads else ""
+    cmd = [sys.executable, "-c", CHILD.replace("OWN_THREADS_SOURCE", source)]
     p = subprocess.Popen((["chrt", "-f", "20"] if rt else []) + cmd, cwd=tree, env=env,
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     if p.stdout.readline().strip() != "ready":

@@ -32,6 +32,8 @@ import time
 
 sys.path.insert(0, "benchmarks")
 
+from ab_w4 import count_own_threads  # noqa: E402
+
 from tapeflow.graph import interop  # noqa: E402
 from tapeflow.kernels import parallel  # noqa: E402
 
@@ -39,35 +41,6 @@ clock = time.perf_counter
 events: list[tuple] = []  # (kind, start, end, thread ident, label)
 
 
-def own_threads() -> None:
-    """The idle-core test counts the caller (unless it waits for the worker) and the worker
-    while it runs a node, as /proc/loadavg would on a quiet machine (ab_w4.py's --own-threads)."""
-    lock, running = threading.Lock(), [1]
-
-    def count(k: int) -> None:
-        with lock:
-            running[0] += k
-
-    run, get = interop._run, interop.Pending.get
-
-    def counted_run(*a, **k):
-        count(1)
-        try:
-            return run(*a, **k)
-        finally:
-            count(-1)
-
-    def counted_get(self):
-        if self.future.done():
-            return self.future.result()
-        count(-1)
-        try:
-            return get(self)
-        finally:
-            count(1)
-
-    interop._run, interop.Pending.get = counted_run, counted_get
-    parallel._runnable = lambda: running[0]
 
 
 def instrument(lines: dict) -> None:
@@ -224,7 +197,7 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=25)
     args = parser.parse_args()
     if args.own_threads:
-        own_threads()
+        count_own_threads()
     from profile_w4 import w4_step
 
     step, inputs = w4_step()
