@@ -83,3 +83,19 @@ def test_special_gradients_at_their_limits():
                                 - special.j1(2.0) / 2.0], rtol=1e-12)
     np.testing.assert_allclose(tape.gradient(sp, x).numpy()[1:], [-1.0, np.log(2.0) / -1.0])
     assert tf.math.special.dawsn(tf.constant([0.5], tf.float32)).dtype == tf.float32
+
+
+def test_bessel_i0e_second_derivative_matches_finite_differences():
+    # its gradient calls I1e, whose own gradient was missing before the two definitions of the
+    # pair were merged: the second derivative silently lacked the I1e' term
+    x = tf.constant([-1.2, 0.5, 1.5, 4.0], tf.float64)
+    with tf.GradientTape() as outer:
+        outer.watch(x)
+        with tf.GradientTape() as inner:
+            inner.watch(x)
+            y = tf.math.bessel_i0e(x)
+        dy = inner.gradient(y, x)
+    d2y = outer.gradient(dy, x).numpy()
+    h, xs = 1e-4, x.numpy()
+    expected = (special.i0e(xs + h) - 2 * special.i0e(xs) + special.i0e(xs - h)) / h**2
+    np.testing.assert_allclose(d2y, expected, rtol=1e-5, atol=1e-7)
