@@ -18,6 +18,7 @@ from tapeflow._api import export
 from tapeflow.framework import dtypes as _dtypes
 from tapeflow.framework.dispatch import apply, op
 from tapeflow.framework.shape_rules import elementwise, same_as_first
+from tapeflow.framework.tensor import is_tensor
 from tapeflow.ops import array_ops, math_ops, reduce_ops, special_math_ops
 from tapeflow.ops.array_ops import _tensor
 from tapeflow.ops.math_ops import unbroadcast
@@ -31,6 +32,11 @@ def _same(kernel: Any) -> Any:
 
 
 def _pair(x: Any, y: Any) -> tuple:
+    """Both as tensors of one dtype: a tensor's, when only one of them is a tensor (a Python
+    number beside a float64 tensor becomes float64, as TensorFlow converts it)."""
+    if not is_tensor(x) and is_tensor(y):
+        b = _tensor(y)
+        return _tensor(x, b.dtype), b
     a = _tensor(x)
     return a, _tensor(y, a.dtype)
 
@@ -223,13 +229,7 @@ def betainc(a: Any, b: Any, x: Any, name: str | None = None) -> Any:
     return apply(_betainc, ta, _tensor(b, ta.dtype), _tensor(x, ta.dtype))
 
 
-_polygamma = op("Polygamma", elementwise=True, shape=elementwise)(
-    lambda n, x: np.asarray(special.polygamma(n, x)).astype(x.dtype, copy=False))
-
-
-@_polygamma.def_grad
-def _(g, out, n, x):
-    return None, unbroadcast(g * apply(_polygamma, n + 1.0, x), x)
+_polygamma = special_math_ops.polygamma_op
 
 
 @export("math.polygamma")

@@ -53,7 +53,8 @@ erf = _unary("Erf", special.erf,
 erfc = _unary("Erfc", special.erfc,
               lambda x, y: float(-2 / np.sqrt(np.pi)) * math_ops.exp(-_sq(x)), "math.erfc")
 lgamma = _unary("Lgamma", special.gammaln, lambda x, y: digamma(x), "math.lgamma")
-digamma = _unary("Digamma", special.digamma, lambda x, y: apply(_polygamma1_op, x),
+digamma = _unary("Digamma", special.digamma,
+                 lambda x, y: apply(polygamma_op, array_ops.ones_like(x), x),
                  "math.digamma")
 rint = _unary("Rint", np.rint, lambda x, y: array_ops.zeros_like(x), "math.rint")
 erfinv = _unary("Erfinv", special.erfinv,
@@ -62,9 +63,13 @@ ndtri = _unary("Ndtri", special.ndtri,
                lambda x, y: float(np.sqrt(2 * np.pi)) * math_ops.exp(0.5 * _sq(y)), "math.ndtri")
 
 
-@op("Polygamma1", elementwise=True, shape=same_as_first)
-def _polygamma1_op(x):
-    return special.polygamma(1, x).astype(x.dtype, copy=False)
+polygamma_op = op("Polygamma", elementwise=True, shape=elementwise)(
+    lambda n, x: np.asarray(special.polygamma(n, x)).astype(x.dtype, copy=False))
+
+
+@polygamma_op.def_grad
+def _(g, out, n, x):  # d/dx psi_n(x) = psi_(n+1)(x); none for the order, as in TensorFlow
+    return None, unbroadcast(g * apply(polygamma_op, n + 1.0, x), x)
 
 
 @op("Atan2", elementwise=True, shape=elementwise)
