@@ -28,7 +28,7 @@ _RENAMED = {
     "FusedBatchNorm": "FusedBatchNormV3", "FusedBatchNormGrad": "FusedBatchNormGradV3",
     "BroadcastLike": "BroadcastTo", "BroadcastToDynamic": "BroadcastTo",
     "ReshapeLike": "Reshape", "ReshapeDynamic": "Reshape", "RangeDynamic": "Range",
-    "DynamicSlice": "Slice", "Polygamma1": "Polygamma", "SumToShapeOf": "Sum",
+    "DynamicSlice": "Slice", "SumToShapeOf": "Sum",
     "SplitLike": "SplitV",
     "DenseToDenseSetOperationdifference": "DenseToDenseSetOperation",
     "DenseToDenseSetOperationintersection": "DenseToDenseSetOperation",
