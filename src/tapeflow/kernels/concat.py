@@ -64,9 +64,10 @@ def _write(buf: np.ndarray, at: int, xs: tuple[np.ndarray, ...]) -> int:
     buf2 = rows(buf)
     for x in xs:
         c = x.shape[-1]
-        if _in_place(x, buf, at):
-            pass  # its producer stored it there (``winograd.conv2d(into=...)``)
-        elif _into_columns_nb is None or not x.flags.c_contiguous or x.dtype != buf.dtype \
+        if _in_place(x, buf, at):  # its producer stored it there (``winograd.conv2d(into=...)``)
+            at += c
+            continue
+        if _into_columns_nb is None or not x.flags.c_contiguous or x.dtype != buf.dtype \
                 or is_low(x.dtype):  # numba has no float16/bfloat16
             buf[..., at:at + c] = x
         else:
