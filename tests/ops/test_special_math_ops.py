@@ -85,17 +85,21 @@ def test_special_gradients_at_their_limits():
     assert tf.math.special.dawsn(tf.constant([0.5], tf.float32)).dtype == tf.float32
 
 
-def test_bessel_i0e_second_derivative_matches_finite_differences():
-    # its gradient calls I1e, whose own gradient was missing before the two definitions of the
-    # pair were merged: the second derivative silently lacked the I1e' term
-    x = tf.constant([-1.2, 0.5, 1.5, 4.0], tf.float64)
+def _second_derivative(fn, x):
     with tf.GradientTape() as outer:
         outer.watch(x)
         with tf.GradientTape() as inner:
             inner.watch(x)
-            y = tf.math.bessel_i0e(x)
+            y = fn(x)
         dy = inner.gradient(y, x)
-    d2y = outer.gradient(dy, x).numpy()
+    return outer.gradient(dy, x).numpy()
+
+
+def test_bessel_i0e_second_derivative_matches_finite_differences():
+    # its gradient calls I1e, whose own gradient was missing before the two definitions of the
+    # pair were merged: the second derivative silently lacked the I1e' term
+    x = tf.constant([-1.2, 0.5, 1.5, 4.0], tf.float64)
+    d2y = _second_derivative(tf.math.bessel_i0e, x)
     h, xs = 1e-4, x.numpy()
     expected = (special.i0e(xs + h) - 2 * special.i0e(xs) + special.i0e(xs - h)) / h**2
     np.testing.assert_allclose(d2y, expected, rtol=1e-5, atol=1e-7)
@@ -105,14 +109,8 @@ def test_digamma_second_derivative_and_polygamma_of_a_python_order():
     # digamma's gradient is polygamma(1, x), which now has its own gradient (polygamma(2, x));
     # before, the second derivative came back None
     x = tf.constant([0.5, 1.5, 3.0], tf.float64)
-    with tf.GradientTape() as outer:
-        outer.watch(x)
-        with tf.GradientTape() as inner:
-            inner.watch(x)
-            y = tf.math.digamma(x)
-        dy = inner.gradient(y, x)
-    np.testing.assert_allclose(outer.gradient(dy, x).numpy(), special.polygamma(2, x.numpy()),
-                               rtol=1e-12)
+    np.testing.assert_allclose(_second_derivative(tf.math.digamma, x),
+                               special.polygamma(2, x.numpy()), rtol=1e-12)
     # a Python order beside a float64 tensor takes the tensor's dtype, as in TensorFlow
     out = tf.math.polygamma(2.0, x)
     assert out.dtype == tf.float64
