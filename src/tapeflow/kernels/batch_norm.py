@@ -361,7 +361,7 @@ def backward(g: np.ndarray, x: np.ndarray, scale: np.ndarray, mean: np.ndarray,
             return s_g, s_gx
 
         parts = parallel.split(m, (2 + (y2.shape[0] > 0)) * nbytes, sums)
-        sum_g[:] = sum(p[0] for p in parts) * share  # (exact: share is a power of 2 here)
+        sum_g[:] = sum(p[0] for p in parts) * share  # exact when kh*kw is a power of 2 (W4: 2x2)
         sum_gx[:] = sum(p[1] for p in parts) * share
     else:
         sum_g[:] = g2.sum(axis=0, dtype=np.float64)
